@@ -1,0 +1,76 @@
+import type { ScriptStep, ToolResult, TurnMessage } from '../common/types';
+import { queryWords, type SearchMatch } from './tools/search-local-sources';
+
+/** What a model step asks for before the boundary checks it. */
+export interface ModelReply {
+  text?: string;
+  toolCalls: Array<{ tool: string; args: unknown }>;
+}
+
+const DOCUMENTS_TO_READ = 2;
+const EXCERPT_CHARS = 320;
+
+function toolResults(messages: TurnMessage[], tool: string): ToolResult[] {
+  return messages.flatMap((message) => (message.role === 'tool' && message.tool === tool ? [message.result] : []));
+}
+
+function bestParagraph(content: string, words: string[]): string {
+  const paragraphs = content
+    .split(/\n\s*\n/)
+    .map((paragraph) => paragraph.replace(/\s+/g, ' ').trim())
+    .filter((paragraph) => paragraph && !paragraph.startsWith('#'));
+  const score = (paragraph: string) => words.filter((word) => paragraph.toLowerCase().includes(word)).length;
+  const best = paragraphs.reduce((winner, paragraph) => (score(paragraph) > score(winner) ? paragraph : winner), paragraphs[0] ?? '');
+  return best.length > EXCERPT_CHARS ? `${best.slice(0, EXCERPT_CHARS - 1)}…` : best;
+}
+
+/**
+ * The built-in plan: search the local sources for the prompt's words, read the best matches, and
+ * answer from what was read. A step whose tool is not available to the turn is skipped, and a
+ * failed call is reported in the answer rather than hidden.
+ */
+function builtInPlan({ prompt, messages, availableTools }: { prompt: string; messages: TurnMessage[]; availableTools: string[] }): ModelReply {
+  const searches = toolResults(messages, 'search_local_sources');
+  if (searches.length === 0 && availableTools.includes('search_local_sources')) {
+    return { toolCalls: [{ tool: 'search_local_sources', args: { query: prompt, mode: 'words', limit: 5 } }] };
+  }
+  const lastSearch = searches.at(-1);
+  if (lastSearch && lastSearch.status !== 'success') {
+    return { text: `I could not search the local sources (${lastSearch.code}: ${lastSearch.message}).`, toolCalls: [] };
+  }
+  const matches = ((lastSearch?.data as { matches?: SearchMatch[] } | undefined)?.matches ?? []).slice(0, DOCUMENTS_TO_READ);
+  const reads = toolResults(messages, 'get_document');
+  if (reads.length === 0 && matches.length > 0 && availableTools.includes('get_document')) {
+    return { toolCalls: matches.map((match) => ({ tool: 'get_document', args: { id: match.id } })) };
+  }
+  if (matches.length === 0) return { text: `I found nothing in the local sources about "${prompt}".`, toolCalls: [] };
+
+  const words = queryWords(prompt);
+  const lines = reads.map((result, index) => {
+    if (result.status !== 'success') return `- ${matches[index]?.id ?? 'a document'} could not be read (${result.code}: ${result.message})`;
+    if (typeof result.data === 'string') return `- (a long document, shortened) ${result.data.slice(0, EXCERPT_CHARS)}…`;
+    const document = result.data as { id: string; title: string; content: string };
+    return `- ${document.title} [${document.id}]: ${bestParagraph(document.content, words)}`;
+  });
+  if (lines.length === 0) lines.push(...matches.map((match) => `- ${match.title} [${match.id}]: ${match.snippet}`));
+  return { text: `From the local sources, on "${prompt}":\n${lines.join('\n')}`, toolCalls: [] };
+}
+
+/** The embedded model: plays the given script step by step, or the built-in plan when there is none. */
+export function playScriptedModel({
+  prompt,
+  messages,
+  script,
+  availableTools,
+}: {
+  prompt: string;
+  messages: TurnMessage[];
+  script?: ScriptStep[];
+  availableTools: string[];
+}): ModelReply {
+  if (!script) return builtInPlan({ prompt, messages, availableTools });
+  const stepIndex = messages.filter((message) => message.role === 'assistant').length;
+  const step = script[stepIndex];
+  if (!step) return { text: `(the script has no step ${stepIndex + 1}; it ends here)`, toolCalls: [] };
+  return { text: step.text, toolCalls: 'toolCalls' in step ? step.toolCalls.map(({ tool, args }) => ({ tool, args })) : [] };
+}

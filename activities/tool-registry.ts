@@ -1,0 +1,64 @@
+import { toMilliseconds } from '../common/duration';
+import type { RetryBackoff, ToolPolicy } from '../common/types';
+import type { TollgateConfig } from '../config/config-schema';
+import type { ToolDefinition } from './define-tool';
+
+/** The backoff between attempts when the config sets none. */
+export const DEFAULT_RETRY_BACKOFF: RetryBackoff = { initialIntervalMs: 200, backoffCoefficient: 2, maximumIntervalMs: 5_000 };
+
+/** The backoff the config's `retry` section sets. */
+export function retryBackoffFromConfig(retry: TollgateConfig['retry']): RetryBackoff {
+  return {
+    initialIntervalMs: toMilliseconds(retry.initialInterval),
+    backoffCoefficient: retry.backoffCoefficient,
+    maximumIntervalMs: toMilliseconds(retry.maximumInterval),
+  };
+}
+
+/** The tools one worker serves, with config overrides applied; built once at worker start. */
+export interface ToolRegistry {
+  get(name: string): ToolDefinition | undefined;
+  list(): ToolDefinition[];
+  /** What the workflow needs of a tool, as data. */
+  policy(name: string): ToolPolicy | undefined;
+}
+
+/** Builds the registry; a duplicate name or an override for a tool nobody declared stops the worker here. */
+export function createToolRegistry({
+  tools,
+  overrides = {},
+  retry = DEFAULT_RETRY_BACKOFF,
+}: {
+  tools: ToolDefinition[];
+  overrides?: TollgateConfig['tools'];
+  retry?: RetryBackoff;
+}): ToolRegistry {
+  const byName = new Map<string, ToolDefinition>();
+  for (const tool of tools) {
+    if (byName.has(tool.name)) throw new Error(`tool "${tool.name}" is declared twice; tool names must be unique`);
+    byName.set(tool.name, tool);
+  }
+  for (const [name, override] of Object.entries(overrides)) {
+    const tool = byName.get(name);
+    if (!tool) throw new Error(`config tools.${name}: no tool named "${name}" is registered (known: ${[...byName.keys()].join(', ')})`);
+    if (override.enabled === false) {
+      byName.delete(name);
+      continue;
+    }
+    byName.set(name, {
+      ...tool,
+      timeoutMs: override.timeout === undefined ? tool.timeoutMs : toMilliseconds(override.timeout),
+      maxAttempts: override.maxAttempts ?? tool.maxAttempts,
+      maxOutputChars: override.maxOutputChars ?? tool.maxOutputChars,
+      concurrency: override.concurrency ?? tool.concurrency,
+    });
+  }
+  return {
+    get: (name) => byName.get(name),
+    list: () => [...byName.values()],
+    policy(name) {
+      const tool = byName.get(name);
+      return tool && { effect: tool.effect, timeoutMs: tool.timeoutMs, maxAttempts: tool.maxAttempts, retry };
+    },
+  };
+}

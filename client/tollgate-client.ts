@@ -1,0 +1,71 @@
+import { Client, Connection, WorkflowIdReusePolicy } from '@temporalio/client';
+import { AGENT_TURN_WORKFLOW_TYPE } from '../common/defaults';
+import { TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
+import type { AgentTurnInput, AgentTurnResult, TurnState } from '../common/types';
+import type { TollgateConfig } from '../config/config-schema';
+import type { agentTurn } from '../workflows';
+import { stateQuery } from '../workflows/messages';
+
+/** A started turn: enough to find it again from any Temporal client. */
+export interface TurnHandle {
+  workflowId: string;
+  runId: string;
+}
+
+function firstLine(text: string, maxChars = 120): string {
+  const line = text.trim().split('\n')[0];
+  return line.length > maxChars ? `${line.slice(0, maxChars - 1)}…` : line;
+}
+
+/** A workflow id for a new turn of a task: readable, unique per start. */
+export function newTurnId(taskId: string, now = Date.now()): string {
+  const slug = taskId.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').slice(0, 80);
+  return `turn-${slug}-${now.toString(36)}${Math.floor(Math.random() * 1296).toString(36).padStart(2, '0')}`;
+}
+
+/** The typed client of Tollgate turns, over Temporal's client SDK. */
+export class TollgateClient {
+  constructor(
+    readonly client: Client,
+    readonly config: TollgateConfig,
+  ) {}
+
+  /** Connects to the configured server. */
+  static async connect(config: TollgateConfig): Promise<TollgateClient> {
+    const connection = await Connection.connect({ address: config.temporal.address });
+    return new TollgateClient(new Client({ connection, namespace: config.temporal.namespace }), config);
+  }
+
+  /** Starts one turn; limits the input leaves out come from the config. */
+  async startTurn(input: AgentTurnInput, { workflowId = newTurnId(input.taskId) }: { workflowId?: string } = {}): Promise<TurnHandle> {
+    const handle = await this.client.workflow.start<typeof agentTurn>(AGENT_TURN_WORKFLOW_TYPE, {
+      workflowId,
+      taskQueue: this.config.temporal.taskQueue,
+      args: [{ ...input, limits: { ...this.config.limits, ...input.limits } }],
+      typedSearchAttributes: [{ key: TASK_ID_SEARCH_ATTRIBUTE, value: input.taskId }],
+      staticSummary: firstLine(input.prompt),
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    });
+    return { workflowId, runId: handle.firstExecutionRunId };
+  }
+
+  /** Waits for a turn's result. */
+  async result(workflowId: string): Promise<AgentTurnResult> {
+    return this.client.workflow.getHandle<typeof agentTurn>(workflowId).result();
+  }
+
+  /** The turn's current state, from the `state` query. */
+  async state(workflowId: string): Promise<TurnState> {
+    return this.client.workflow.getHandle(workflowId).query(stateQuery);
+  }
+
+  /** The Web UI page of a turn, when the UI's address is known. */
+  uiLink(uiUrl: string, { workflowId, runId }: TurnHandle): string {
+    return `${uiUrl}/namespaces/${encodeURIComponent(this.config.temporal.namespace)}/workflows/${encodeURIComponent(workflowId)}/${runId}/history`;
+  }
+
+  /** Closes the connection. */
+  async close(): Promise<void> {
+    await this.client.connection.close();
+  }
+}

@@ -1,0 +1,37 @@
+/** The effect a tool declares: it decides retry, idempotency and approval together. */
+export type ToolEffect = 'read' | 'reversible_write' | 'irreversible_write';
+
+/** Every effect level, in order of the harm a blind retry could do. */
+export const TOOL_EFFECTS: readonly ToolEffect[] = ['read', 'reversible_write', 'irreversible_write'];
+
+/** Stable error codes the model, retry policies and other programs rely on. */
+export type ErrorCode =
+  | 'unknown_tool'
+  | 'invalid_arguments'
+  | 'forbidden'
+  | 'transient_failure'
+  | 'tool_failure'
+  | 'outcome_unknown'
+  | 'denied'
+  | 'approval_expired';
+
+/** Every error code, also used as `ApplicationFailure` types. */
+export const ERROR_CODES: readonly ErrorCode[] = [
+  'unknown_tool',
+  'invalid_arguments',
+  'forbidden',
+  'transient_failure',
+  'tool_failure',
+  'outcome_unknown',
+  'denied',
+  'approval_expired',
+];
+
+/** Codes that no automatic retry may repeat. */
+export const NON_RETRYABLE_CODES: readonly ErrorCode[] = ['unknown_tool', 'invalid_arguments', 'forbidden', 'tool_failure', 'outcome_unknown'];
+
+/** How a tool call ended: `denied` is its own status and spends no error budget. */
+export type ToolCallStatus = 'success' | 'error' | 'denied';
+
+/** How a turn ended. */
+export type TurnStatus = 'completed' | 'step_limit' | 'tool_call_limit' | 'error_budget_exhausted';

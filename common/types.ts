@@ -1,0 +1,150 @@
+import type { ErrorCode, ToolCallStatus, ToolEffect, TurnStatus } from './codes';
+
+/** One step of a scripted model: either tool calls or a final text. */
+export type ScriptStep = { toolCalls: Array<{ tool: string; args: unknown }>; text?: string } | { text: string };
+
+/** Which model a turn uses: a name from the config's model list, or the embedded scripted model. */
+export type ModelSelection = string | { provider: 'scripted'; script?: ScriptStep[] };
+
+/** Per-turn limits; anything left out comes from the config, then from the built-in defaults. */
+export interface TurnLimits {
+  maxSteps?: number;
+  maxToolCalls?: number;
+  errorBudget?: number;
+}
+
+/** The input of the `agentTurn` workflow: plain JSON, so any Temporal client can start a turn. */
+export interface AgentTurnInput {
+  /** Names the business task; idempotency keys derive from it. */
+  taskId: string;
+  /** The user's request. */
+  prompt: string;
+  model?: ModelSelection;
+  /** Narrows the tools this turn may call; all registered tools when left out. */
+  tools?: string[];
+  limits?: TurnLimits;
+}
+
+/** The normalized result of one tool call, as the model sees it. */
+export interface ToolResult {
+  status: ToolCallStatus;
+  /** The tool's output on success (after truncation and redaction). */
+  data?: unknown;
+  code?: ErrorCode;
+  retryable?: boolean;
+  /** The tool's own short message on failure; never a stack trace. */
+  message?: string;
+}
+
+/** The record of one tool call, for people and programs inspecting a turn. */
+export interface ToolEvent {
+  callId: string;
+  step: number;
+  tool: string;
+  effect: ToolEffect | 'unknown';
+  status: ToolCallStatus;
+  code?: ErrorCode;
+  /** How many times the handler was started (0 when the boundary refused the call). */
+  attempts: number;
+  durationMs: number;
+  /** Characters of output before truncation. */
+  originalSize: number;
+  truncated: boolean;
+}
+
+/** A tool call the model asked for. */
+export interface ToolCallRequest {
+  callId: string;
+  tool: string;
+  args: unknown;
+}
+
+/** One message of a turn's conversation with the model. */
+export type TurnMessage =
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; text?: string; toolCalls: ToolCallRequest[] }
+  | { role: 'tool'; callId: string; tool: string; result: ToolResult };
+
+/** What the workflow needs to run a tool: data recorded in history, never the handler itself. */
+export interface ToolPolicy {
+  effect: ToolEffect;
+  timeoutMs: number;
+  maxAttempts: number;
+  /** The backoff between attempts, from the worker's config. */
+  retry: RetryBackoff;
+}
+
+/** The backoff between attempts of a retried call, in milliseconds. */
+export interface RetryBackoff {
+  initialIntervalMs: number;
+  backoffCoefficient: number;
+  maximumIntervalMs: number;
+}
+
+/** A tool call after the boundary's first checks: either runnable with its policy, or refused. */
+export type CheckedToolCall = ToolCallRequest &
+  ({ policy: ToolPolicy; refusal?: undefined } | { policy?: ToolPolicy; refusal: { code: ErrorCode; message: string } });
+
+/** Token counts, summed per turn. */
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** The input of the `modelStep` activity. */
+export interface ModelStepInput {
+  taskId: string;
+  step: number;
+  model?: ModelSelection;
+  messages: TurnMessage[];
+  /** The tools this turn may call; all registered tools when left out. */
+  allowedTools?: string[];
+}
+
+/** What one model step produced, its tool calls already checked against schema and authorization. */
+export interface ModelStepResult {
+  text?: string;
+  toolCalls: CheckedToolCall[];
+  usage: Usage;
+}
+
+/** The input of the `runTool` activity. */
+export interface RunToolInput {
+  taskId: string;
+  callId: string;
+  tool: string;
+  args: unknown;
+  allowedTools?: string[];
+}
+
+/** What `runTool` returns when the handler finished (successfully or with a final error). */
+export interface RunToolResult extends ToolResult {
+  attempt: number;
+  originalSize: number;
+  truncated: boolean;
+}
+
+/** Details attached to a retryable tool failure, so the workflow knows how often the handler ran. */
+export interface ToolFailureDetails {
+  attempt: number;
+  originalSize: number;
+}
+
+/** The result of the `agentTurn` workflow. */
+export interface AgentTurnResult {
+  taskId: string;
+  status: TurnStatus;
+  answer?: string;
+  steps: number;
+  toolCalls: ToolEvent[];
+  usage: Usage;
+}
+
+/** What the `state` query returns while a turn runs and after it ended. */
+export interface TurnState {
+  taskId: string;
+  status: 'running' | TurnStatus;
+  step: number;
+  pendingApprovals: Array<{ callId: string; tool: string; args: unknown; argsDigest: string; requestedAt: string; expiresAt: string }>;
+  toolCalls: ToolEvent[];
+}

@@ -1,0 +1,76 @@
+import { z } from 'zod';
+import { DURATION_PATTERN } from '../common/duration';
+import { DEFAULT_TASK_QUEUE, DEFAULT_TURN_LIMITS } from '../common/defaults';
+
+const duration = z
+  .union([z.number().nonnegative(), z.string().regex(DURATION_PATTERN, 'expected a duration like 500ms, 10s, 5m, 24h')])
+  .describe('milliseconds, or a text such as 10s');
+
+const port = z.number().int().min(1).max(65535);
+
+/** Options of the embedded Temporal dev server that `npm run server` and the demo start. */
+export const devServerSchema = z.strictObject({
+  ip: z.string().default('127.0.0.1'),
+  uiPort: port.default(8233),
+  dbFile: z.string().default('.tollgate/state/temporal.db'),
+  logFile: z.string().default('.tollgate/state/dev-server.log'),
+  logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('warn'),
+  startTimeout: duration.default('30s'),
+});
+
+/** Where the Temporal server is and which names the turns use on it. */
+export const temporalSchema = z.strictObject({
+  address: z.string().regex(/^[^\s:]+:\d+$/, 'expected host:port').default('127.0.0.1:7233'),
+  namespace: z.string().min(1).default('default'),
+  taskQueue: z.string().min(1).default(DEFAULT_TASK_QUEUE),
+  devServer: devServerSchema.prefault({}),
+});
+
+/** A model the config names by a key of `model.models`; the embedded scripted model needs no settings. */
+export const modelEntrySchema = z.strictObject({
+  provider: z.literal('scripted'),
+});
+
+/** Per-tool overrides of a tool's declared policy. */
+export const toolOverrideSchema = z.strictObject({
+  enabled: z.boolean().optional(),
+  timeout: duration.optional(),
+  maxAttempts: z.number().int().min(1).max(20).optional(),
+  maxOutputChars: z.number().int().min(16).optional(),
+  concurrency: z.number().int().min(1).optional(),
+});
+
+/** How read tools are retried between attempts (the number of attempts is per tool). */
+export const retrySchema = z.strictObject({
+  initialInterval: duration.default('200ms'),
+  backoffCoefficient: z.number().min(1).default(2),
+  maximumInterval: duration.default('5s'),
+});
+
+/** The whole `temporal.config.yaml`. */
+export const configSchema = z.strictObject({
+  temporal: temporalSchema.prefault({}),
+  model: z
+    .strictObject({
+      default: z.string().min(1).default('scripted'),
+      models: z.record(z.string(), modelEntrySchema).default({ scripted: { provider: 'scripted' } }),
+    })
+    .prefault({}),
+  workspace: z.string().default('.tollgate/workspace'),
+  corpus: z.string().default('examples/corpus'),
+  limits: z
+    .strictObject({
+      maxSteps: z.number().int().min(1).default(DEFAULT_TURN_LIMITS.maxSteps),
+      maxToolCalls: z.number().int().min(1).default(DEFAULT_TURN_LIMITS.maxToolCalls),
+      errorBudget: z.number().int().min(0).default(DEFAULT_TURN_LIMITS.errorBudget),
+    })
+    .prefault({}),
+  retry: retrySchema.prefault({}),
+  tools: z.record(z.string(), toolOverrideSchema).default({}),
+});
+
+/** The config as written in the file (every key optional). */
+export type ConfigInput = z.input<typeof configSchema>;
+
+/** The validated config, with defaults filled in and folders resolved to absolute paths. */
+export type TollgateConfig = z.output<typeof configSchema> & { configFile?: string; projectRoot: string };

@@ -1,0 +1,63 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse as parseYaml, YAMLParseError } from 'yaml';
+import type { z } from 'zod';
+import { configSchema, type TollgateConfig } from './config-schema';
+
+/** The config file Tollgate reads when `TOLLGATE_CONFIG` names none. */
+export const DEFAULT_CONFIG_FILE = 'temporal.config.yaml';
+
+/** A config that cannot be used; the message names the file and the key. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Where the project lives: the folder holding Tollgate's package.json. */
+export const PROJECT_ROOT = path.resolve(__dirname, '..');
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const at = issue.path.map(String).join('.');
+  if (issue.code === 'unrecognized_keys') {
+    return issue.keys.map((key) => `unknown key "${at ? `${at}.${key}` : key}"`).join('; ');
+  }
+  return `${at || '(top level)'}: ${issue.message}`;
+}
+
+/** Validates config data (as parsed from YAML) and fills in defaults; `source` names it in errors. */
+export function parseConfig(
+  data: unknown,
+  { source, baseDir, env = process.env }: { source: string; baseDir: string; env?: NodeJS.ProcessEnv },
+): TollgateConfig {
+  const result = configSchema.safeParse(data ?? {});
+  if (!result.success) {
+    throw new ConfigError(`${source}: ${result.error.issues.map(describeIssue).join('; ')}`);
+  }
+  const config = result.data;
+  if (env.TEMPORAL_ADDRESS) config.temporal.address = env.TEMPORAL_ADDRESS;
+  if (env.TEMPORAL_NAMESPACE) config.temporal.namespace = env.TEMPORAL_NAMESPACE;
+  if (!(config.model.default in config.model.models)) {
+    throw new ConfigError(`${source}: model.default: "${config.model.default}" is not a key of model.models`);
+  }
+  const resolve = (folder: string) => path.resolve(baseDir, folder);
+  config.workspace = resolve(config.workspace);
+  config.corpus = resolve(config.corpus);
+  config.temporal.devServer.dbFile = resolve(config.temporal.devServer.dbFile);
+  config.temporal.devServer.logFile = resolve(config.temporal.devServer.logFile);
+  return { ...config, configFile: source, projectRoot: PROJECT_ROOT };
+}
+
+/** Reads and validates the config file: `TOLLGATE_CONFIG`, else `temporal.config.yaml` at the project root. */
+export function loadConfig({ file, env = process.env }: { file?: string; env?: NodeJS.ProcessEnv } = {}): TollgateConfig {
+  const configFile = path.resolve(file ?? env.TOLLGATE_CONFIG ?? path.join(PROJECT_ROOT, DEFAULT_CONFIG_FILE));
+  if (!existsSync(configFile)) {
+    throw new ConfigError(`${configFile}: config file not found; set TOLLGATE_CONFIG to an existing file or restore ${DEFAULT_CONFIG_FILE}`);
+  }
+  let data: unknown;
+  try {
+    data = parseYaml(readFileSync(configFile, 'utf8'));
+  } catch (error) {
+    const where = error instanceof YAMLParseError && error.linePos ? ` (line ${error.linePos[0].line})` : '';
+    throw new ConfigError(`${configFile}${where}: not valid YAML: ${(error as Error).message.split('\n')[0]}`);
+  }
+  return parseConfig(data, { source: configFile, baseDir: path.dirname(configFile), env });
+}

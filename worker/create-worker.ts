@@ -1,0 +1,31 @@
+import path from 'node:path';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createActivities } from '../activities';
+import type { ToolDefinition } from '../activities/define-tool';
+import type { TollgateConfig } from '../config/config-schema';
+
+/** The file webpack bundles the workflows from. */
+export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
+
+/** Options of a Tollgate worker; anything in `workerOptions` goes to Temporal's Worker as it is. */
+export interface CreateWorkerOptions {
+  config: TollgateConfig;
+  connection: NativeConnection;
+  /** Replaces the built-in tools. */
+  tools?: ToolDefinition[];
+  /** Replaces the activities built from config and tools (tests wrap them to observe calls). */
+  activities?: ReturnType<typeof createActivities>;
+  workerOptions?: Partial<WorkerOptions>;
+}
+
+/** Builds the tool registry (stopping here on a bad declaration), bundles the workflows and creates the Worker. */
+export async function createWorker({ config, connection, tools, activities, workerOptions }: CreateWorkerOptions): Promise<Worker> {
+  return Worker.create({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    workflowsPath: WORKFLOWS_PATH,
+    activities: activities ?? createActivities({ config, tools }),
+    ...workerOptions,
+  });
+}

@@ -1,0 +1,134 @@
+import { ApplicationFailure, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { DEFAULT_TURN_LIMITS } from '../common/defaults';
+import { TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
+import type {
+  AgentTurnInput,
+  AgentTurnResult,
+  CheckedToolCall,
+  ToolEvent,
+  TurnMessage,
+  TurnState,
+  Usage,
+} from '../common/types';
+import type { TurnStatus } from '../common/codes';
+import { stateQuery } from './messages';
+import { runReadTool, type ExecutedCall } from './run-read-tool';
+
+const { modelStep } = proxyActivities<Activities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['invalid_model'] },
+});
+
+function invalidInput(message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: 'invalid_input', message: `agentTurn input: ${message}`, nonRetryable: true });
+}
+
+function checkInput(input: unknown): asserts input is AgentTurnInput {
+  if (!input || typeof input !== 'object') throw invalidInput('expected an object { taskId, prompt, model?, tools?, limits? }');
+  const { taskId, prompt, tools, limits } = input as Record<string, unknown>;
+  if (typeof taskId !== 'string' || taskId.trim() === '') throw invalidInput('taskId must be a non-empty string');
+  if (typeof prompt !== 'string' || prompt.trim() === '') throw invalidInput('prompt must be a non-empty string');
+  if (tools !== undefined && (!Array.isArray(tools) || tools.some((tool) => typeof tool !== 'string'))) {
+    throw invalidInput('tools must be a list of tool names');
+  }
+  if (limits !== undefined) {
+    if (!limits || typeof limits !== 'object') throw invalidInput('limits must be an object');
+    for (const [key, value] of Object.entries(limits)) {
+      if (!(key in DEFAULT_TURN_LIMITS)) throw invalidInput(`limits.${key} is not a limit (${Object.keys(DEFAULT_TURN_LIMITS).join(', ')})`);
+      if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw invalidInput(`limits.${key} must be a whole number`);
+    }
+  }
+}
+
+/**
+ * One agent turn: model steps and the tool calls they ask for, until a final answer or a limit.
+ * Every tool call passes the boundary; refused calls never run, and every call leaves a ToolEvent.
+ */
+export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult> {
+  checkInput(input);
+  const { taskId, prompt, model, tools: allowedTools } = input;
+  const limits = { ...DEFAULT_TURN_LIMITS, ...input.limits };
+  upsertSearchAttributes([{ key: TASK_ID_SEARCH_ATTRIBUTE, value: taskId }]);
+
+  const events: ToolEvent[] = [];
+  const state: TurnState = { taskId, status: 'running', step: 0, pendingApprovals: [], toolCalls: events };
+  setHandler(stateQuery, () => state);
+
+  const messages: TurnMessage[] = [{ role: 'user', content: prompt }];
+  const usage: Usage = { inputTokens: 0, outputTokens: 0 };
+  let answer: string | undefined;
+  let status: TurnStatus | undefined;
+  let errors = 0;
+
+  for (let step = 0; step < limits.maxSteps && !status; step++) {
+    state.step = step;
+    const reply = await modelStep({ taskId, step, model, messages, allowedTools });
+    usage.inputTokens += reply.usage.inputTokens;
+    usage.outputTokens += reply.usage.outputTokens;
+    messages.push({ role: 'assistant', text: reply.text, toolCalls: reply.toolCalls.map(({ callId, tool, args }) => ({ callId, tool, args })) });
+    if (reply.toolCalls.length === 0) {
+      answer = reply.text;
+      status = 'completed';
+      break;
+    }
+    if (events.length + reply.toolCalls.length > limits.maxToolCalls) {
+      status = 'tool_call_limit';
+      break;
+    }
+
+    const executed = await Promise.all(reply.toolCalls.map((call) => executeCall({ taskId, step, call, allowedTools })));
+    for (const { call, outcome, event } of executed) {
+      events.push(event);
+      messages.push({ role: 'tool', callId: call.callId, tool: call.tool, result: outcome.result });
+      if (event.status === 'error') errors++;
+    }
+    if (errors > limits.errorBudget) status = 'error_budget_exhausted';
+  }
+
+  const finalStatus: TurnStatus = status ?? 'step_limit';
+  state.status = finalStatus;
+  return { taskId, status: finalStatus, answer, steps: state.step + 1, toolCalls: events, usage };
+}
+
+async function executeCall({
+  taskId,
+  step,
+  call,
+  allowedTools,
+}: {
+  taskId: string;
+  step: number;
+  call: CheckedToolCall;
+  allowedTools?: string[];
+}): Promise<{ call: CheckedToolCall; outcome: ExecutedCall; event: ToolEvent }> {
+  const startedAt = Date.now();
+  let outcome: ExecutedCall;
+  if (call.refusal) {
+    outcome = { result: { status: 'error', code: call.refusal.code, retryable: false, message: call.refusal.message }, attempts: 0, originalSize: 0, truncated: false };
+  } else if (call.policy.effect === 'read') {
+    outcome = await runReadTool({ taskId, callId: call.callId, tool: call.tool, args: call.args, policy: call.policy, allowedTools });
+  } else {
+    // Writes need a status lookup or a human approval first; until those exist here, none runs.
+    outcome = {
+      result: { status: 'error', code: 'forbidden', retryable: false, message: `${call.tool} is a ${call.policy.effect}; this worker runs read tools only` },
+      attempts: 0,
+      originalSize: 0,
+      truncated: false,
+    };
+  }
+  const event: ToolEvent = {
+    callId: call.callId,
+    step,
+    tool: call.tool,
+    effect: call.policy?.effect ?? 'unknown',
+    status: outcome.result.status,
+    code: outcome.result.code,
+    attempts: outcome.attempts,
+    durationMs: Date.now() - startedAt,
+    originalSize: outcome.originalSize,
+    truncated: outcome.truncated,
+  };
+  return { call, outcome, event };
+}
+

@@ -1,0 +1,2 @@
+export { agentTurn } from './agent-turn';
+export { stateQuery } from './messages';
