@@ -9,5 +9,7 @@ export default defineConfig({
     minWorkers: 1,
     testTimeout: 120_000,
     hookTimeout: 180_000,
+    // The JSON report lets .ci/run print a plain "N passed, N failed" line.
+    reporters: ['default', ['json', { outputFile: 'test-output/vitest-results.json' }]],
   },
 });

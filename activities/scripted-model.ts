@@ -1,5 +1,5 @@
 import type { ScriptStep, ToolResult, TurnMessage } from '../common/types';
-import { queryWords, type SearchMatch } from './tools/search-local-sources';
+import { queryWords, wordStem, type SearchMatch } from './tools/search-local-sources';
 
 /** What a model step asks for before the boundary checks it. */
 export interface ModelReply {
@@ -45,7 +45,7 @@ function builtInPlan({ prompt, messages, availableTools }: { prompt: string; mes
   }
   if (matches.length === 0) return { text: `I found nothing in the local sources about "${prompt}".`, toolCalls: [] };
 
-  const words = queryWords(prompt);
+  const words = queryWords(prompt).map(wordStem);
   const lines = reads.map((result, index) => {
     if (result.status !== 'success') return `- ${matches[index]?.id ?? 'a document'} could not be read (${result.code}: ${result.message})`;
     if (typeof result.data === 'string') return `- (a long document, shortened) ${result.data.slice(0, EXCERPT_CHARS)}…`;

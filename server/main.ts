@@ -13,7 +13,9 @@ async function main(): Promise<void> {
   console.log(`Web UI: ${lease.uiUrl}`);
   console.log(`State: ${config.temporal.devServer.dbFile}; log: ${config.temporal.devServer.logFile}`);
   console.log('Press Ctrl-C to stop it.');
+  let stopping = false;
   const stop = async () => {
+    stopping = true;
     await lease.started?.stop();
     console.log('Temporal dev server stopped.');
     process.exit(0);
@@ -21,6 +23,7 @@ async function main(): Promise<void> {
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   lease.started.process.once('exit', (code) => {
+    if (stopping) return;
     console.error(`the Temporal dev server exited by itself (code ${code}); see ${config.temporal.devServer.logFile}`);
     process.exit(1);
   });

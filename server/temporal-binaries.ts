@@ -21,14 +21,17 @@ export function pinnedVersion(binary: TemporalBinary): string {
   return packageJson.tollgate.temporalBinaries[binary];
 }
 
+/** The git-ignored folder `npm run setup` installs the binaries into. */
+export const BINARY_FOLDER = path.join(PROJECT_ROOT, '.tollgate', 'bin');
+
 /** Where `npm run setup` installs a binary. */
-export function binaryPath(binary: TemporalBinary): string {
-  return path.join(PROJECT_ROOT, '.tollgate', 'bin', `${binary}-${pinnedVersion(binary)}`, 'bin', EXECUTABLES[binary]);
+export function binaryPath(binary: TemporalBinary, folder = BINARY_FOLDER): string {
+  return path.join(folder, `${binary}-${pinnedVersion(binary)}`, 'bin', EXECUTABLES[binary]);
 }
 
 /** The path of an installed binary; a missing one is an error that says how to install it. */
-export function requireBinary(binary: TemporalBinary): string {
-  const executable = binaryPath(binary);
+export function requireBinary(binary: TemporalBinary, folder = BINARY_FOLDER): string {
+  const executable = binaryPath(binary, folder);
   if (!existsSync(executable)) {
     throw new Error(`${DESCRIPTIONS[binary]} is not installed (expected ${path.relative(process.cwd(), executable)}); run \`npm run setup\` to install it`);
   }

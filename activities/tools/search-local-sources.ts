@@ -35,6 +35,11 @@ export function queryWords(query: string): string[] {
   return [...new Set(words.filter((word) => word.length > 1 && !STOP_WORDS.has(word)))];
 }
 
+/** A word cut to a stem that also begins its other forms: `releases` → `releas`, `allowed` → `allow`. */
+export function wordStem(word: string): string {
+  return word.length > 4 ? word.replace(/(ing|ed|es|s)$/, '') : word;
+}
+
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
@@ -60,7 +65,7 @@ function scoreDocument(document: CorpusDocument, patterns: RegExp[]): { score: n
 /** Searches the corpus for words or a regular expression; no match is a success with an empty list. */
 export function searchCorpus(corpus: Corpus, { query, mode, limit }: z.output<typeof searchLocalSourcesInput>): SearchMatch[] {
   const patterns =
-    mode === 'regex' ? [new RegExp(query, 'i')] : queryWords(query).map((word) => new RegExp(`\\b${escapeRegExp(word)}`, 'i'));
+    mode === 'regex' ? [new RegExp(query, 'i')] : queryWords(query).map((word) => new RegExp(`\\b${escapeRegExp(wordStem(word))}`, 'i'));
   if (patterns.length === 0) return [];
   return corpus
     .documents()
