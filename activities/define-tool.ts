@@ -11,6 +11,18 @@ export interface ToolContext {
   attempt: number;
   /** Aborted when the call's timeout passes or the activity is cancelled. */
   signal: AbortSignal;
+  /** For writes: the key of this intent; a handler passes it to the service it calls, or names its output by it. */
+  idempotencyKey?: string;
+}
+
+/** What a write's own status check says about an intent. */
+export type StatusAnswer = 'applied' | 'not_applied' | 'unknown' | { state: 'applied'; data?: unknown };
+
+/** What a status check or an idempotency-key function learns about the call. */
+export interface IntentContext {
+  taskId: string;
+  tool: string;
+  idempotencyKey: string;
 }
 
 /** A tool as declared once: what the model reads, the runtime policy, and the handler. */
@@ -29,6 +41,14 @@ export interface ToolSpec<Schema extends z.ZodType> {
   maxOutputChars?: number;
   /** How many calls of this tool may run at once in one worker. */
   concurrency?: number;
+  /** Irreversible writes: how long to wait for a human decision (default 24 h). */
+  approvalTimeout?: number | string;
+  /** Writes: the key of the business intent (default: task id + tool + hash of the canonical arguments). */
+  idempotencyKey?: (args: z.output<Schema>, context: { taskId: string; tool: string }) => string;
+  /** Writes: whether this intent already took effect, asked before every execution and after every timeout. */
+  status?: (args: z.output<Schema>, context: IntentContext) => Promise<StatusAnswer> | StatusAnswer;
+  /** Refuses a call before it is scheduled (code `forbidden`): return the reason, or nothing to allow it. */
+  authorize?: (args: z.output<Schema>) => string | undefined;
   handler: (args: z.output<Schema>, context: ToolContext) => Promise<ToolOutcome | string | unknown> | ToolOutcome | string | unknown;
 }
 
@@ -42,11 +62,22 @@ export interface ToolDefinition {
   maxAttempts: number;
   maxOutputChars: number;
   concurrency: number;
+  approvalTimeoutMs: number;
+  idempotencyKey?: (args: unknown, context: { taskId: string; tool: string }) => string;
+  status?: (args: unknown, context: IntentContext) => Promise<StatusAnswer> | StatusAnswer;
+  authorize?: (args: unknown) => string | undefined;
   handler: (args: unknown, context: ToolContext) => Promise<unknown> | unknown;
 }
 
 /** Defaults of a tool's policy when its declaration leaves them out. */
-export const TOOL_DEFAULTS = { timeoutMs: 30_000, maxAttempts: 3, maxOutputChars: 8_000, concurrency: 8 } as const;
+export const TOOL_DEFAULTS = { timeoutMs: 30_000, maxAttempts: 3, maxOutputChars: 8_000, concurrency: 8, approvalTimeoutMs: 24 * 3_600_000 } as const;
+
+/** Checks what a registry cannot run safely; a reversible write without a status lookup is refused. */
+export function checkToolDefinition(tool: ToolDefinition): void {
+  if (tool.effect === 'reversible_write' && typeof tool.status !== 'function') {
+    throw new Error(`tool ${tool.name}: a reversible_write needs a status lookup (status), or it could never be retried safely`);
+  }
+}
 
 const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 
@@ -56,7 +87,7 @@ export function defineTool<Schema extends z.ZodType>(spec: ToolSpec<Schema>): To
   if (!TOOL_EFFECTS.includes(spec.effect)) throw new Error(`tool ${spec.name}: effect must be one of ${TOOL_EFFECTS.join(', ')}, got "${spec.effect}"`);
   const maxAttempts = spec.maxAttempts ?? TOOL_DEFAULTS.maxAttempts;
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new Error(`tool ${spec.name}: maxAttempts must be a whole number of at least 1`);
-  return {
+  const tool: ToolDefinition = {
     name: spec.name,
     description: spec.description,
     input: spec.input,
@@ -65,8 +96,14 @@ export function defineTool<Schema extends z.ZodType>(spec: ToolSpec<Schema>): To
     maxAttempts,
     maxOutputChars: spec.maxOutputChars ?? TOOL_DEFAULTS.maxOutputChars,
     concurrency: spec.concurrency ?? TOOL_DEFAULTS.concurrency,
+    approvalTimeoutMs: spec.approvalTimeout === undefined ? TOOL_DEFAULTS.approvalTimeoutMs : toMilliseconds(spec.approvalTimeout),
+    idempotencyKey: spec.idempotencyKey as ToolDefinition['idempotencyKey'],
+    status: spec.status as ToolDefinition['status'],
+    authorize: spec.authorize as ToolDefinition['authorize'],
     handler: spec.handler as ToolDefinition['handler'],
   };
+  checkToolDefinition(tool);
+  return tool;
 }
 
 /** The JSON schema of a tool's arguments, as the model sees it (field descriptions from `.describe()`). */

@@ -1,35 +1,47 @@
 import type { TollgateConfig } from '../config/config-schema';
 import { openCorpus } from './corpus';
 import type { ToolDefinition } from './define-tool';
+import { openSqliteStore, type IdempotencyStore } from './idempotency-store';
+import { createLookupStatus } from './lookup-status';
 import { createModelStep } from './model-step';
+import { DEFAULT_SECRET_PATTERNS } from './redact';
 import { createRunTool } from './run-tool';
 import { createToolRegistry, retryBackoffFromConfig, type ToolRegistry } from './tool-registry';
 import { getDocumentTool } from './tools/get-document';
+import { saveDraftTool } from './tools/save-draft';
 import { searchLocalSourcesTool } from './tools/search-local-sources';
+import { sendMessageTool } from './tools/send-message';
+import { shellTool } from './tools/shell';
 
-/** What the activities are built from; tests pass their own tools. */
+/** What the activities are built from; tests pass their own tools and store. */
 export interface ActivityDependencies {
   config: TollgateConfig;
   /** Replaces the built-in tools when given. */
   tools?: ToolDefinition[];
+  /** Replaces the SQLite store the config names. */
+  store?: IdempotencyStore;
 }
 
 /** The tools every worker serves unless told otherwise. */
 export function builtInTools(config: TollgateConfig): ToolDefinition[] {
   const corpus = openCorpus(config.corpus);
-  return [searchLocalSourcesTool(corpus), getDocumentTool(corpus)];
+  const { workspace } = config;
+  return [searchLocalSourcesTool(corpus), getDocumentTool(corpus), saveDraftTool({ workspace }), sendMessageTool({ workspace }), shellTool({ workspace })];
 }
 
 /** Builds the activities; their export names are their registered names. */
-export function createActivities({ config, tools }: ActivityDependencies) {
+export function createActivities({ config, tools, store }: ActivityDependencies) {
   const registry: ToolRegistry = createToolRegistry({
     tools: tools ?? builtInTools(config),
     overrides: config.tools,
     retry: retryBackoffFromConfig(config.retry),
   });
+  const intents = store ?? openSqliteStore(config.store.sqliteFile);
+  const secretPatterns = [...DEFAULT_SECRET_PATTERNS, ...config.redact.patterns.map((source) => new RegExp(source, 'g'))];
   return {
     modelStep: createModelStep({ registry, config }),
-    runTool: createRunTool({ registry }),
+    runTool: createRunTool({ registry, store: intents, secretPatterns }),
+    lookupStatus: createLookupStatus({ registry, store: intents }),
   };
 }
 

@@ -53,7 +53,7 @@ export function createModelStep({ registry, config }: { registry: ToolRegistry; 
       .list()
       .map((tool) => tool.name)
       .filter((name) => !input.allowedTools || input.allowedTools.includes(name));
-    const reply = playScriptedModel({ prompt, messages: input.messages, script, availableTools });
+    const reply = playScriptedModel({ taskId: input.taskId, prompt, messages: input.messages, script, availableTools });
     const toolCalls = reply.toolCalls.map((call, index) =>
       checkToolCall({ registry, request: { callId: `call-${input.step}-${index}`, tool: call.tool, args: call.args }, allowedTools: input.allowedTools }),
     );

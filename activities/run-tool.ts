@@ -1,12 +1,17 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { RunToolInput, RunToolResult, ToolFailureDetails } from '../common/types';
+import type { RunToolInput, RunToolResult, ToolFailureDetails, ToolResult } from '../common/types';
 import { checkToolCall } from './check-tool-call';
-import { classifyError } from './classify-error';
+import { classifyError, ToolError } from './classify-error';
 import type { ToolDefinition } from './define-tool';
-import { redactText, redactValue } from './redact';
+import type { IdempotencyStore } from './idempotency-store';
+import { intentKey } from './idempotency-key';
+import { DEFAULT_SECRET_PATTERNS, redactText, redactValue } from './redact';
 import { Semaphore } from './semaphore';
 import { ToolOutcome } from './tool-outcome';
 import type { ToolRegistry } from './tool-registry';
+
+/** The failure type of a write whose handler was cut off (timeout, reset, crash): it may or may not have taken effect. */
+export const WRITE_INTERRUPTED = 'write_interrupted';
 
 /** Output cut to the tool's limit, with the size it had before. */
 export function truncateOutput(data: unknown, maxChars: number): { data: unknown; originalSize: number; truncated: boolean } {
@@ -19,14 +24,30 @@ class TimeoutError extends Error {
   override name = 'TimeoutError';
 }
 
+/** How a handler ended: with an outcome it returned, or cut off by a throw or the timeout. */
+type HandlerEnd = { outcome: ToolOutcome; interrupted: false } | { outcome: ToolOutcome; interrupted: true; error: unknown };
+
 /**
  * The `runTool` activity: the execution half of the boundary. It checks the call again (the model
  * step already did, but an activity can be started by anyone), waits for a place under the tool's
- * concurrency limit, runs the handler under its timeout, then truncates, redacts and normalizes.
- * A retryable failure is thrown so that Temporal's retry policy (from the tool's policy) repeats it;
- * a final failure is returned as a result the model can act on.
+ * concurrency limit, runs the handler under its timeout, then redacts, truncates and normalizes.
+ *
+ * Reads: a retryable failure is thrown so that Temporal's retry policy repeats it; a final failure
+ * is returned as a result the model can act on.
+ * Writes: the intent's key is recorded as started before the handler runs and committed with the
+ * receipt after it; an intent already committed is answered from its receipt without running the
+ * handler; a handler cut off mid-way is thrown as `write_interrupted`, which the workflow never
+ * retries blindly.
  */
-export function createRunTool({ registry }: { registry: ToolRegistry }) {
+export function createRunTool({
+  registry,
+  store,
+  secretPatterns = DEFAULT_SECRET_PATTERNS,
+}: {
+  registry: ToolRegistry;
+  store?: IdempotencyStore;
+  secretPatterns?: readonly RegExp[];
+}) {
   const semaphores = new Map<string, Semaphore>();
   const semaphoreFor = (tool: ToolDefinition) => {
     let semaphore = semaphores.get(tool.name);
@@ -34,22 +55,14 @@ export function createRunTool({ registry }: { registry: ToolRegistry }) {
     return semaphore;
   };
 
-  return async function runTool(input: RunToolInput): Promise<RunToolResult> {
+  async function runHandler(tool: ToolDefinition, args: unknown, input: RunToolInput, idempotencyKey?: string): Promise<HandlerEnd> {
     const context = Context.current();
     const attempt = context.info.attempt;
-    const checked = checkToolCall({ registry, request: input, allowedTools: input.allowedTools });
-    if (checked.refusal) {
-      return { status: 'error', ...checked.refusal, retryable: false, attempt: 0, originalSize: 0, truncated: false };
-    }
-    const tool = registry.get(input.tool)!;
-    const args = tool.input.parse(input.args);
-
     const release = await semaphoreFor(tool).acquire();
     const controller = new AbortController();
     const onCancel = () => controller.abort(context.cancellationSignal.reason);
     context.cancellationSignal.addEventListener('abort', onCancel);
     let timer: NodeJS.Timeout | undefined;
-    let raw: unknown;
     try {
       const timedOut = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
@@ -58,28 +71,81 @@ export function createRunTool({ registry }: { registry: ToolRegistry }) {
           reject(error);
         }, tool.timeoutMs);
       });
-      const handled = Promise.resolve().then(() => tool.handler(args, { taskId: input.taskId, callId: input.callId, attempt, signal: controller.signal }));
-      raw = await Promise.race([handled, timedOut]);
+      const handled = Promise.resolve().then(() =>
+        tool.handler(args, { taskId: input.taskId, callId: input.callId, attempt, signal: controller.signal, idempotencyKey }),
+      );
+      const raw = await Promise.race([handled, timedOut]);
+      return { outcome: ToolOutcome.is(raw) ? raw : ToolOutcome.ok(raw), interrupted: false };
     } catch (error) {
       const failure = classifyError(error);
       context.log.warn('tool handler threw', { tool: tool.name, callId: input.callId, attempt, code: failure.code, stack: (error as Error)?.stack });
-      raw = ToolOutcome.error(failure.message, failure);
+      const outcome = ToolOutcome.error(failure.message, failure);
+      // A ToolError is the handler's own verdict; anything else cut the handler off at an unknown point.
+      return error instanceof ToolError ? { outcome, interrupted: false } : { outcome, interrupted: true, error };
     } finally {
       clearTimeout(timer);
       context.cancellationSignal.removeEventListener('abort', onCancel);
       release();
     }
+  }
 
-    const outcome = ToolOutcome.is(raw) ? raw : ToolOutcome.ok(raw);
+  function normalize(tool: ToolDefinition, outcome: ToolOutcome): { result: ToolResult; originalSize: number; truncated: boolean } {
     if (!outcome.ok) {
-      const message = redactText(outcome.message);
-      if (outcome.retryable) {
-        const details: ToolFailureDetails = { attempt, originalSize: 0 };
-        throw ApplicationFailure.create({ type: outcome.code, message, nonRetryable: false, details: [details] });
-      }
-      return { status: 'error', code: outcome.code, retryable: false, message, attempt, originalSize: 0, truncated: false };
+      return { result: { status: 'error', code: outcome.code, retryable: outcome.retryable, message: redactText(outcome.message, secretPatterns) }, originalSize: 0, truncated: false };
     }
-    const { data, originalSize, truncated } = truncateOutput(redactValue(outcome.data), tool.maxOutputChars);
-    return { status: 'success', data, attempt, originalSize, truncated };
+    const { data, originalSize, truncated } = truncateOutput(redactValue(outcome.data, secretPatterns), tool.maxOutputChars);
+    return { result: { status: 'success', data }, originalSize, truncated };
+  }
+
+  async function runRead(tool: ToolDefinition, args: unknown, input: RunToolInput): Promise<RunToolResult> {
+    const attempt = Context.current().info.attempt;
+    const { outcome } = await runHandler(tool, args, input);
+    const { result, originalSize, truncated } = normalize(tool, outcome);
+    if (result.status === 'error' && result.retryable) {
+      const details: ToolFailureDetails = { attempt, originalSize: 0 };
+      throw ApplicationFailure.create({ type: result.code, message: result.message, nonRetryable: false, details: [details] });
+    }
+    return { ...result, attempt, originalSize, truncated };
+  }
+
+  async function runWrite(tool: ToolDefinition, args: unknown, input: RunToolInput): Promise<RunToolResult> {
+    if (!store) throw new Error(`tool ${tool.name} is a write, and this worker has no idempotency store`);
+    const attempt = Context.current().info.attempt;
+    const key = intentKey(tool, args, input.taskId);
+    const record = store.get(key);
+    if (record?.state === 'committed' && record.receipt) {
+      return { ...record.receipt, attempt: 0, originalSize: 0, truncated: false };
+    }
+    if (record?.state === 'started' && tool.effect === 'irreversible_write') {
+      return {
+        status: 'error',
+        code: 'outcome_unknown',
+        retryable: false,
+        message: `${tool.name} was started before (call ${record.callId}) and never confirmed; it is not run again`,
+        attempt: 0,
+        originalSize: 0,
+        truncated: false,
+      };
+    }
+    store.markStarted({ key, taskId: input.taskId, tool: tool.name, callId: input.callId });
+    const end = await runHandler(tool, args, input, key);
+    if (end.interrupted) {
+      const details: ToolFailureDetails = { attempt, originalSize: 0 };
+      throw ApplicationFailure.create({ type: WRITE_INTERRUPTED, message: redactText(end.outcome.ok ? 'interrupted' : end.outcome.message, secretPatterns), nonRetryable: true, details: [details] });
+    }
+    const { result, originalSize, truncated } = normalize(tool, end.outcome);
+    if (result.status === 'success') store.markCommitted(key, result);
+    else store.forget(key);
+    return { ...result, attempt: Math.max(attempt, 1), originalSize, truncated };
+  }
+
+  return async function runTool(input: RunToolInput): Promise<RunToolResult> {
+    const checked = checkToolCall({ registry, request: input, allowedTools: input.allowedTools });
+    if (checked.refusal) {
+      return { status: 'error', ...checked.refusal, retryable: false, attempt: 0, originalSize: 0, truncated: false };
+    }
+    const tool = registry.get(input.tool)!;
+    const args = tool.input.parse(input.args);
+    return tool.effect === 'read' ? runRead(tool, args, input) : runWrite(tool, args, input);
   };
 }

@@ -1,4 +1,5 @@
 import type { ScriptStep, ToolResult, TurnMessage } from '../common/types';
+import { taskSlug } from './idempotency-key';
 import { queryWords, wordStem, type SearchMatch } from './tools/search-local-sources';
 
 /** What a model step asks for before the boundary checks it. */
@@ -24,12 +25,23 @@ function bestParagraph(content: string, words: string[]): string {
   return best.length > EXCERPT_CHARS ? `${best.slice(0, EXCERPT_CHARS - 1)}…` : best;
 }
 
+function lastResult(messages: TurnMessage[], tool: string): ToolResult | undefined {
+  return toolResults(messages, tool).at(-1);
+}
+
+function outcomeNote(result: ToolResult | undefined, success: string, action: string): string {
+  if (!result) return '';
+  if (result.status === 'success') return success;
+  return `${action} ${result.status === 'denied' ? 'was denied' : 'failed'} (${result.code}: ${result.message}).`;
+}
+
 /**
- * The built-in plan: search the local sources for the prompt's words, read the best matches, and
- * answer from what was read. A step whose tool is not available to the turn is skipped, and a
- * failed call is reported in the answer rather than hidden.
+ * The built-in plan: search the local sources for the prompt's words, read the best matches,
+ * write a brief from what was read, save it as a draft, send it (after a human approves), and
+ * answer. A step whose tool is not available to the turn is skipped, and a failed call is reported
+ * in the answer rather than hidden.
  */
-function builtInPlan({ prompt, messages, availableTools }: { prompt: string; messages: TurnMessage[]; availableTools: string[] }): ModelReply {
+function builtInPlan({ taskId, prompt, messages, availableTools }: { taskId: string; prompt: string; messages: TurnMessage[]; availableTools: string[] }): ModelReply {
   const searches = toolResults(messages, 'search_local_sources');
   if (searches.length === 0 && availableTools.includes('search_local_sources')) {
     return { toolCalls: [{ tool: 'search_local_sources', args: { query: prompt, mode: 'words', limit: 5 } }] };
@@ -53,22 +65,36 @@ function builtInPlan({ prompt, messages, availableTools }: { prompt: string; mes
     return `- ${document.title} [${document.id}]: ${bestParagraph(document.content, words)}`;
   });
   if (lines.length === 0) lines.push(...matches.map((match) => `- ${match.title} [${match.id}]: ${match.snippet}`));
-  return { text: `From the local sources, on "${prompt}":\n${lines.join('\n')}`, toolCalls: [] };
+  const brief = `From the local sources, on "${prompt}":\n${lines.join('\n')}`;
+
+  const draftPath = `brief-${taskSlug(taskId)}.md`;
+  const draft = lastResult(messages, 'save_draft');
+  if (!draft && availableTools.includes('save_draft')) {
+    return { toolCalls: [{ tool: 'save_draft', args: { path: draftPath, content: `# Brief\n\n${brief}\n` } }] };
+  }
+  const sent = lastResult(messages, 'send_message');
+  if (!sent && availableTools.includes('send_message')) {
+    return { toolCalls: [{ tool: 'send_message', args: { to: 'requester', subject: `Brief: ${prompt.slice(0, 120)}`, body: brief } }] };
+  }
+  const notes = [outcomeNote(draft, `The brief is saved as drafts/${draftPath}.`, 'Saving the draft'), outcomeNote(sent, 'It was sent to the requester.', 'Sending it')];
+  return { text: [brief, ...notes.filter(Boolean)].join('\n\n'), toolCalls: [] };
 }
 
 /** The embedded model: plays the given script step by step, or the built-in plan when there is none. */
 export function playScriptedModel({
+  taskId,
   prompt,
   messages,
   script,
   availableTools,
 }: {
+  taskId: string;
   prompt: string;
   messages: TurnMessage[];
   script?: ScriptStep[];
   availableTools: string[];
 }): ModelReply {
-  if (!script) return builtInPlan({ prompt, messages, availableTools });
+  if (!script) return builtInPlan({ taskId, prompt, messages, availableTools });
   const stepIndex = messages.filter((message) => message.role === 'assistant').length;
   const step = script[stepIndex];
   if (!step) return { text: `(the script has no step ${stepIndex + 1}; it ends here)`, toolCalls: [] };

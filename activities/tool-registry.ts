@@ -1,7 +1,7 @@
 import { toMilliseconds } from '../common/duration';
 import type { RetryBackoff, ToolPolicy } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
-import type { ToolDefinition } from './define-tool';
+import { checkToolDefinition, type ToolDefinition } from './define-tool';
 
 /** The backoff between attempts when the config sets none. */
 export const DEFAULT_RETRY_BACKOFF: RetryBackoff = { initialIntervalMs: 200, backoffCoefficient: 2, maximumIntervalMs: 5_000 };
@@ -36,6 +36,7 @@ export function createToolRegistry({
   const byName = new Map<string, ToolDefinition>();
   for (const tool of tools) {
     if (byName.has(tool.name)) throw new Error(`tool "${tool.name}" is declared twice; tool names must be unique`);
+    checkToolDefinition(tool);
     byName.set(tool.name, tool);
   }
   for (const [name, override] of Object.entries(overrides)) {
@@ -51,6 +52,7 @@ export function createToolRegistry({
       maxAttempts: override.maxAttempts ?? tool.maxAttempts,
       maxOutputChars: override.maxOutputChars ?? tool.maxOutputChars,
       concurrency: override.concurrency ?? tool.concurrency,
+      approvalTimeoutMs: override.approvalTimeout === undefined ? tool.approvalTimeoutMs : toMilliseconds(override.approvalTimeout),
     });
   }
   return {
@@ -58,7 +60,7 @@ export function createToolRegistry({
     list: () => [...byName.values()],
     policy(name) {
       const tool = byName.get(name);
-      return tool && { effect: tool.effect, timeoutMs: tool.timeoutMs, maxAttempts: tool.maxAttempts, retry };
+      return tool && { effect: tool.effect, timeoutMs: tool.timeoutMs, maxAttempts: tool.maxAttempts, approvalTimeoutMs: tool.approvalTimeoutMs, retry };
     },
   };
 }

@@ -70,6 +70,8 @@ export interface ToolPolicy {
   effect: ToolEffect;
   timeoutMs: number;
   maxAttempts: number;
+  /** How long an irreversible write waits for a human decision. */
+  approvalTimeoutMs: number;
   /** The backoff between attempts, from the worker's config. */
   retry: RetryBackoff;
 }
@@ -82,8 +84,10 @@ export interface RetryBackoff {
 }
 
 /** A tool call after the boundary's first checks: either runnable with its policy, or refused. */
-export type CheckedToolCall = ToolCallRequest &
-  ({ policy: ToolPolicy; refusal?: undefined } | { policy?: ToolPolicy; refusal: { code: ErrorCode; message: string } });
+export type CheckedToolCall = ToolCallRequest & {
+  /** SHA-256 of the canonical JSON of the arguments: what an approval must name. */
+  argsDigest: string;
+} & ({ policy: ToolPolicy; refusal?: undefined } | { policy?: ToolPolicy; refusal: { code: ErrorCode; message: string } });
 
 /** Token counts, summed per turn. */
 export interface Usage {
@@ -119,6 +123,7 @@ export interface RunToolInput {
 
 /** What `runTool` returns when the handler finished (successfully or with a final error). */
 export interface RunToolResult extends ToolResult {
+  /** The activity attempt that ran the handler; 0 when the handler did not run (refused, or served from a receipt). */
   attempt: number;
   originalSize: number;
   truncated: boolean;
@@ -140,11 +145,62 @@ export interface AgentTurnResult {
   usage: Usage;
 }
 
+/** An irreversible call waiting for a human decision. */
+export interface PendingApproval {
+  callId: string;
+  tool: string;
+  args: unknown;
+  argsDigest: string;
+  requestedAt: string;
+  expiresAt: string;
+}
+
+/** A human decision on one pending call: the `approval` signal's and the `decide` update's argument. */
+export interface ApprovalDecision {
+  callId: string;
+  decision: 'approve' | 'deny';
+  approver?: string;
+  reason?: string;
+  /** When given, must equal the pending call's argsDigest. */
+  argsDigest?: string;
+}
+
+/** A decision that changed nothing, and why. */
+export interface RejectedDecision {
+  decision: unknown;
+  why: string;
+  at: string;
+}
+
+/** What the `decide` update returns for an accepted decision. */
+export interface DecisionReceipt {
+  callId: string;
+  decision: 'approve' | 'deny';
+  accepted: true;
+}
+
+/** What the status lookup of a write found. */
+export type StatusLookup =
+  | { state: 'applied'; receipt: ToolResult; source: 'store' | 'tool' }
+  | { state: 'not_applied' }
+  | { state: 'unknown'; reason: string };
+
+/** The input of the `lookupStatus` activity. */
+export interface LookupStatusInput {
+  taskId: string;
+  callId: string;
+  tool: string;
+  args: unknown;
+}
+
 /** What the `state` query returns while a turn runs and after it ended. */
 export interface TurnState {
   taskId: string;
   status: 'running' | TurnStatus;
   step: number;
-  pendingApprovals: Array<{ callId: string; tool: string; args: unknown; argsDigest: string; requestedAt: string; expiresAt: string }>;
+  pendingApprovals: PendingApproval[];
+  /** Decisions that were accepted, by call id. */
+  decisions: ApprovalDecision[];
+  rejectedDecisions: RejectedDecision[];
   toolCalls: ToolEvent[];
 }

@@ -6,6 +6,15 @@ const duration = z
   .union([z.number().nonnegative(), z.string().regex(DURATION_PATTERN, 'expected a duration like 500ms, 10s, 5m, 24h')])
   .describe('milliseconds, or a text such as 10s');
 
+function isRegExp(source: string): boolean {
+  try {
+    new RegExp(source);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const port = z.number().int().min(1).max(65535);
 
 /** Options of the embedded Temporal dev server that `npm run server` and the demo start. */
@@ -38,6 +47,7 @@ export const toolOverrideSchema = z.strictObject({
   maxAttempts: z.number().int().min(1).max(20).optional(),
   maxOutputChars: z.number().int().min(16).optional(),
   concurrency: z.number().int().min(1).optional(),
+  approvalTimeout: duration.optional(),
 });
 
 /** How read tools are retried between attempts (the number of attempts is per tool). */
@@ -66,6 +76,16 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   retry: retrySchema.prefault({}),
+  store: z
+    .strictObject({
+      sqliteFile: z.string().default('.tollgate/state/idempotency.db'),
+    })
+    .prefault({}),
+  redact: z
+    .strictObject({
+      patterns: z.array(z.string().refine(isRegExp, 'not a valid regular expression')).default([]),
+    })
+    .prefault({}),
   tools: z.record(z.string(), toolOverrideSchema).default({}),
 });
 

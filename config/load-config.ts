@@ -43,6 +43,7 @@ export function parseConfig(
   config.corpus = resolve(config.corpus);
   config.temporal.devServer.dbFile = resolve(config.temporal.devServer.dbFile);
   config.temporal.devServer.logFile = resolve(config.temporal.devServer.logFile);
+  config.store.sqliteFile = resolve(config.store.sqliteFile);
   return { ...config, configFile: source, projectRoot: PROJECT_ROOT };
 }
 

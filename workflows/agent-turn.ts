@@ -12,8 +12,10 @@ import type {
   Usage,
 } from '../common/types';
 import type { TurnStatus } from '../common/codes';
-import { stateQuery } from './messages';
+import { ApprovalBook } from './approval-book';
+import { approvalSignal, decideUpdate, stateQuery } from './messages';
 import { runReadTool, type ExecutedCall } from './run-read-tool';
+import { runIrreversibleWrite, runReversibleWrite } from './run-write-tool';
 
 const { modelStep } = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
@@ -52,8 +54,25 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   upsertSearchAttributes([{ key: TASK_ID_SEARCH_ATTRIBUTE, value: taskId }]);
 
   const events: ToolEvent[] = [];
-  const state: TurnState = { taskId, status: 'running', step: 0, pendingApprovals: [], toolCalls: events };
+  const state: TurnState = { taskId, status: 'running', step: 0, pendingApprovals: [], decisions: [], rejectedDecisions: [], toolCalls: events };
+  const approvals = new ApprovalBook(state);
   setHandler(stateQuery, () => state);
+  setHandler(approvalSignal, (decision) => {
+    approvals.offer(decision);
+  });
+  setHandler(
+    decideUpdate,
+    (decision) => {
+      approvals.accept(decision);
+      return { callId: decision.callId, decision: decision.decision, accepted: true as const };
+    },
+    {
+      validator: (decision) => {
+        const why = approvals.judge(decision);
+        if (why) throw new Error(why);
+      },
+    },
+  );
 
   const messages: TurnMessage[] = [{ role: 'user', content: prompt }];
   const usage: Usage = { inputTokens: 0, outputTokens: 0 };
@@ -77,30 +96,44 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
       break;
     }
 
-    const executed = await Promise.all(reply.toolCalls.map((call) => executeCall({ taskId, step, call, allowedTools })));
+    // Reads of one step run concurrently; writes one after another, in the model's order.
+    const reads = reply.toolCalls.map((call) => (isWrite(call) ? undefined : executeCall({ taskId, step, call, allowedTools, approvals })));
+    const executed: Array<Awaited<ReturnType<typeof executeCall>>> = [];
+    for (const [index, call] of reply.toolCalls.entries()) {
+      executed.push(await (reads[index] ?? executeCall({ taskId, step, call, allowedTools, approvals })));
+    }
     for (const { call, outcome, event } of executed) {
       events.push(event);
       messages.push({ role: 'tool', callId: call.callId, tool: call.tool, result: outcome.result });
       if (event.status === 'error') errors++;
     }
+    approvals.publish();
     if (errors > limits.errorBudget) status = 'error_budget_exhausted';
   }
 
   const finalStatus: TurnStatus = status ?? 'step_limit';
   state.status = finalStatus;
+  approvals.publish();
   return { taskId, status: finalStatus, answer, steps: state.step + 1, toolCalls: events, usage };
 }
 
+function isWrite(call: CheckedToolCall): boolean {
+  return !call.refusal && call.policy.effect !== 'read';
+}
+
+/** Runs one checked call by its effect, and records its event. */
 async function executeCall({
   taskId,
   step,
   call,
   allowedTools,
+  approvals,
 }: {
   taskId: string;
   step: number;
   call: CheckedToolCall;
   allowedTools?: string[];
+  approvals: ApprovalBook;
 }): Promise<{ call: CheckedToolCall; outcome: ExecutedCall; event: ToolEvent }> {
   const startedAt = Date.now();
   let outcome: ExecutedCall;
@@ -108,14 +141,10 @@ async function executeCall({
     outcome = { result: { status: 'error', code: call.refusal.code, retryable: false, message: call.refusal.message }, attempts: 0, originalSize: 0, truncated: false };
   } else if (call.policy.effect === 'read') {
     outcome = await runReadTool({ taskId, callId: call.callId, tool: call.tool, args: call.args, policy: call.policy, allowedTools });
+  } else if (call.policy.effect === 'reversible_write') {
+    outcome = await runReversibleWrite({ taskId, call, policy: call.policy, allowedTools });
   } else {
-    // Writes need a status lookup or a human approval first; until those exist here, none runs.
-    outcome = {
-      result: { status: 'error', code: 'forbidden', retryable: false, message: `${call.tool} is a ${call.policy.effect}; this worker runs read tools only` },
-      attempts: 0,
-      originalSize: 0,
-      truncated: false,
-    };
+    outcome = await runIrreversibleWrite({ taskId, call, policy: call.policy, allowedTools, approvals });
   }
   const event: ToolEvent = {
     callId: call.callId,

@@ -1,2 +1,2 @@
 export { agentTurn } from './agent-turn';
-export { stateQuery } from './messages';
+export { approvalSignal, decideUpdate, stateQuery } from './messages';

@@ -5,7 +5,7 @@ import type { RunToolResult, ToolFailureDetails, ToolPolicy, ToolResult } from '
 import type { Activities } from '../activities';
 
 /** Room the activity gets beyond the tool's own timeout, so the boundary's timer fires first. */
-const ACTIVITY_GRACE_MS = 5_000;
+export const ACTIVITY_GRACE_MS = 5_000;
 
 /** A tool call's result with what the event needs: how often the handler ran and how big its output was. */
 export interface ExecutedCall {

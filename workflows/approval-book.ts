@@ -1,0 +1,95 @@
+import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE } from '../common/search-attributes';
+import type { ApprovalDecision, PendingApproval, TurnState } from '../common/types';
+
+/**
+ * The approvals of one turn: what waits for a human, what was decided, and what was rejected.
+ * It keeps the `state` query, the `TollgateAwaitingApproval` search attribute and the workflow's
+ * current details (shown in the Web UI) in step.
+ */
+export class ApprovalBook {
+  private readonly decided = new Map<string, ApprovalDecision>();
+
+  constructor(private readonly state: TurnState) {}
+
+  /** Why a decision cannot be taken, or nothing when it can. */
+  judge(decision: unknown): string | undefined {
+    if (!decision || typeof decision !== 'object') return 'a decision must be an object { callId, decision, approver?, reason?, argsDigest? }';
+    const { callId, decision: verdict, argsDigest } = decision as Partial<ApprovalDecision>;
+    if (typeof callId !== 'string') return 'callId must be a string';
+    if (verdict !== 'approve' && verdict !== 'deny') return `decision must be "approve" or "deny", got ${JSON.stringify(verdict)}`;
+    if (this.decided.has(callId)) return `call ${callId} was already decided`;
+    const pending = this.state.pendingApprovals.find((entry) => entry.callId === callId);
+    if (!pending) return `no call ${callId} waits for approval`;
+    if (argsDigest !== undefined && argsDigest !== pending.argsDigest) return `argsDigest does not match the arguments of call ${callId}`;
+    return undefined;
+  }
+
+  /** Takes a decision if it is valid, or records it as rejected; returns why it was rejected. */
+  offer(decision: ApprovalDecision): string | undefined {
+    const why = this.judge(decision);
+    if (why) {
+      this.state.rejectedDecisions.push({ decision, why, at: new Date(Date.now()).toISOString() });
+      return why;
+    }
+    this.accept(decision);
+    return undefined;
+  }
+
+  /** Takes a decision already judged valid. */
+  accept(decision: ApprovalDecision): void {
+    const { callId, decision: verdict, approver, reason } = decision;
+    const taken: ApprovalDecision = { callId, decision: verdict, approver, reason };
+    this.decided.set(callId, taken);
+    this.state.decisions.push(taken);
+  }
+
+  /** The decision on a call, once there is one. */
+  decisionFor(callId: string): ApprovalDecision | undefined {
+    return this.decided.get(callId);
+  }
+
+  /** Shows a call as waiting for approval. */
+  open(pending: PendingApproval): void {
+    this.state.pendingApprovals.push(pending);
+    this.publish();
+  }
+
+  /** Takes a call off the waiting list. */
+  close(callId: string): void {
+    const index = this.state.pendingApprovals.findIndex((entry) => entry.callId === callId);
+    if (index >= 0) this.state.pendingApprovals.splice(index, 1);
+    this.publish();
+  }
+
+  /** Updates the search attribute and the Web UI's details from the current state. */
+  publish(): void {
+    const awaiting = this.state.pendingApprovals.length > 0;
+    const current = workflowInfo().typedSearchAttributes.get(AWAITING_APPROVAL_SEARCH_ATTRIBUTE);
+    if (current !== awaiting) upsertSearchAttributes([{ key: AWAITING_APPROVAL_SEARCH_ATTRIBUTE, value: awaiting }]);
+    setCurrentDetails(renderDetails(this.state));
+  }
+}
+
+function cell(text: string): string {
+  return text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+}
+
+/** The markdown the Web UI shows for a turn: what waits for approval and the tool calls so far. */
+export function renderDetails(state: TurnState): string {
+  const lines = [`**Task** \`${cell(state.taskId)}\` · **status** ${state.status} · **step** ${state.step + 1}`, ''];
+  if (state.pendingApprovals.length > 0) {
+    lines.push('### Waiting for approval', '', '| call | tool | argsDigest | expires |', '|---|---|---|---|');
+    for (const pending of state.pendingApprovals) {
+      lines.push(`| ${pending.callId} | ${pending.tool} | \`${pending.argsDigest.slice(0, 16)}…\` | ${pending.expiresAt} |`);
+    }
+    lines.push('', 'Approve with the `approval` signal: `{ "callId": "…", "decision": "approve" }`.', '');
+  }
+  if (state.toolCalls.length > 0) {
+    lines.push('### Tool calls', '', '| call | tool | effect | status | code | attempts |', '|---|---|---|---|---|---|');
+    for (const event of state.toolCalls) {
+      lines.push(`| ${event.callId} | ${event.tool} | ${event.effect} | ${event.status} | ${event.code ?? ''} | ${event.attempts} |`);
+    }
+  }
+  return lines.join('\n');
+}
