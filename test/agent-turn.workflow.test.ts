@@ -1,17 +1,17 @@
-import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createActivities } from '../activities';
 import { builtInTools } from '../activities';
 import { defineTool, type ToolDefinition } from '../activities/define-tool';
-import type { AgentTurnInput, AgentTurnResult, ModelStepInput, ScriptStep } from '../common/types';
-import { createWorker } from '../worker/create-worker';
-import { stateQuery } from '../workflows/messages';
+import type { ScriptStep } from '../common/types';
+import { approvalSignal } from '../workflows/messages';
 import { bundleWorkflows, startTimeSkippingServer } from './helpers/servers';
 import { testConfig } from './helpers/test-config';
+import { runTurn as runTurnOn, scripted, waitForState, type TurnOptions } from './helpers/turn-runner';
 
 let env: TestWorkflowEnvironment;
 let workflowBundle: WorkflowBundleWithSourceMap;
@@ -43,52 +43,36 @@ function connectionReset(): Error {
   return Object.assign(new Error('socket hang up: read ECONNRESET'), { code: 'ECONNRESET' });
 }
 
-/** Runs one turn on a fresh worker and task queue; returns its result, history and the model's inputs. */
-async function runTurn({ input, tools }: { input: Omit<AgentTurnInput, 'taskId'> & { taskId?: string }; tools?: ToolDefinition[] }) {
-  const taskQueue = `test-${randomUUID()}`;
-  const config = testConfig({ temporal: { taskQueue }, retry: { initialInterval: '100ms', maximumInterval: '1s' } });
-  const activities = createActivities({ config, tools });
-  const modelInputs: ModelStepInput[] = [];
-  const observed = {
-    ...activities,
-    modelStep: async (stepInput: ModelStepInput) => {
-      modelInputs.push(structuredClone(stepInput));
-      return activities.modelStep(stepInput);
-    },
-  };
-  const worker = await createWorker({ config, connection: env.nativeConnection, activities: observed, workflowBundle });
-  const workflowId = `turn-${randomUUID()}`;
-  return worker.runUntil(async () => {
-    const handle = await env.client.workflow.start('agentTurn', {
-      workflowId,
-      taskQueue,
-      args: [{ taskId: 'task-1', ...input }],
-    });
-    const result = (await handle.result()) as AgentTurnResult;
-    const history = await handle.fetchHistory();
-    const state = await handle.query(stateQuery);
-    const scheduled = (history.events ?? []).filter((event) => event.activityTaskScheduledEventAttributes);
-    const runToolScheduled = scheduled.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool').length;
-    return { result, modelInputs, runToolScheduled, state };
-  });
-}
-
-function scripted(script: ScriptStep[]): AgentTurnInput['model'] {
-  return { provider: 'scripted', script };
+/** Runs one turn on this file's server. */
+function runTurn(options: Omit<TurnOptions, 'env' | 'workflowBundle'>) {
+  return runTurnOn({ env, workflowBundle, ...options });
 }
 
 describe('agentTurn', () => {
-  it('plays the built-in plan over the corpus: search, read, answer', async () => {
-    const { result, state } = await runTurn({ input: { prompt: 'How fast must the on-call primary acknowledge a page?' } });
+  it('plays the built-in plan over the corpus: search, read, draft, send after approval, answer', async () => {
+    const { result, state, config } = await runTurn({
+      input: { prompt: 'How fast must the on-call primary acknowledge a page?' },
+      interact: async (handle) => {
+        const waiting = await waitForState(handle, (current) => current.pendingApprovals.length > 0);
+        expect(waiting.pendingApprovals).toEqual([expect.objectContaining({ tool: 'send_message', callId: 'call-3-0' })]);
+        await handle.signal(approvalSignal, { callId: 'call-3-0', decision: 'approve', approver: 'tester' });
+      },
+    });
     expect(result.status).toBe('completed');
     expect(result.answer).toContain('acknowledges a page within 15 minutes');
+    expect(result.answer).toContain('It was sent to the requester.');
     expect(result.toolCalls.map((event) => [event.tool, event.effect, event.status, event.attempts])).toEqual([
       ['search_local_sources', 'read', 'success', 1],
       ['get_document', 'read', 'success', 1],
       ['get_document', 'read', 'success', 1],
+      ['save_draft', 'reversible_write', 'success', 1],
+      ['send_message', 'irreversible_write', 'success', 1],
     ]);
+    expect(readdirSync(path.join(config.workspace, 'outbox'))).toHaveLength(1);
+    expect(readFileSync(path.join(config.workspace, 'drafts', 'brief-task-1.md'), 'utf8')).toContain('acknowledges a page within 15 minutes');
     expect(result.usage.inputTokens).toBeGreaterThan(0);
     expect(state).toMatchObject({ taskId: 'task-1', status: 'completed', pendingApprovals: [], toolCalls: result.toolCalls });
+    expect(state.decisions).toEqual([{ callId: 'call-3-0', decision: 'approve', approver: 'tester' }]);
   });
 
   it('plays exactly the given script', async () => {

@@ -1,0 +1,70 @@
+import { randomUUID } from 'node:crypto';
+import type { WorkflowHandle } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { createActivities } from '../../activities';
+import type { ToolDefinition } from '../../activities/define-tool';
+import type { IdempotencyStore } from '../../activities/idempotency-store';
+import type { AgentTurnInput, AgentTurnResult, ModelStepInput, ScriptStep, TurnState } from '../../common/types';
+import type { TollgateConfig } from '../../config/config-schema';
+import { createWorker } from '../../worker/create-worker';
+import { stateQuery } from '../../workflows/messages';
+import { testConfig } from './test-config';
+
+/** A scripted model that plays exactly these steps. */
+export function scripted(script: ScriptStep[]): AgentTurnInput['model'] {
+  return { provider: 'scripted', script };
+}
+
+/** Waits (in real time, without skipping server time) until the turn's state satisfies `ready`. */
+export async function waitForState(handle: WorkflowHandle, ready: (state: TurnState) => boolean, timeoutMs = 20_000): Promise<TurnState> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const state = await handle.query(stateQuery);
+    if (ready(state)) return state;
+    if (Date.now() > deadline) throw new Error(`the turn's state never became ready: ${JSON.stringify(state)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** What one test turn needs: its environment and bundle, and optionally tools, a store, a config and an interaction. */
+export interface TurnOptions {
+  env: TestWorkflowEnvironment;
+  workflowBundle: WorkflowBundleWithSourceMap;
+  input: Omit<AgentTurnInput, 'taskId'> & { taskId?: string };
+  tools?: ToolDefinition[];
+  store?: IdempotencyStore;
+  config?: TollgateConfig;
+  /** Runs after the start and before the result is awaited (approvals are given here). */
+  interact?: (handle: WorkflowHandle) => Promise<void>;
+}
+
+/** Runs one turn on a fresh worker and task queue; returns its result, final state, the model's inputs and the count of scheduled runTool activities. */
+export async function runTurn({ env, workflowBundle, input, tools, store, config: given, interact }: TurnOptions) {
+  const taskQueue = `test-${randomUUID()}`;
+  const base = given ?? testConfig({ retry: { initialInterval: '100ms', maximumInterval: '1s' } });
+  const config: TollgateConfig = { ...base, temporal: { ...base.temporal, taskQueue } };
+  const activities = createActivities({ config, tools, store });
+  const modelInputs: ModelStepInput[] = [];
+  const observed = {
+    ...activities,
+    modelStep: async (stepInput: ModelStepInput) => {
+      modelInputs.push(structuredClone(stepInput));
+      return activities.modelStep(stepInput);
+    },
+  };
+  const worker = await createWorker({ config, connection: env.nativeConnection, activities: observed, workflowBundle });
+  return worker.runUntil(async () => {
+    const handle = await env.client.workflow.start('agentTurn', {
+      workflowId: `turn-${randomUUID()}`,
+      taskQueue,
+      args: [{ taskId: 'task-1', ...input }],
+    });
+    await interact?.(handle);
+    const result = (await handle.result()) as AgentTurnResult;
+    const history = await handle.fetchHistory();
+    const state = await handle.query(stateQuery);
+    const runToolScheduled = (history.events ?? []).filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool').length;
+    return { result, modelInputs, runToolScheduled, state, config, handle };
+  });
+}

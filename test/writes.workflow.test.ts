@@ -1,0 +1,280 @@
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { argsDigest } from '../activities/canonical-json';
+import { defineTool, type StatusAnswer, type ToolDefinition } from '../activities/define-tool';
+import { openSqliteStore } from '../activities/idempotency-store';
+import { saveDraftTool } from '../activities/tools/save-draft';
+import { sendMessageTool } from '../activities/tools/send-message';
+import type { TurnState } from '../common/types';
+import { approvalSignal, decideUpdate } from '../workflows/messages';
+import { bundleWorkflows, startTimeSkippingServer } from './helpers/servers';
+import { testConfig } from './helpers/test-config';
+import { runTurn as runTurnOn, scripted, waitForState, type TurnOptions } from './helpers/turn-runner';
+
+let env: TestWorkflowEnvironment;
+let workflowBundle: WorkflowBundleWithSourceMap;
+
+beforeAll(async () => {
+  [env, workflowBundle] = await Promise.all([startTimeSkippingServer(), bundleWorkflows()]);
+});
+
+afterAll(async () => {
+  await env?.teardown();
+});
+
+function runTurn(options: Omit<TurnOptions, 'env' | 'workflowBundle'>) {
+  return runTurnOn({ env, workflowBundle, ...options });
+}
+
+function connectionReset(): Error {
+  return Object.assign(new Error('write ECONNRESET'), { code: 'ECONNRESET' });
+}
+
+/**
+ * A fake remote service with a real effect: a ledger of applied intents. The tool's handler and
+ * status check go through it, and it counts handler executions, applied effects and lookups.
+ */
+function ledgerTool({
+  effect,
+  behave,
+  timeout = 5_000,
+  maxAttempts = 3,
+  approvalTimeout,
+}: {
+  effect: 'reversible_write' | 'irreversible_write';
+  behave: (execution: number, apply: () => void) => Promise<unknown> | unknown;
+  timeout?: number;
+  maxAttempts?: number;
+  approvalTimeout?: string;
+}) {
+  const ledger = new Map<string, number>();
+  const counts = { executions: 0, effects: 0, lookups: 0 };
+  const tool: ToolDefinition = defineTool({
+    name: 'book_room',
+    description: 'Books a room.',
+    input: z.strictObject({ room: z.string().describe('The room to book.') }),
+    effect,
+    timeout,
+    maxAttempts,
+    approvalTimeout,
+    status: (_args, { idempotencyKey }): StatusAnswer => {
+      counts.lookups++;
+      return ledger.has(idempotencyKey) ? { state: 'applied', data: { booked: true, from: 'status' } } : 'not_applied';
+    },
+    handler: async (_args, { idempotencyKey }) =>
+      behave(++counts.executions, () => {
+        counts.effects++;
+        ledger.set(idempotencyKey!, (ledger.get(idempotencyKey!) ?? 0) + 1);
+      }),
+  });
+  return { tool, counts, ledger };
+}
+
+const bookStep = { toolCalls: [{ tool: 'book_room', args: { room: 'blue' } }] };
+
+/** Waits for the first pending approval and returns it with the state. */
+async function firstPending(handle: WorkflowHandle): Promise<{ state: TurnState; callId: string; digest: string }> {
+  const state = await waitForState(handle, (current) => current.pendingApprovals.length > 0);
+  return { state, callId: state.pendingApprovals[0].callId, digest: state.pendingApprovals[0].argsDigest };
+}
+
+describe('the failure matrix for writes', () => {
+  it('refuses a write with a missing argument: invalid_arguments, 0 executions, nothing scheduled', async () => {
+    const reversible = ledgerTool({ effect: 'reversible_write', behave: (_n, apply) => apply() });
+    const { result, runToolScheduled } = await runTurn({
+      tools: [reversible.tool],
+      input: { prompt: 'x', model: scripted([{ toolCalls: [{ tool: 'book_room', args: {} }] }, { text: 'done' }]) },
+    });
+    expect(result.toolCalls).toEqual([expect.objectContaining({ code: 'invalid_arguments', attempts: 0 })]);
+    expect(reversible.counts).toEqual({ executions: 0, effects: 0, lookups: 0 });
+    expect(runToolScheduled).toBe(0);
+  });
+
+  it('looks up a reversible write first; after a disconnect it looks up again and writes exactly once', async () => {
+    const reversible = ledgerTool({
+      effect: 'reversible_write',
+      behave: (execution, apply) => {
+        if (execution === 1) throw connectionReset();
+        apply();
+        return 'booked';
+      },
+    });
+    const { result } = await runTurn({ tools: [reversible.tool], input: { prompt: 'x', model: scripted([bookStep, { text: 'done' }]) } });
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'book_room', status: 'success', attempts: 2 })]);
+    expect(reversible.counts).toEqual({ executions: 2, effects: 1, lookups: 2 });
+  });
+
+  it('answers a reversible write that took effect and then timed out from the status lookup: success, 1 execution', async () => {
+    const reversible = ledgerTool({
+      effect: 'reversible_write',
+      timeout: 200,
+      behave: (_execution, apply) => {
+        apply();
+        return new Promise(() => {});
+      },
+    });
+    const { result, modelInputs } = await runTurn({ tools: [reversible.tool], input: { prompt: 'x', model: scripted([bookStep, { text: 'done' }]) } });
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
+    expect(reversible.counts).toEqual({ executions: 1, effects: 1, lookups: 2 });
+    const seen = modelInputs[1].messages.find((message) => message.role === 'tool');
+    expect(seen).toMatchObject({ result: { status: 'success', data: { booked: true, from: 'status' } } });
+  });
+
+  it('reports an approved irreversible write that took effect and then timed out as outcome_unknown: 1 execution, never 2', async () => {
+    const irreversible = ledgerTool({
+      effect: 'irreversible_write',
+      timeout: 200,
+      behave: (_execution, apply) => {
+        apply();
+        return new Promise(() => {});
+      },
+    });
+    const { result } = await runTurn({
+      tools: [irreversible.tool],
+      input: { prompt: 'x', model: scripted([bookStep, bookStep, { text: 'done' }]) },
+      interact: async (handle) => {
+        await handle.signal(approvalSignal, { callId: (await firstPending(handle)).callId, decision: 'approve' });
+        // The model asks again for the same intent, and a human approves again: it still does not run.
+        const again = await waitForState(handle, (current) => current.pendingApprovals.some((pending) => pending.callId === 'call-1-0'));
+        await handle.signal(approvalSignal, { callId: again.pendingApprovals[0].callId, decision: 'approve' });
+      },
+    });
+    expect(result.toolCalls.map((event) => [event.status, event.code, event.attempts])).toEqual([
+      ['error', 'outcome_unknown', 1],
+      ['error', 'outcome_unknown', 0],
+    ]);
+    expect(irreversible.counts.executions).toBe(1);
+    expect(irreversible.counts.effects).toBe(1);
+  });
+
+  it('refuses a forbidden write before it is scheduled: forbidden, 0 executions', async () => {
+    const reversible = ledgerTool({ effect: 'reversible_write', behave: (_n, apply) => apply() });
+    const config = testConfig();
+    const drafts = saveDraftTool({ workspace: config.workspace });
+    const { result, runToolScheduled } = await runTurn({
+      config,
+      tools: [reversible.tool, drafts],
+      input: {
+        prompt: 'x',
+        tools: ['save_draft'],
+        limits: { errorBudget: 5 },
+        model: scripted([
+          { toolCalls: [{ tool: 'book_room', args: { room: 'blue' } }, { tool: 'save_draft', args: { path: '../../escape.md', content: 'x' } }, { tool: 'save_draft', args: { path: '/etc/passwd', content: 'x' } }] },
+          { text: 'done' },
+        ]),
+      },
+    });
+    expect(result.toolCalls.map((event) => [event.tool, event.code, event.attempts])).toEqual([
+      ['book_room', 'forbidden', 0],
+      ['save_draft', 'forbidden', 0],
+      ['save_draft', 'forbidden', 0],
+    ]);
+    expect(reversible.counts.executions).toBe(0);
+    expect(runToolScheduled).toBe(0);
+    expect(existsSync(path.join(config.workspace, '..', 'escape.md'))).toBe(false);
+  });
+
+  it('writes the same save_draft intent once, however often it is asked for in a task', async () => {
+    const config = testConfig();
+    const store = openSqliteStore(config.store.sqliteFile);
+    const drafts = saveDraftTool({ workspace: config.workspace });
+    let writes = 0;
+    const counted: ToolDefinition = { ...drafts, handler: (args, context) => (writes++, drafts.handler(args, context)) };
+    const save = { toolCalls: [{ tool: 'save_draft', args: { path: 'notes/plan.md', content: '# Plan\n' } }] };
+    const first = await runTurn({ config, store, tools: [counted], input: { prompt: 'x', model: scripted([save, save, { text: 'done' }]) } });
+    expect(first.result.toolCalls.map((event) => [event.status, event.attempts])).toEqual([
+      ['success', 1],
+      ['success', 0],
+    ]);
+    // Another turn of the same task with the same intent: still no second write.
+    const second = await runTurn({ config, store, tools: [counted], input: { prompt: 'x', model: scripted([save, { text: 'done' }]) } });
+    expect(second.result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 0 })]);
+    expect(writes).toBe(1);
+    expect(readdirSync(path.join(config.workspace, 'drafts', 'notes'))).toEqual(['plan.md']);
+    store.close();
+  });
+});
+
+describe('approvals of irreversible writes', () => {
+  function outboxTurn(interact: TurnOptions['interact'], extra: Partial<TurnOptions['input']> = {}) {
+    const config = testConfig();
+    const send = sendMessageTool({ workspace: config.workspace });
+    const outbox = path.join(config.workspace, 'outbox');
+    const step = { toolCalls: [{ tool: 'send_message', args: { to: 'ops', subject: 'Hello', body: 'The brief.' } }] };
+    const delivered = () => (existsSync(outbox) ? readdirSync(outbox).length : 0);
+    return runTurn({ config, tools: [send], interact, input: { prompt: 'x', model: scripted([step, { text: 'done' }]), ...extra } }).then((run) => ({ ...run, delivered: delivered() }));
+  }
+
+  it('runs an approved call exactly once and shows the wait in state and search attributes', async () => {
+    let awaiting: unknown;
+    const { result, delivered } = await outboxTurn(async (handle) => {
+      const { state, callId, digest } = await firstPending(handle);
+      expect(state.pendingApprovals[0]).toMatchObject({ tool: 'send_message', args: { to: 'ops' }, argsDigest: argsDigest({ to: 'ops', subject: 'Hello', body: 'The brief.' }) });
+      awaiting = (await handle.describe()).searchAttributes.TollgateAwaitingApproval;
+      await handle.signal(approvalSignal, { callId, decision: 'approve', argsDigest: digest });
+    });
+    expect(awaiting).toEqual([true]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'send_message', status: 'success', attempts: 1 })]);
+    expect(delivered).toBe(1);
+  });
+
+  it('does not run a denied call: denied, 0 executions, and no error budget spent', async () => {
+    const { result, delivered } = await outboxTurn(
+      async (handle) => {
+        const { callId } = await firstPending(handle);
+        await handle.signal(approvalSignal, { callId, decision: 'deny', approver: 'lead', reason: 'not now' });
+      },
+      { limits: { errorBudget: 0 } },
+    );
+    expect(result.status).toBe('completed');
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'denied', code: 'denied', attempts: 0 })]);
+    expect(delivered).toBe(0);
+  });
+
+  it('expires a call nobody decides on within 24 hours of server time: approval_expired, 0 executions', async () => {
+    const started = Date.now();
+    const { result, delivered } = await outboxTurn(undefined);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'approval_expired', attempts: 0 })]);
+    expect(delivered).toBe(0);
+    expect(Date.now() - started).toBeLessThan(60_000);
+  });
+
+  it('rejects and records decisions for another call, with a wrong digest, or replayed', async () => {
+    const { result, delivered, state } = await outboxTurn(async (handle) => {
+      const { callId } = await firstPending(handle);
+      await handle.signal(approvalSignal, { callId: 'call-9-9', decision: 'approve' });
+      await handle.signal(approvalSignal, { callId, decision: 'approve', argsDigest: argsDigest({ to: 'attacker', subject: 'Hello', body: 'The brief.' }) });
+      await handle.signal(approvalSignal, { callId, decision: 'maybe' } as never);
+      await waitForState(handle, (current) => current.rejectedDecisions.length === 3);
+    });
+    expect(state.rejectedDecisions.map((rejected) => rejected.why)).toEqual([
+      'no call call-9-9 waits for approval',
+      'argsDigest does not match the arguments of call call-0-0',
+      'decision must be "approve" or "deny", got "maybe"',
+    ]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ code: 'approval_expired', attempts: 0 })]);
+    expect(delivered).toBe(0);
+  });
+
+  it('answers the decide update synchronously: a forged decision is rejected, a valid one accepted, a replay rejected', async () => {
+    const { result, delivered, state } = await outboxTurn(async (handle) => {
+      const { callId, digest } = await firstPending(handle);
+      const forged = await handle.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve', argsDigest: 'f'.repeat(64) }] }).catch((error) => error);
+      expect(forged).toBeInstanceOf(WorkflowUpdateFailedError);
+      expect(forged.cause.message).toBe(`argsDigest does not match the arguments of call ${callId}`);
+      await expect(handle.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve', argsDigest: digest }] })).resolves.toEqual({ callId, decision: 'approve', accepted: true });
+      const replayed = await handle.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve' }] }).catch((error) => error);
+      expect(replayed.cause.message).toMatch(/already decided|no call .* waits for approval/);
+      await handle.signal(approvalSignal, { callId, decision: 'approve' });
+      await waitForState(handle, (current) => current.rejectedDecisions.length === 1);
+    });
+    expect(state.rejectedDecisions).toEqual([expect.objectContaining({ why: expect.stringMatching(/already decided|no call .* waits for approval/) })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
+    expect(delivered).toBe(1);
+  });
+});
