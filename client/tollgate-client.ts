@@ -1,10 +1,17 @@
 import { Client, Connection, WorkflowIdReusePolicy } from '@temporalio/client';
 import { AGENT_TURN_WORKFLOW_TYPE } from '../common/defaults';
 import { TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
-import type { AgentTurnInput, AgentTurnResult, TurnState } from '../common/types';
+import type { AgentTurnInput, AgentTurnResult, ApprovalDecision, DecisionReceipt, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import type { agentTurn } from '../workflows';
-import { stateQuery } from '../workflows/messages';
+import { decideUpdate, stateQuery } from '../workflows/messages';
+
+/** Who decided, why, and the digest of the arguments they saw. */
+export interface DecisionOptions {
+  approver?: string;
+  reason?: string;
+  argsDigest?: string;
+}
 
 /** A started turn: enough to find it again from any Temporal client. */
 export interface TurnHandle {
@@ -57,6 +64,20 @@ export class TollgateClient {
   /** The turn's current state, from the `state` query. */
   async state(workflowId: string): Promise<TurnState> {
     return this.client.workflow.getHandle(workflowId).query(stateQuery);
+  }
+
+  /** Approves one pending call; rejected at once (WorkflowUpdateFailedError) when the call is unknown, decided, or the digest differs. */
+  async approve(workflowId: string, callId: string, options: DecisionOptions = {}): Promise<DecisionReceipt> {
+    return this.decide(workflowId, { callId, decision: 'approve', ...options });
+  }
+
+  /** Denies one pending call; the call ends as `denied` and never runs. */
+  async deny(workflowId: string, callId: string, options: DecisionOptions = {}): Promise<DecisionReceipt> {
+    return this.decide(workflowId, { callId, decision: 'deny', ...options });
+  }
+
+  private async decide(workflowId: string, decision: ApprovalDecision): Promise<DecisionReceipt> {
+    return this.client.workflow.getHandle(workflowId).executeUpdate(decideUpdate, { args: [decision] });
   }
 
   /** The Web UI page of a turn, when the UI's address is known. */

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -12,6 +12,7 @@ import { RECORDED_HISTORY } from './helpers/histories';
 import { bundleWorkflows, quietRuntime } from './helpers/servers';
 import { temporalCli } from './helpers/temporal-cli';
 import { testConfig } from './helpers/test-config';
+import { waitForState } from './helpers/turn-runner';
 
 const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-e2e-'));
 let server: DevServer;
@@ -31,20 +32,37 @@ afterAll(async () => {
 });
 
 describe('a turn end to end on the dev server', () => {
-  it('runs through a real worker and client, shows in the CLI, replays, and survives a server restart', async () => {
+  it('runs through a real worker and client, waits in the approvals inbox, shows in the CLI, replays, and survives a server restart', async () => {
     const workflowBundle = await bundleWorkflows();
     const connection = await NativeConnection.connect({ address: server.address });
     const worker = await createWorker({ config, connection, workflowBundle });
     const client = await TollgateClient.connect(config);
     const taskId = `e2e-${Date.now()}`;
 
-    const { handle, result } = await worker.runUntil(async () => {
+    const { handle, result, inbox } = await worker.runUntil(async () => {
       const started = await client.startTurn({ taskId, prompt: 'Who must approve a refund above 2,000 EUR?' });
-      return { handle: started, result: (await client.result(started.workflowId)) as AgentTurnResult };
+      const waiting = await waitForState(client.client.workflow.getHandle(started.workflowId), (state) => state.pendingApprovals.length > 0);
+      // The approvals inbox is a visibility query on the search attribute.
+      let listedWaiting: Array<{ execution: { workflowId: string } }> = [];
+      for (let tries = 0; tries < 50 && listedWaiting.length === 0; tries++) {
+        listedWaiting = await temporalCli(server.address, ['workflow', 'list', '--query', `TollgateAwaitingApproval = true AND TollgateTaskId = "${taskId}"`]);
+        if (listedWaiting.length === 0) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const pending = waiting.pendingApprovals[0];
+      await client.approve(started.workflowId, pending.callId, { approver: 'e2e', argsDigest: pending.argsDigest });
+      return { handle: started, result: (await client.result(started.workflowId)) as AgentTurnResult, inbox: listedWaiting };
     });
+    expect(inbox.map((entry) => entry.execution.workflowId)).toEqual([handle.workflowId]);
     expect(result.status).toBe('completed');
     expect(result.answer).toContain('finance lead');
-    expect(result.toolCalls.map((event) => `${event.tool}:${event.status}`)).toEqual(['search_local_sources:success', 'get_document:success', 'get_document:success']);
+    expect(result.toolCalls.map((event) => `${event.tool}:${event.status}:${event.attempts}`)).toEqual([
+      'search_local_sources:success:1',
+      'get_document:success:1',
+      'get_document:success:1',
+      'save_draft:success:1',
+      'send_message:success:1',
+    ]);
+    expect(readdirSync(path.join(config.workspace, 'outbox'))).toHaveLength(1);
 
     // The Temporal CLI sees the turn's activities in its history.
     const shown = await temporalCli<{ events: Array<{ eventType: string; activityTaskScheduledEventAttributes?: { activityType: { name: string } } }> }>(server.address, [
@@ -54,8 +72,8 @@ describe('a turn end to end on the dev server', () => {
       handle.workflowId,
     ]);
     const scheduled = shown.events.flatMap((event) => (event.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED' ? [event.activityTaskScheduledEventAttributes!.activityType.name] : []));
-    expect(scheduled).toEqual(['modelStep', 'runTool', 'modelStep', 'runTool', 'runTool', 'modelStep']);
-    expect(shown.events.filter((event) => event.eventType === 'EVENT_TYPE_ACTIVITY_TASK_COMPLETED')).toHaveLength(6);
+    expect(scheduled).toEqual(['modelStep', 'runTool', 'modelStep', 'runTool', 'runTool', 'modelStep', 'lookupStatus', 'runTool', 'modelStep', 'runTool', 'modelStep']);
+    expect(shown.events.filter((event) => event.eventType === 'EVENT_TYPE_ACTIVITY_TASK_COMPLETED')).toHaveLength(11);
 
     // The approvals inbox and task look-ups rest on the search attribute.
     const listed = await temporalCli<Array<{ execution: { workflowId: string } }>>(server.address, ['workflow', 'list', '--query', `TollgateTaskId="${taskId}"`]);

@@ -1,0 +1,174 @@
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { checkToolCall } from '../activities/check-tool-call';
+import { defineTool } from '../activities/define-tool';
+import { openSqliteStore } from '../activities/idempotency-store';
+import { intentKey } from '../activities/idempotency-key';
+import { createLookupStatus } from '../activities/lookup-status';
+import { createRunTool } from '../activities/run-tool';
+import { createToolRegistry } from '../activities/tool-registry';
+import { saveDraftTool } from '../activities/tools/save-draft';
+import { sendMessageTool } from '../activities/tools/send-message';
+import { shellTool } from '../activities/tools/shell';
+import { pathRefusal } from '../activities/tools/workspace-path';
+import type { ToolDefinition } from '../activities/define-tool';
+import type { RunToolResult } from '../common/types';
+
+function workspace(): string {
+  return mkdtempSync(path.join(os.tmpdir(), 'tollgate-workspace-'));
+}
+
+function boundary(tools: ToolDefinition[]) {
+  const registry = createToolRegistry({ tools });
+  const store = openSqliteStore(':memory:');
+  return { registry, store, runTool: createRunTool({ registry, store }), lookupStatus: createLookupStatus({ registry, store }) };
+}
+
+function call(runTool: ReturnType<typeof createRunTool>, tool: string, args: unknown, callId = 'call-0-0'): Promise<RunToolResult> {
+  return new MockActivityEnvironment().run(runTool, { taskId: 'task-7', callId, tool, args });
+}
+
+describe('defineTool', () => {
+  it('refuses a reversible write without a status lookup', () => {
+    expect(() =>
+      defineTool({ name: 'risky', description: 'x', input: z.object({}), effect: 'reversible_write', handler: () => 'done' }),
+    ).toThrow('tool risky: a reversible_write needs a status lookup (status)');
+  });
+});
+
+describe('the workspace path guard', () => {
+  it('refuses .., absolute paths, NUL bytes, overlong paths and symlinks leading out', () => {
+    const root = workspace();
+    const drafts = path.join(root, 'drafts');
+    mkdirSync(drafts, { recursive: true });
+    const outside = mkdtempSync(path.join(os.tmpdir(), 'tollgate-outside-'));
+    symlinkSync(outside, path.join(drafts, 'exit'));
+    expect(pathRefusal(drafts, '../secrets.md')).toBe('the path may not contain ".."');
+    expect(pathRefusal(drafts, 'a/../../b.md')).toBe('the path may not contain ".."');
+    expect(pathRefusal(drafts, '/etc/passwd')).toBe('the path must be relative to the folder');
+    expect(pathRefusal(drafts, 'a\u0000b')).toBe('the path holds a NUL byte');
+    expect(pathRefusal(drafts, 'x'.repeat(600))).toMatch(/longer than 512/);
+    expect(pathRefusal(drafts, `${'y'.repeat(300)}.md`)).toMatch(/segment is longer than 255/);
+    expect(pathRefusal(drafts, 'exit/note.md')).toBe('the path leads out of the folder through a symbolic link');
+    expect(pathRefusal(drafts, 'fine/brief.md')).toBeUndefined();
+  });
+});
+
+describe('save_draft', () => {
+  it('writes atomically, answers its status from the file, and never writes one intent twice', async () => {
+    const root = workspace();
+    const { runTool, lookupStatus, store } = boundary([saveDraftTool({ workspace: root })]);
+    const args = { path: 'brief.md', content: '# Brief\n' };
+    const lookup = () => new MockActivityEnvironment().run(lookupStatus, { taskId: 'task-7', callId: 'c', tool: 'save_draft', args });
+    await expect(lookup()).resolves.toEqual({ state: 'not_applied' });
+    await expect(call(runTool, 'save_draft', args)).resolves.toMatchObject({ status: 'success', attempt: 1, data: { path: 'drafts/brief.md', bytes: 8 } });
+    expect(readFileSync(path.join(root, 'drafts', 'brief.md'), 'utf8')).toBe('# Brief\n');
+    expect(readdirSync(path.join(root, 'drafts'))).toEqual(['brief.md']);
+    await expect(lookup()).resolves.toMatchObject({ state: 'applied', source: 'store' });
+    await expect(call(runTool, 'save_draft', args, 'call-1-0')).resolves.toMatchObject({ status: 'success', attempt: 0 });
+    store.close();
+  });
+
+  it('finds a draft written before the store knew of it, through its own status check', async () => {
+    const root = workspace();
+    mkdirSync(path.join(root, 'drafts'));
+    writeFileSync(path.join(root, 'drafts', 'old.md'), 'same');
+    const { lookupStatus } = boundary([saveDraftTool({ workspace: root })]);
+    const found = await new MockActivityEnvironment().run(lookupStatus, { taskId: 't', callId: 'c', tool: 'save_draft', args: { path: 'old.md', content: 'same' } });
+    expect(found).toMatchObject({ state: 'applied', source: 'tool', receipt: { status: 'success', data: { path: 'drafts/old.md' } } });
+  });
+
+  it('refuses a symlink escape as forbidden and writes nothing outside', async () => {
+    const root = workspace();
+    const outside = mkdtempSync(path.join(os.tmpdir(), 'tollgate-outside-'));
+    mkdirSync(path.join(root, 'drafts'));
+    symlinkSync(outside, path.join(root, 'drafts', 'link'));
+    const { runTool } = boundary([saveDraftTool({ workspace: root })]);
+    await expect(call(runTool, 'save_draft', { path: 'link/x.md', content: 'x' })).resolves.toMatchObject({ status: 'error', code: 'forbidden', attempt: 0 });
+    expect(readdirSync(outside)).toEqual([]);
+  });
+});
+
+describe('send_message', () => {
+  it('delivers one file named by the idempotency key, and answers a repeat from the receipt', async () => {
+    const root = workspace();
+    const { runTool } = boundary([sendMessageTool({ workspace: root })]);
+    const args = { to: 'ops', subject: 'Hi', body: 'Body' };
+    const first = await call(runTool, 'send_message', args);
+    expect(first).toMatchObject({ status: 'success', attempt: 1 });
+    const files = readdirSync(path.join(root, 'outbox'));
+    expect(files).toHaveLength(1);
+    expect(files[0]).toMatch(/^task-7\.send_message\.[0-9a-f]{24}\.json$/);
+    expect(JSON.parse(readFileSync(path.join(root, 'outbox', files[0]), 'utf8'))).toMatchObject({ to: 'ops', subject: 'Hi', body: 'Body' });
+    await expect(call(runTool, 'send_message', args, 'call-5-0')).resolves.toMatchObject({ status: 'success', attempt: 0 });
+    expect(readdirSync(path.join(root, 'outbox'))).toHaveLength(1);
+  });
+
+  it('never runs again an intent that was started and never confirmed', async () => {
+    const root = workspace();
+    const send = sendMessageTool({ workspace: root });
+    const { runTool, store } = boundary([send]);
+    const args = { to: 'ops', subject: 'Hi', body: 'Body' };
+    // As a worker that died after recording the intent and before confirming it leaves the store.
+    store.markStarted({ key: intentKey(send, args, 'task-7'), taskId: 'task-7', tool: 'send_message', callId: 'call-0-0' });
+    await expect(call(runTool, 'send_message', args, 'call-2-0')).resolves.toMatchObject({ status: 'error', code: 'outcome_unknown', attempt: 0 });
+    expect(existsSync(path.join(root, 'outbox'))).toBe(false);
+  });
+});
+
+describe('shell', () => {
+  it('succeeds or fails by exit code alone', async () => {
+    const root = workspace();
+    const { runTool } = boundary([shellTool({ workspace: root })]);
+    await expect(call(runTool, 'shell', { command: 'echo "Error: this is fine"; exit 0' })).resolves.toMatchObject({ status: 'success', data: { exitCode: 0, output: 'Error: this is fine\n' } });
+    await expect(call(runTool, 'shell', { command: 'exit 1' }, 'call-1-0')).resolves.toMatchObject({ status: 'error', code: 'tool_failure', message: 'the command exited with code 1' });
+  });
+
+  it('runs in the workspace and truncates long output', async () => {
+    const root = workspace();
+    const { runTool } = boundary([shellTool({ workspace: root })]);
+    const result = await call(runTool, 'shell', { command: 'pwd; head -c 20000 /dev/zero | tr "\\0" x' });
+    expect(result).toMatchObject({ status: 'success', truncated: true });
+    expect(result.originalSize).toBeGreaterThan(20_000);
+    expect(String(result.data)).toContain(root);
+  });
+});
+
+describe('the boundary under random arguments', () => {
+  it('either validates a call or refuses it with invalid_arguments, and never runs the handler on invalid input', async () => {
+    let executions = 0;
+    const root = workspace();
+    const drafts = saveDraftTool({ workspace: root });
+    const counted: ToolDefinition = { ...drafts, handler: (args, context) => (executions++, drafts.handler(args, context)) };
+    const { registry, runTool } = boundary([counted]);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          fc.anything(),
+          fc.record({ path: fc.oneof(fc.string(), fc.integer()), content: fc.oneof(fc.string(), fc.constant(null)), extra: fc.anything() }, { requiredKeys: [] }),
+          fc.record({ path: fc.string({ maxLength: 20 }), content: fc.string({ maxLength: 20 }) }),
+        ),
+        async (args) => {
+        const before = executions;
+        const checked = checkToolCall({ registry, request: { callId: 'c', tool: 'save_draft', args } });
+        const valid = drafts.input.safeParse(args).success;
+        if (!valid) {
+          expect(checked.refusal?.code).toBe('invalid_arguments');
+          const result = await call(runTool, 'save_draft', args);
+          expect(result).toMatchObject({ status: 'error', code: 'invalid_arguments', attempt: 0 });
+          expect(executions).toBe(before);
+        } else {
+          expect(['forbidden', undefined]).toContain(checked.refusal?.code);
+        }
+        },
+      ),
+      { numRuns: 500 },
+    );
+    expect(existsSync(path.join(root, 'drafts'))).toBe(false);
+  });
+});
