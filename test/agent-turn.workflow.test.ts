@@ -1,28 +1,16 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { builtInTools } from '../activities';
 import { defineTool, type ToolDefinition } from '../activities/define-tool';
 import type { ScriptStep } from '../common/types';
 import { approvalSignal } from '../workflows/messages';
-import { bundleWorkflows, startTimeSkippingServer } from './helpers/servers';
 import { testConfig } from './helpers/test-config';
-import { runTurn as runTurnOn, scripted, waitForState, type TurnOptions } from './helpers/turn-runner';
+import { scripted, waitForState, useTurnRunner } from './helpers/turn-runner';
 
-let env: TestWorkflowEnvironment;
-let workflowBundle: WorkflowBundleWithSourceMap;
-
-beforeAll(async () => {
-  [env, workflowBundle] = await Promise.all([startTimeSkippingServer(), bundleWorkflows()]);
-});
-
-afterAll(async () => {
-  await env?.teardown();
-});
+const runTurn = useTurnRunner();
 
 /** A read tool whose handler counts its real executions and fails as told. */
 function countingTool(name: string, behave: (execution: number) => unknown, extra: { timeout?: number; maxAttempts?: number } = {}) {
@@ -41,11 +29,6 @@ function countingTool(name: string, behave: (execution: number) => unknown, extr
 
 function connectionReset(): Error {
   return Object.assign(new Error('socket hang up: read ECONNRESET'), { code: 'ECONNRESET' });
-}
-
-/** Runs one turn on this file's server. */
-function runTurn(options: Omit<TurnOptions, 'env' | 'workflowBundle'>) {
-  return runTurnOn({ env, workflowBundle, ...options });
 }
 
 describe('agentTurn', () => {
@@ -163,6 +146,18 @@ describe('agentTurn', () => {
     ]);
     const codes = modelInputs[1].messages.flatMap((message) => (message.role === 'tool' ? [message.result.code] : []));
     expect(codes).toEqual(['unknown_tool', 'invalid_arguments', 'invalid_arguments', 'forbidden']);
+  });
+
+  it('truncates oversized output and records the original size in the event', async () => {
+    const { tool } = countingTool('big_lookup', () => 'z'.repeat(50_000));
+    const small = { ...tool, maxOutputChars: 1_000 };
+    const { result, modelInputs } = await runTurn({
+      tools: [small],
+      input: { prompt: 'x', model: scripted([{ toolCalls: [{ tool: 'big_lookup', args: { q: 'a' } }] }, { text: 'done' }]) },
+    });
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', truncated: true, originalSize: 50_000, attempts: 1 })]);
+    const seen = modelInputs[1].messages.find((message) => message.role === 'tool');
+    expect(seen?.role === 'tool' && String(seen.result.data).length).toBeLessThan(1_100);
   });
 
   it('ends at the step limit', async () => {

@@ -43,6 +43,12 @@ describe('loadConfig', () => {
     );
   });
 
+  it('names an invalid redaction pattern', () => {
+    expect(() => parseConfig({ redact: { patterns: ['ok-[a-z]+', '(broken'] } }, { source: 'x.yaml', baseDir: '/', env: {} })).toThrow(
+      'x.yaml: redact.patterns.1: not a valid regular expression',
+    );
+  });
+
   it('rejects a default model that the model list lacks', () => {
     expect(() => parseConfig({ model: { default: 'gpt' } }, { source: 'x.yaml', baseDir: '/', env: {} })).toThrow(
       'x.yaml: model.default: "gpt" is not a key of model.models',

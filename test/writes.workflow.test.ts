@@ -1,9 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { argsDigest } from '../activities/canonical-json';
 import { defineTool, type StatusAnswer, type ToolDefinition } from '../activities/define-tool';
@@ -12,24 +10,10 @@ import { saveDraftTool } from '../activities/tools/save-draft';
 import { sendMessageTool } from '../activities/tools/send-message';
 import type { TurnState } from '../common/types';
 import { approvalSignal, decideUpdate } from '../workflows/messages';
-import { bundleWorkflows, startTimeSkippingServer } from './helpers/servers';
 import { testConfig } from './helpers/test-config';
-import { runTurn as runTurnOn, scripted, waitForState, type TurnOptions } from './helpers/turn-runner';
+import { scripted, waitForState, useTurnRunner, type TurnOptions } from './helpers/turn-runner';
 
-let env: TestWorkflowEnvironment;
-let workflowBundle: WorkflowBundleWithSourceMap;
-
-beforeAll(async () => {
-  [env, workflowBundle] = await Promise.all([startTimeSkippingServer(), bundleWorkflows()]);
-});
-
-afterAll(async () => {
-  await env?.teardown();
-});
-
-function runTurn(options: Omit<TurnOptions, 'env' | 'workflowBundle'>) {
-  return runTurnOn({ env, workflowBundle, ...options });
-}
+const runTurn = useTurnRunner();
 
 function connectionReset(): Error {
   return Object.assign(new Error('write ECONNRESET'), { code: 'ECONNRESET' });

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { afterAll, beforeAll } from 'vitest';
 import { createActivities } from '../../activities';
 import type { ToolDefinition } from '../../activities/define-tool';
 import type { IdempotencyStore } from '../../activities/idempotency-store';
@@ -9,6 +10,7 @@ import type { AgentTurnInput, AgentTurnResult, ModelStepInput, ScriptStep, TurnS
 import type { TollgateConfig } from '../../config/config-schema';
 import { createWorker } from '../../worker/create-worker';
 import { stateQuery } from '../../workflows/messages';
+import { bundleWorkflows, startTimeSkippingServer } from './servers';
 import { testConfig } from './test-config';
 
 /** A scripted model that plays exactly these steps. */
@@ -67,4 +69,20 @@ export async function runTurn({ env, workflowBundle, input, tools, store, config
     const runToolScheduled = (history.events ?? []).filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool').length;
     return { result, modelInputs, runToolScheduled, state, config, handle };
   });
+}
+
+/**
+ * Starts one time-skipping server and one workflow bundle for the calling test file (stopped after
+ * it), and returns the file's `runTurn`.
+ */
+export function useTurnRunner(): (options: Omit<TurnOptions, 'env' | 'workflowBundle'>) => ReturnType<typeof runTurn> {
+  let env: TestWorkflowEnvironment;
+  let workflowBundle: WorkflowBundleWithSourceMap;
+  beforeAll(async () => {
+    [env, workflowBundle] = await Promise.all([startTimeSkippingServer(), bundleWorkflows()]);
+  });
+  afterAll(async () => {
+    await env?.teardown();
+  });
+  return (options) => runTurn({ env, workflowBundle, ...options });
 }
