@@ -4,6 +4,7 @@ import type { ToolDefinition } from './define-tool';
 import { openSqliteStore, type IdempotencyStore } from './idempotency-store';
 import { createLookupStatus } from './lookup-status';
 import { createModelStep } from './model-step';
+import { createConfiguredModels, type ModelEnvironment } from './models/language-model';
 import { DEFAULT_SECRET_PATTERNS } from './redact';
 import { createRunTool } from './run-tool';
 import { createToolRegistry, retryBackoffFromConfig, type ToolRegistry } from './tool-registry';
@@ -20,6 +21,8 @@ export interface ActivityDependencies {
   tools?: ToolDefinition[];
   /** Replaces the SQLite store the config names. */
   store?: IdempotencyStore;
+  /** Where model API keys are read (default: the process environment), and the fetch providers use. */
+  modelEnvironment?: ModelEnvironment;
 }
 
 /** The tools every worker serves unless told otherwise. */
@@ -30,7 +33,8 @@ export function builtInTools(config: TollgateConfig): ToolDefinition[] {
 }
 
 /** Builds the activities; their export names are their registered names. */
-export function createActivities({ config, tools, store }: ActivityDependencies) {
+export function createActivities({ config, tools, store, modelEnvironment }: ActivityDependencies) {
+  const models = createConfiguredModels(config, modelEnvironment);
   const registry: ToolRegistry = createToolRegistry({
     tools: tools ?? builtInTools(config),
     overrides: config.tools,
@@ -39,7 +43,7 @@ export function createActivities({ config, tools, store }: ActivityDependencies)
   const intents = store ?? openSqliteStore(config.store.sqliteFile);
   const secretPatterns = [...DEFAULT_SECRET_PATTERNS, ...config.redact.patterns.map((source) => new RegExp(source, 'g'))];
   return {
-    modelStep: createModelStep({ registry, config }),
+    modelStep: createModelStep({ registry, config, models }),
     runTool: createRunTool({ registry, store: intents, secretPatterns }),
     lookupStatus: createLookupStatus({ registry, store: intents }),
   };

@@ -1,10 +1,38 @@
-import { ApplicationFailure } from '@temporalio/activity';
+import type { LanguageModelV3, LanguageModelV3FunctionTool, LanguageModelV3Usage } from '@ai-sdk/provider';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { z } from 'zod';
-import type { ModelSelection, ModelStepInput, ModelStepResult, ScriptStep, TurnMessage } from '../common/types';
+import { toMilliseconds } from '../common/duration';
+import type { CheckedToolCall, ModelSelection, ModelStepInput, ModelStepResult, Usage } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
+import { argsDigest } from './canonical-json';
 import { checkToolCall } from './check-tool-call';
-import { playScriptedModel } from './scripted-model';
+import { classifyModelError } from './models/model-errors';
+import { toModelPrompt } from './models/model-prompt';
+import { scriptedModel } from './models/language-model';
+import { toolJsonSchema } from './define-tool';
 import type { ToolRegistry } from './tool-registry';
+
+/** Failure types of a model step that retry policies name. */
+export const MODEL_FAILURES = {
+  /** 429, 5xx, 529 or a connection error before any chunk: retried, after Retry-After when given. */
+  unavailable: 'model_unavailable',
+  /** The stream broke after chunks went out: never replayed automatically. */
+  streamInterrupted: 'stream_interrupted',
+  /** Anything else the provider refused: retrying cannot help. */
+  error: 'model_error',
+  /** The input names no usable model. */
+  invalidModel: 'invalid_model',
+} as const;
+
+/** What a model step has streamed so far; sent as heartbeat details, so a next attempt and a live view can see it. */
+export interface StreamProgress {
+  chunks: number;
+  /** The text streamed so far (its last 8,000 characters). */
+  text: string;
+}
+
+const LIVE_TEXT_CHARS = 8_000;
+const KEEP_ALIVE_MS = 5_000;
 
 const scriptSchema = z.array(
   z.union([
@@ -13,55 +41,103 @@ const scriptSchema = z.array(
   ]),
 );
 
-/** The input's model is neither a configured name nor a valid scripted model; retrying cannot help. */
-function invalidModel(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: 'invalid_model', message, nonRetryable: true });
+function nonRetryable(type: string, message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type, message, nonRetryable: true });
 }
 
-function resolveScript(model: ModelSelection | undefined, config: TollgateConfig): ScriptStep[] | undefined {
-  const selection = model ?? config.model.default;
-  if (typeof selection === 'string') {
-    const entry = config.model.models[selection];
-    if (!entry) throw invalidModel(`model "${selection}" is not in the config's model list (${Object.keys(config.model.models).join(', ')})`);
-    return undefined;
+function resolveModel(selection: ModelSelection | undefined, config: TollgateConfig, models: Map<string, { model: LanguageModelV3 }>): LanguageModelV3 {
+  const chosen = selection ?? config.model.default;
+  if (typeof chosen === 'string') {
+    const configured = models.get(chosen);
+    if (!configured) throw nonRetryable(MODEL_FAILURES.invalidModel, `model "${chosen}" is not in the config's model list (${[...models.keys()].join(', ')})`);
+    return configured.model;
   }
-  if (selection?.provider !== 'scripted') throw invalidModel(`model must be a configured name or { provider: 'scripted', script? }`);
-  if (selection.script === undefined) return undefined;
-  const parsed = scriptSchema.safeParse(selection.script);
+  if (chosen?.provider !== 'scripted') throw nonRetryable(MODEL_FAILURES.invalidModel, `model must be a configured name or { provider: 'scripted', script? }`);
+  if (chosen.script === undefined) return scriptedModel();
+  const parsed = scriptSchema.safeParse(chosen.script);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw invalidModel(`model.script.${issue.path.map(String).join('.')}: ${issue.message}`);
+    throw nonRetryable(MODEL_FAILURES.invalidModel, `model.script.${issue.path.map(String).join('.')}: ${issue.message}`);
   }
-  return parsed.data;
+  return scriptedModel(parsed.data);
 }
 
-function countWords(value: unknown): number {
-  const text = typeof value === 'string' ? value : JSON.stringify(value ?? '');
-  return text.split(/\s+/).filter(Boolean).length;
+function totalUsage(usage: LanguageModelV3Usage | undefined): Usage {
+  return { inputTokens: usage?.inputTokens.total ?? 0, outputTokens: usage?.outputTokens.total ?? 0 };
 }
 
 /**
- * The `modelStep` activity: asks the model for its next step and passes each tool call it wants
- * through the boundary's checks (known tool, allowed for the task, valid arguments), so the workflow
- * only ever schedules calls that may run.
+ * The `modelStep` activity: streams one step from the model through the AI SDK provider interface
+ * and passes each tool call it asks for through the boundary's checks (known tool, allowed for the
+ * task, valid JSON and valid arguments), so the workflow only ever schedules calls that may run.
+ *
+ * The retry rule: 429, 529, 5xx and connection errors are retried only while no chunk has gone
+ * out in this step; Retry-After sets the next delay, capped by `model.maxRetryDelay`. Once a chunk
+ * went out, a failure is final (`stream_interrupted`), and that fact survives a worker crash
+ * because it is in the heartbeat details the next attempt reads.
  */
-export function createModelStep({ registry, config }: { registry: ToolRegistry; config: TollgateConfig }) {
+export function createModelStep({ registry, config, models }: { registry: ToolRegistry; config: TollgateConfig; models: Map<string, { model: LanguageModelV3 }> }) {
+  const maxRetryDelayMs = toMilliseconds(config.model.maxRetryDelay);
   return async function modelStep(input: ModelStepInput): Promise<ModelStepResult> {
-    const script = resolveScript(input.model, config);
-    const prompt = input.messages.find((message): message is Extract<TurnMessage, { role: 'user' }> => message.role === 'user')?.content ?? '';
-    const availableTools = registry
+    const context = Context.current();
+    const earlier = context.info.heartbeatDetails as StreamProgress | undefined;
+    if (earlier && earlier.chunks > 0) {
+      throw nonRetryable(
+        MODEL_FAILURES.streamInterrupted,
+        `an earlier attempt of this model step had streamed ${earlier.chunks} chunks before it was cut off; it is not replayed`,
+      );
+    }
+    const model = resolveModel(input.model, config, models);
+    const tools: LanguageModelV3FunctionTool[] = registry
       .list()
-      .map((tool) => tool.name)
-      .filter((name) => !input.allowedTools || input.allowedTools.includes(name));
-    const reply = playScriptedModel({ taskId: input.taskId, prompt, messages: input.messages, script, availableTools });
-    const toolCalls = reply.toolCalls.map((call, index) =>
-      checkToolCall({ registry, request: { callId: `call-${input.step}-${index}`, tool: call.tool, args: call.args }, allowedTools: input.allowedTools }),
-    );
-    return {
-      text: reply.text,
-      toolCalls,
-      // The scripted model counts words as tokens; real providers report their own counts.
-      usage: { inputTokens: countWords(input.messages), outputTokens: countWords(reply) },
+      .filter((tool) => !input.allowedTools || input.allowedTools.includes(tool.name))
+      .map((tool) => ({ type: 'function', name: tool.name, description: tool.description, inputSchema: toolJsonSchema(tool) as LanguageModelV3FunctionTool['inputSchema'] }));
+
+    const progress: StreamProgress = { chunks: 0, text: '' };
+    const chunk = () => {
+      progress.chunks++;
+      context.heartbeat({ chunks: progress.chunks, text: progress.text.slice(-LIVE_TEXT_CHARS) });
     };
+    const keepAlive = setInterval(() => context.heartbeat({ chunks: progress.chunks, text: progress.text.slice(-LIVE_TEXT_CHARS) }), KEEP_ALIVE_MS);
+    const requested: Array<{ toolName: string; input: string }> = [];
+    let usage: LanguageModelV3Usage | undefined;
+    try {
+      const { stream } = await model.doStream({ prompt: toModelPrompt(input.taskId, input.messages), tools, abortSignal: context.cancellationSignal });
+      for await (const part of stream) {
+        if (part.type === 'text-delta') {
+          progress.text += part.delta;
+          chunk();
+        } else if (part.type === 'reasoning-delta' || part.type === 'tool-input-start' || part.type === 'tool-input-delta') chunk();
+        else if (part.type === 'tool-call') {
+          requested.push({ toolName: part.toolName, input: part.input });
+          chunk();
+        } else if (part.type === 'finish') usage = part.usage;
+        else if (part.type === 'error') throw part.error;
+      }
+    } catch (error) {
+      const failure = classifyModelError(error);
+      if (progress.chunks > 0) {
+        throw nonRetryable(MODEL_FAILURES.streamInterrupted, `the model stream broke after ${progress.chunks} chunks had gone out; not replayed: ${failure.message}`);
+      }
+      if (failure.retryable) {
+        const nextRetryDelay = failure.retryAfterMs === undefined ? undefined : Math.min(failure.retryAfterMs, maxRetryDelayMs);
+        throw ApplicationFailure.create({ type: MODEL_FAILURES.unavailable, message: failure.message, nonRetryable: false, nextRetryDelay, details: [{ status: failure.status, retryAfterMs: failure.retryAfterMs }] });
+      }
+      throw nonRetryable(MODEL_FAILURES.error, failure.message);
+    } finally {
+      clearInterval(keepAlive);
+    }
+
+    const toolCalls: CheckedToolCall[] = requested.map(({ toolName, input: rawInput }, index) => {
+      const callId = `call-${input.step}-${index}`;
+      let args: unknown;
+      try {
+        args = rawInput.trim() === '' ? {} : JSON.parse(rawInput);
+      } catch (error) {
+        return { callId, tool: toolName, args: rawInput, argsDigest: argsDigest(rawInput), policy: registry.policy(toolName), refusal: { code: 'invalid_arguments', message: `the arguments are not valid JSON (${(error as Error).message})` } };
+      }
+      return checkToolCall({ registry, request: { callId, tool: toolName, args }, allowedTools: input.allowedTools });
+    });
+    return { text: progress.text || undefined, toolCalls, usage: totalUsage(usage) };
   };
 }

@@ -1,7 +1,8 @@
 import { Client, Connection, WorkflowIdReusePolicy } from '@temporalio/client';
 import { AGENT_TURN_WORKFLOW_TYPE } from '../common/defaults';
 import { TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
-import type { AgentTurnInput, AgentTurnResult, ApprovalDecision, DecisionReceipt, TurnState } from '../common/types';
+import { toMilliseconds } from '../common/duration';
+import type { AgentTurnInput, AgentTurnResult, ApprovalDecision, DecisionReceipt, TurnLimits, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import type { agentTurn } from '../workflows';
 import { decideUpdate, stateQuery } from '../workflows/messages';
@@ -22,6 +23,12 @@ export interface TurnHandle {
 function firstLine(text: string, maxChars = 120): string {
   const line = text.trim().split('\n')[0];
   return line.length > maxChars ? `${line.slice(0, maxChars - 1)}…` : line;
+}
+
+/** The config's turn limits in the workflow input's form. */
+export function limitsFromConfig(config: TollgateConfig): TurnLimits {
+  const { deadline, ...counts } = config.limits;
+  return { ...counts, deadlineMs: toMilliseconds(deadline) };
 }
 
 /** A workflow id for a new turn of a task: readable, unique per start. */
@@ -48,7 +55,7 @@ export class TollgateClient {
     const handle = await this.client.workflow.start<typeof agentTurn>(AGENT_TURN_WORKFLOW_TYPE, {
       workflowId,
       taskQueue: this.config.temporal.taskQueue,
-      args: [{ ...input, limits: { ...this.config.limits, ...input.limits } }],
+      args: [{ ...input, limits: { ...limitsFromConfig(this.config), ...input.limits } }],
       typedSearchAttributes: [{ key: TASK_ID_SEARCH_ATTRIBUTE, value: input.taskId }],
       staticSummary: firstLine(input.prompt),
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,

@@ -34,4 +34,4 @@ export const NON_RETRYABLE_CODES: readonly ErrorCode[] = ['unknown_tool', 'inval
 export type ToolCallStatus = 'success' | 'error' | 'denied';
 
 /** How a turn ended. */
-export type TurnStatus = 'completed' | 'step_limit' | 'tool_call_limit' | 'error_budget_exhausted';
+export type TurnStatus = 'completed' | 'step_limit' | 'tool_call_limit' | 'error_budget_exhausted' | 'deadline_exceeded' | 'model_failed';

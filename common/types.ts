@@ -11,6 +11,8 @@ export interface TurnLimits {
   maxSteps?: number;
   maxToolCalls?: number;
   errorBudget?: number;
+  /** The turn ends with `deadline_exceeded` when a step would start later than this after its start. */
+  deadlineMs?: number;
 }
 
 /** The input of the `agentTurn` workflow: plain JSON, so any Temporal client can start a turn. */
@@ -23,6 +25,8 @@ export interface AgentTurnInput {
   /** Narrows the tools this turn may call; all registered tools when left out. */
   tools?: string[];
   limits?: TurnLimits;
+  /** Earlier messages of a conversation, before this prompt (the `conversation` workflow passes them). */
+  history?: TurnMessage[];
 }
 
 /** The normalized result of one tool call, as the model sees it. */
@@ -139,6 +143,8 @@ export interface ToolFailureDetails {
 export interface AgentTurnResult {
   taskId: string;
   status: TurnStatus;
+  /** Why the model failed, when status is `model_failed`. */
+  error?: { type: string; message: string };
   answer?: string;
   steps: number;
   toolCalls: ToolEvent[];

@@ -35,10 +35,36 @@ export const temporalSchema = z.strictObject({
   devServer: devServerSchema.prefault({}),
 });
 
-/** A model the config names by a key of `model.models`; the embedded scripted model needs no settings. */
-export const modelEntrySchema = z.strictObject({
-  provider: z.literal('scripted'),
-});
+const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected the name of an environment variable');
+const httpUrl = z.string().regex(/^https?:\/\/\S+$/, 'expected an http(s) URL');
+
+/** A model the config names by a key of `model.models`: an AI SDK provider, or the embedded scripted model. */
+export const modelEntrySchema = z.discriminatedUnion('provider', [
+  z.strictObject({ provider: z.literal('scripted') }),
+  z.strictObject({
+    provider: z.literal('openai'),
+    model: z.string().min(1),
+    apiKeyEnv: envName.default('OPENAI_API_KEY'),
+    baseURL: httpUrl.optional(),
+  }),
+  z.strictObject({
+    provider: z.literal('anthropic'),
+    model: z.string().min(1),
+    apiKeyEnv: envName.default('ANTHROPIC_API_KEY'),
+    baseURL: httpUrl.optional(),
+    maxOutputTokens: z.number().int().min(1).default(4096),
+  }),
+  z.strictObject({
+    provider: z.literal('openai-compatible'),
+    model: z.string().min(1),
+    baseURL: httpUrl,
+    /** Local servers (Ollama, vLLM, llama.cpp) usually need no key. */
+    apiKeyEnv: envName.optional(),
+  }),
+]);
+
+/** One configured model. */
+export type ModelEntry = z.output<typeof modelEntrySchema>;
 
 /** Per-tool overrides of a tool's declared policy. */
 export const toolOverrideSchema = z.strictObject({
@@ -64,6 +90,8 @@ export const configSchema = z.strictObject({
     .strictObject({
       default: z.string().min(1).default('scripted'),
       models: z.record(z.string(), modelEntrySchema).default({ scripted: { provider: 'scripted' } }),
+      /** A provider's Retry-After is honoured up to this long. */
+      maxRetryDelay: duration.default('30s'),
     })
     .prefault({}),
   workspace: z.string().default('.tollgate/workspace'),
@@ -73,6 +101,7 @@ export const configSchema = z.strictObject({
       maxSteps: z.number().int().min(1).default(DEFAULT_TURN_LIMITS.maxSteps),
       maxToolCalls: z.number().int().min(1).default(DEFAULT_TURN_LIMITS.maxToolCalls),
       errorBudget: z.number().int().min(0).default(DEFAULT_TURN_LIMITS.errorBudget),
+      deadline: duration.default('1h'),
     })
     .prefault({}),
   retry: retrySchema.prefault({}),

@@ -22,7 +22,7 @@ describe('loadConfig', () => {
 
   it('fills every default for an empty file', () => {
     const config = loadConfig({ file: writeConfig(''), env: {} });
-    expect(config.limits).toEqual({ maxSteps: 10, maxToolCalls: 20, errorBudget: 3 });
+    expect(config.limits).toEqual({ maxSteps: 10, maxToolCalls: 20, errorBudget: 3, deadline: '1h' });
     expect(config.retry).toEqual({ initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '5s' });
   });
 

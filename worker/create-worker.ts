@@ -28,6 +28,8 @@ export async function createWorker({ config, connection, tools, activities, work
     taskQueue: config.temporal.taskQueue,
     ...(workflowBundle ? { workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: activities ?? createActivities({ config, tools }),
+    // Heartbeats carry a streaming model step's text to live views; send them at least every second.
+    maxHeartbeatThrottleInterval: '1 second',
     ...workerOptions,
   });
 }

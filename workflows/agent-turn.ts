@@ -1,4 +1,4 @@
-import { ApplicationFailure, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { DEFAULT_TURN_LIMITS } from '../common/defaults';
 import { TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
@@ -17,10 +17,28 @@ import { approvalSignal, decideUpdate, stateQuery } from './messages';
 import { runReadTool, type ExecutedCall } from './run-read-tool';
 import { runIrreversibleWrite, runReversibleWrite } from './run-write-tool';
 
+// Retried only before the first chunk: the activity throws stream_interrupted once one went out.
 const { modelStep } = proxyActivities<Activities>({
-  startToCloseTimeout: '2 minutes',
-  retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['invalid_model'] },
+  startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '30 seconds',
+  summary: 'model step',
+  retry: {
+    maximumAttempts: 4,
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    nonRetryableErrorTypes: ['invalid_model', 'stream_interrupted', 'model_error'],
+  },
 });
+
+/** Why a model step failed for good; an invalid model fails the workflow instead (the caller's mistake). */
+function modelFailure(error: unknown): { type: string; message: string } | undefined {
+  if (!(error instanceof ActivityFailure)) return undefined;
+  const cause = error.cause;
+  if (cause instanceof ApplicationFailure && cause.type === 'invalid_model') return undefined;
+  if (cause instanceof ApplicationFailure) return { type: cause.type ?? 'model_error', message: cause.message };
+  return { type: 'model_unavailable', message: cause?.message ?? error.message };
+}
 
 function invalidInput(message: string): ApplicationFailure {
   return ApplicationFailure.create({ type: 'invalid_input', message: `agentTurn input: ${message}`, nonRetryable: true });
@@ -28,7 +46,8 @@ function invalidInput(message: string): ApplicationFailure {
 
 function checkInput(input: unknown): asserts input is AgentTurnInput {
   if (!input || typeof input !== 'object') throw invalidInput('expected an object { taskId, prompt, model?, tools?, limits? }');
-  const { taskId, prompt, tools, limits } = input as Record<string, unknown>;
+  const { taskId, prompt, tools, limits, history } = input as Record<string, unknown>;
+  if (history !== undefined && !Array.isArray(history)) throw invalidInput('history must be a list of messages');
   if (typeof taskId !== 'string' || taskId.trim() === '') throw invalidInput('taskId must be a non-empty string');
   if (typeof prompt !== 'string' || prompt.trim() === '') throw invalidInput('prompt must be a non-empty string');
   if (tools !== undefined && (!Array.isArray(tools) || tools.some((tool) => typeof tool !== 'string'))) {
@@ -74,15 +93,29 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     },
   );
 
-  const messages: TurnMessage[] = [{ role: 'user', content: prompt }];
+  const messages: TurnMessage[] = [...(input.history ?? []), { role: 'user', content: prompt }];
   const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   let answer: string | undefined;
   let status: TurnStatus | undefined;
+  let error: AgentTurnResult['error'];
   let errors = 0;
+  const startedAt = Date.now();
 
   for (let step = 0; step < limits.maxSteps && !status; step++) {
     state.step = step;
-    const reply = await modelStep({ taskId, step, model, messages, allowedTools });
+    if (Date.now() - startedAt > limits.deadlineMs) {
+      status = 'deadline_exceeded';
+      break;
+    }
+    let reply: Awaited<ReturnType<typeof modelStep>>;
+    try {
+      reply = await modelStep({ taskId, step, model, messages, allowedTools });
+    } catch (failure) {
+      error = modelFailure(failure);
+      if (!error) throw failure;
+      status = 'model_failed';
+      break;
+    }
     usage.inputTokens += reply.usage.inputTokens;
     usage.outputTokens += reply.usage.outputTokens;
     messages.push({ role: 'assistant', text: reply.text, toolCalls: reply.toolCalls.map(({ callId, tool, args }) => ({ callId, tool, args })) });
@@ -114,7 +147,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   const finalStatus: TurnStatus = status ?? 'step_limit';
   state.status = finalStatus;
   approvals.publish();
-  return { taskId, status: finalStatus, answer, steps: state.step + 1, toolCalls: events, usage };
+  return { taskId, status: finalStatus, ...(error ? { error } : {}), answer, steps: state.step + 1, toolCalls: events, usage };
 }
 
 function isWrite(call: CheckedToolCall): boolean {

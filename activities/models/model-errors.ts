@@ -1,0 +1,51 @@
+import { APICallError } from '@ai-sdk/provider';
+
+const RETRYABLE_STATUS = new Set([408, 409, 425, 429, 500, 502, 503, 504, 529]);
+const CONNECTION_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
+
+/** How a failed model call may be retried: whether at all, and after how long the provider asked. */
+export interface ModelFailure {
+  retryable: boolean;
+  /** From Retry-After / retry-after-ms, before any cap. */
+  retryAfterMs?: number;
+  status?: number;
+  message: string;
+}
+
+function systemCode(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** A Retry-After value (seconds, or an HTTP date) in milliseconds from `now`; nothing when absent or unreadable. */
+export function parseRetryAfter(headers: Record<string, string> | undefined, now = Date.now()): number | undefined {
+  if (!headers) return undefined;
+  const lower = Object.fromEntries(Object.entries(headers).map(([key, value]) => [key.toLowerCase(), value]));
+  const milliseconds = Number(lower['retry-after-ms']);
+  if (lower['retry-after-ms'] !== undefined && Number.isFinite(milliseconds) && milliseconds >= 0) return milliseconds;
+  const value = lower['retry-after']?.trim();
+  if (!value) return undefined;
+  if (/^\d+(\.\d+)?$/.test(value)) return Math.round(Number(value) * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+/** Sorts a model-call failure: 408/409/425/429/5xx/529 and connection errors may be retried, the rest not. */
+export function classifyModelError(error: unknown): ModelFailure {
+  if (APICallError.isInstance(error)) {
+    const status = error.statusCode;
+    const retryable = (status !== undefined && RETRYABLE_STATUS.has(status)) || (status === undefined && error.isRetryable);
+    return { retryable, retryAfterMs: parseRetryAfter(error.responseHeaders), status, message: `the model provider answered ${status ?? 'with an error'}: ${error.message.split('\n')[0].slice(0, 300)}` };
+  }
+  const code = systemCode(error);
+  const message = error instanceof Error ? error.message : String(error);
+  if (code && CONNECTION_CODES.has(code)) {
+    return { retryable: true, message: `the connection to the model provider failed (${code ?? message.slice(0, 80)})` };
+  }
+  return { retryable: false, message: `the model call failed: ${message.split('\n')[0].slice(0, 300)}` };
+}

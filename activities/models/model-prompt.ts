@@ -1,0 +1,63 @@
+import type { JSONValue, LanguageModelV3Prompt } from '@ai-sdk/provider';
+import type { ToolResult, TurnMessage } from '../../common/types';
+
+const TASK_LINE = /^Task id: (.+)$/m;
+
+/** The system message every model step starts with: how to work, and which task this is. */
+export function systemMessage(taskId: string): string {
+  return [
+    'You are an agent working for a person. Use the tools to find facts before you answer; answer from what the tools returned.',
+    'A tool result has a status; on an error it has a stable code and a short message. Correct invalid_arguments and try again; do not repeat a call that was denied.',
+    `Task id: ${taskId}`,
+  ].join('\n');
+}
+
+function toolOutput(result: ToolResult): { type: 'json'; value: JSONValue } {
+  return { type: 'json', value: JSON.parse(JSON.stringify(result)) as JSONValue };
+}
+
+/** A turn's messages in the AI SDK's provider prompt format. */
+export function toModelPrompt(taskId: string, messages: TurnMessage[]): LanguageModelV3Prompt {
+  const prompt: LanguageModelV3Prompt = [{ role: 'system', content: systemMessage(taskId) }];
+  for (const message of messages) {
+    if (message.role === 'user') prompt.push({ role: 'user', content: [{ type: 'text', text: message.content }] });
+    else if (message.role === 'assistant') {
+      prompt.push({
+        role: 'assistant',
+        content: [
+          ...(message.text ? [{ type: 'text' as const, text: message.text }] : []),
+          ...message.toolCalls.map((call) => ({ type: 'tool-call' as const, toolCallId: call.callId, toolName: call.tool, input: call.args })),
+        ],
+      });
+    } else {
+      const part = { type: 'tool-result' as const, toolCallId: message.callId, toolName: message.tool, output: toolOutput(message.result) };
+      const last = prompt.at(-1);
+      if (last?.role === 'tool') last.content.push(part);
+      else prompt.push({ role: 'tool', content: [part] });
+    }
+  }
+  return prompt;
+}
+
+/** The turn's task id and messages back from a provider prompt (what the scripted model reads). */
+export function fromModelPrompt(prompt: LanguageModelV3Prompt): { taskId: string; messages: TurnMessage[] } {
+  let taskId = '';
+  const messages: TurnMessage[] = [];
+  for (const message of prompt) {
+    if (message.role === 'system') taskId = TASK_LINE.exec(message.content)?.[1] ?? taskId;
+    else if (message.role === 'user') {
+      messages.push({ role: 'user', content: message.content.map((part) => (part.type === 'text' ? part.text : '')).join('') });
+    } else if (message.role === 'assistant') {
+      const text = message.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+      const toolCalls = message.content.flatMap((part) => (part.type === 'tool-call' ? [{ callId: part.toolCallId, tool: part.toolName, args: part.input }] : []));
+      messages.push({ role: 'assistant', text: text || undefined, toolCalls });
+    } else {
+      for (const part of message.content) {
+        if (part.type !== 'tool-result') continue;
+        const result = part.output.type === 'json' ? (part.output.value as unknown as ToolResult) : { status: 'success' as const, data: 'value' in part.output ? part.output.value : null };
+        messages.push({ role: 'tool', callId: part.toolCallId, tool: part.toolName, result });
+      }
+    }
+  }
+  return { taskId, messages };
+}
