@@ -105,6 +105,7 @@ export function createModelStep({ registry, config, models }: { registry: ToolRe
       const { stream } = await model.doStream({ prompt: toModelPrompt(input.taskId, input.messages), tools, abortSignal: context.cancellationSignal });
       for await (const part of stream) {
         if (part.type === 'text-delta') {
+          if (part.delta === '') continue;
           progress.text += part.delta;
           chunk();
         } else if (part.type === 'reasoning-delta' || part.type === 'tool-input-start' || part.type === 'tool-input-delta') chunk();

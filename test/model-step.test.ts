@@ -1,0 +1,153 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createActivities } from '../activities';
+import { parseRetryAfter } from '../activities/models/model-errors';
+import type { StreamProgress } from '../activities/model-step';
+import type { ModelStepInput, ModelStepResult } from '../common/types';
+import { ConfigError } from '../config/load-config';
+import { anthropicStream, openaiStream, startFakeProvider, type FakeProvider } from './helpers/fake-provider';
+import { testConfig } from './helpers/test-config';
+
+let provider: FakeProvider;
+
+beforeAll(async () => {
+  provider = await startFakeProvider();
+});
+
+afterAll(async () => {
+  await provider.close();
+});
+
+const env = { OPENAI_API_KEY: 'sk-test-openai-key', ANTHROPIC_API_KEY: 'sk-ant-test' };
+
+function modelStepFor(modelName: 'gpt' | 'claude' | 'local') {
+  const config = testConfig({
+    model: {
+      default: modelName,
+      maxRetryDelay: '30s',
+      models: {
+        gpt: { provider: 'openai', model: 'gpt-test', baseURL: provider.baseURL },
+        claude: { provider: 'anthropic', model: 'claude-test', baseURL: provider.baseURL },
+        local: { provider: 'openai-compatible', model: 'llama-test', baseURL: provider.baseURL },
+      },
+    },
+  });
+  return createActivities({ config, modelEnvironment: { env } }).modelStep;
+}
+
+const input: ModelStepInput = { taskId: 'task-m', step: 0, messages: [{ role: 'user', content: 'What is the refund policy?' }] };
+
+async function run(modelName: 'gpt' | 'claude' | 'local', environment = new MockActivityEnvironment()): Promise<ModelStepResult> {
+  return environment.run(modelStepFor(modelName), input);
+}
+
+async function failure(modelName: 'gpt' | 'claude' | 'local', environment = new MockActivityEnvironment()): Promise<ApplicationFailure> {
+  return run(modelName, environment).then(
+    () => {
+      throw new Error('the model step did not fail');
+    },
+    (error: ApplicationFailure) => error,
+  );
+}
+
+describe('modelStep with AI SDK providers', () => {
+  it('streams text from OpenAI, sends the tools as JSON schema, and reports the provider usage', async () => {
+    const before = provider.requests.length;
+    provider.enqueue({ kind: 'stream', events: openaiStream.text(['Annual plans ', 'are refunded ', 'within 30 days.']) });
+    const environment = new MockActivityEnvironment();
+    const beats: StreamProgress[] = [];
+    environment.on('heartbeat', (details: StreamProgress) => beats.push(details));
+    const result = await run('gpt', environment);
+    expect(result).toEqual({ text: 'Annual plans are refunded within 30 days.', toolCalls: [], usage: { inputTokens: 11, outputTokens: 7 } });
+    expect(beats.at(-1)).toEqual({ chunks: 3, text: 'Annual plans are refunded within 30 days.' });
+    const sent = provider.requests[before];
+    expect(sent.path).toBe('/v1/chat/completions');
+    expect(sent.body).toMatchObject({ model: 'gpt-test', stream: true, tools: expect.arrayContaining([expect.objectContaining({ function: expect.objectContaining({ name: 'get_document' }) })]) });
+  });
+
+  it('turns an OpenAI tool call streamed in pieces into a checked call', async () => {
+    provider.enqueue({ kind: 'stream', events: openaiStream.toolCall('get_document', ['{"id":', '"refund-policy"}']) });
+    const result = await run('gpt');
+    expect(result.toolCalls).toEqual([expect.objectContaining({ callId: 'call-0-0', tool: 'get_document', args: { id: 'refund-policy' }, policy: expect.objectContaining({ effect: 'read' }) })]);
+    expect(result.toolCalls[0].refusal).toBeUndefined();
+  });
+
+  it('reads Anthropic text and tool_use streams', async () => {
+    provider.enqueue({ kind: 'stream', events: anthropicStream.text(['Hello ', 'there.']) });
+    await expect(run('claude')).resolves.toEqual({ text: 'Hello there.', toolCalls: [], usage: { inputTokens: 21, outputTokens: 8 } });
+    provider.enqueue({ kind: 'stream', events: anthropicStream.toolUse('search_local_sources', ['{"query"', ': "refunds"}']) });
+    const result = await run('claude');
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'search_local_sources', args: { query: 'refunds' } })]);
+    expect(provider.requests.at(-1)?.path).toBe('/v1/messages');
+  });
+
+  it('speaks to an OpenAI-compatible server the same way', async () => {
+    provider.enqueue({ kind: 'stream', events: openaiStream.text(['local ', 'answer']) });
+    await expect(run('local')).resolves.toMatchObject({ text: 'local answer' });
+  });
+
+  it('gives malformed tool-call JSON back as invalid_arguments, never executed', async () => {
+    provider.enqueue({ kind: 'stream', events: openaiStream.toolCall('get_document', ['{"id": "refund-', 'policy"']) });
+    const result = await run('gpt');
+    expect(result.toolCalls[0]).toMatchObject({ tool: 'get_document', refusal: { code: 'invalid_arguments', message: expect.stringMatching(/^the arguments are not valid JSON/) } });
+  });
+
+  it('retries a 429 after its Retry-After of 2 s', async () => {
+    provider.enqueue({ kind: 'error', status: 429, headers: { 'retry-after': '2' }, body: { error: { message: 'Rate limit reached', type: 'rate_limit_error' } } });
+    const error = await failure('gpt');
+    expect(error).toBeInstanceOf(ApplicationFailure);
+    expect(error).toMatchObject({ type: 'model_unavailable', nonRetryable: false, nextRetryDelay: 2000 });
+  });
+
+  it('caps a Retry-After of 3600 s at the configured maximum', async () => {
+    provider.enqueue({ kind: 'error', status: 429, headers: { 'retry-after': '3600' }, body: { error: { message: 'Rate limit reached' } } });
+    await expect(failure('gpt')).resolves.toMatchObject({ type: 'model_unavailable', nextRetryDelay: 30_000 });
+  });
+
+  it('retries 529 and 503 before the first chunk, with the policy backoff when no Retry-After is given', async () => {
+    provider.enqueue({ kind: 'error', status: 529, body: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } });
+    await expect(failure('claude')).resolves.toMatchObject({ type: 'model_unavailable', nonRetryable: false, nextRetryDelay: undefined });
+    provider.enqueue({ kind: 'error', status: 503, body: { error: { message: 'unavailable' } } });
+    await expect(failure('gpt')).resolves.toMatchObject({ type: 'model_unavailable', nonRetryable: false });
+  });
+
+  it('does not retry a request the provider refuses', async () => {
+    provider.enqueue({ kind: 'error', status: 400, body: { error: { message: 'bad request', type: 'invalid_request_error' } } });
+    await expect(failure('gpt')).resolves.toMatchObject({ type: 'model_error', nonRetryable: true });
+  });
+
+  it('never retries a stream cut off after chunks went out, and calls the provider once', async () => {
+    const before = provider.requests.length;
+    provider.enqueue({ kind: 'stream', events: openaiStream.text(['one ', 'two ', 'three ', 'four']), resetAfter: 4 });
+    const error = await failure('gpt');
+    expect(error).toMatchObject({ type: 'stream_interrupted', nonRetryable: true });
+    expect(error.message).toMatch(/after 3 chunks had gone out/);
+    expect(provider.requests.length - before).toBe(1);
+  });
+
+  it('does not replay a step whose earlier attempt (on a worker that died) had streamed chunks', async () => {
+    const before = provider.requests.length;
+    const environment = new MockActivityEnvironment({ attempt: 2, heartbeatDetails: { chunks: 3, text: 'one two three' } });
+    const error = await failure('gpt', environment);
+    expect(error).toMatchObject({ type: 'stream_interrupted', nonRetryable: true });
+    expect(provider.requests.length).toBe(before);
+  });
+
+  it('refuses to start without an API key, naming the variable', () => {
+    const config = testConfig({ model: { default: 'gpt', models: { gpt: { provider: 'openai', model: 'gpt-test' } } } });
+    expect(() => createActivities({ config, modelEnvironment: { env: {} } })).toThrow(ConfigError);
+    expect(() => createActivities({ config, modelEnvironment: { env: {} } })).toThrow('model "gpt": the environment variable OPENAI_API_KEY (its apiKeyEnv) is not set');
+  });
+});
+
+describe('parseRetryAfter', () => {
+  it('reads seconds, milliseconds and HTTP dates', () => {
+    const now = Date.parse('2026-11-30T12:00:00Z');
+    expect(parseRetryAfter({ 'Retry-After': '2' }, now)).toBe(2000);
+    expect(parseRetryAfter({ 'retry-after-ms': '1500' }, now)).toBe(1500);
+    expect(parseRetryAfter({ 'retry-after': 'Mon, 30 Nov 2026 12:00:05 GMT' }, now)).toBe(5000);
+    expect(parseRetryAfter({ 'retry-after': 'soon' }, now)).toBeUndefined();
+    expect(parseRetryAfter(undefined, now)).toBeUndefined();
+  });
+});
