@@ -94,8 +94,11 @@ export function playScriptedModel({
   script?: ScriptStep[];
   availableTools: string[];
 }): ModelReply {
-  if (!script) return builtInPlan({ taskId, prompt, messages, availableTools });
-  const stepIndex = messages.filter((message) => message.role === 'assistant').length;
+  // Earlier turns of a conversation come first; this turn starts at its own (last) user message.
+  const lastUser = messages.map((message) => message.role).lastIndexOf('user');
+  const turn = messages.slice(lastUser + 1);
+  if (!script) return builtInPlan({ taskId, prompt, messages: turn, availableTools });
+  const stepIndex = turn.filter((message) => message.role === 'assistant').length;
   const step = script[stepIndex];
   if (!step) return { text: `(the script has no step ${stepIndex + 1}; it ends here)`, toolCalls: [] };
   return { text: step.text, toolCalls: 'toolCalls' in step ? step.toolCalls.map(({ tool, args }) => ({ tool, args })) : [] };

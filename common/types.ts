@@ -210,3 +210,26 @@ export interface TurnState {
   rejectedDecisions: RejectedDecision[];
   toolCalls: ToolEvent[];
 }
+
+/** The input of the `conversation` workflow: plain JSON like a turn's. */
+export interface ConversationInput {
+  conversationId: string;
+  model?: ModelSelection;
+  tools?: string[];
+  limits?: TurnLimits;
+  /** Characters of earlier messages (their JSON) a turn gets at most; the oldest pairs are dropped first. */
+  contextBudgetChars?: number;
+  /** Continue as new after this many turns in one run, even before Temporal suggests it. */
+  maxTurnsPerRun?: number;
+  /** Carried across continue-as-new. */
+  history?: TurnMessage[];
+  turns?: number;
+}
+
+/** What the `history` query returns, and the conversation's result once closed. */
+export interface ConversationState {
+  conversationId: string;
+  turns: number;
+  history: TurnMessage[];
+  closed: boolean;
+}

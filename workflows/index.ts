@@ -1,2 +1,3 @@
 export { agentTurn } from './agent-turn';
-export { approvalSignal, decideUpdate, stateQuery } from './messages';
+export { conversation } from './conversation';
+export { approvalSignal, closeConversationSignal, decideUpdate, historyQuery, sendUpdate, stateQuery } from './messages';

@@ -1,5 +1,5 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { ApprovalDecision, DecisionReceipt, TurnState } from '../common/types';
+import type { AgentTurnResult, ApprovalDecision, ConversationState, DecisionReceipt, TurnState } from '../common/types';
 
 /** Query `state`: status, step, pending approvals, decisions and the tool events so far. */
 export const stateQuery = defineQuery<TurnState>('state');
@@ -9,3 +9,12 @@ export const approvalSignal = defineSignal<[ApprovalDecision]>('approval');
 
 /** Update `decide`: the same decision, with a validator that rejects an invalid one to the caller at once. */
 export const decideUpdate = defineUpdate<DecisionReceipt, [ApprovalDecision]>('decide');
+
+/** Update `send`: one user message of a conversation; answered with the result of the turn it ran. */
+export const sendUpdate = defineUpdate<AgentTurnResult, [{ text: string }]>('send');
+
+/** Query `history`: a conversation's messages and turn count. */
+export const historyQuery = defineQuery<ConversationState>('history');
+
+/** Signal `close`: the conversation takes no more messages and ends once its running turn is done. */
+export const closeConversationSignal = defineSignal('close');

@@ -29,7 +29,7 @@ export class ScriptedLanguageModel implements LanguageModelV3 {
 
   private reply(options: LanguageModelV3CallOptions) {
     const { taskId, messages } = fromModelPrompt(options.prompt);
-    const prompt = messages.find((message) => message.role === 'user');
+    const prompt = messages.filter((message) => message.role === 'user').at(-1);
     const availableTools = (options.tools ?? []).map((tool) => tool.name);
     const reply = playScriptedModel({ taskId, prompt: prompt?.role === 'user' ? prompt.content : '', messages, script: this.script, availableTools });
     const inputWords = wordCount(JSON.stringify(options.prompt));

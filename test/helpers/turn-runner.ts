@@ -6,6 +6,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { createActivities } from '../../activities';
 import type { ToolDefinition } from '../../activities/define-tool';
 import type { IdempotencyStore } from '../../activities/idempotency-store';
+import type { ModelEnvironment } from '../../activities/models/language-model';
 import type { AgentTurnInput, AgentTurnResult, ModelStepInput, ScriptStep, TurnState } from '../../common/types';
 import type { TollgateConfig } from '../../config/config-schema';
 import { createWorker } from '../../worker/create-worker';
@@ -37,16 +38,18 @@ export interface TurnOptions {
   tools?: ToolDefinition[];
   store?: IdempotencyStore;
   config?: TollgateConfig;
+  /** API keys and the fetch the model providers use. */
+  modelEnvironment?: ModelEnvironment;
   /** Runs after the start and before the result is awaited (approvals are given here). */
   interact?: (handle: WorkflowHandle) => Promise<void>;
 }
 
 /** Runs one turn on a fresh worker and task queue; returns its result, final state, the model's inputs and the count of scheduled runTool activities. */
-export async function runTurn({ env, workflowBundle, input, tools, store, config: given, interact }: TurnOptions) {
+export async function runTurn({ env, workflowBundle, input, tools, store, config: given, modelEnvironment, interact }: TurnOptions) {
   const taskQueue = `test-${randomUUID()}`;
   const base = given ?? testConfig({ retry: { initialInterval: '100ms', maximumInterval: '1s' } });
   const config: TollgateConfig = { ...base, temporal: { ...base.temporal, taskQueue } };
-  const activities = createActivities({ config, tools, store });
+  const activities = createActivities({ config, tools, store, modelEnvironment });
   const modelInputs: ModelStepInput[] = [];
   const observed = {
     ...activities,
@@ -67,22 +70,29 @@ export async function runTurn({ env, workflowBundle, input, tools, store, config
     const history = await handle.fetchHistory();
     const state = await handle.query(stateQuery);
     const runToolScheduled = (history.events ?? []).filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool').length;
-    return { result, modelInputs, runToolScheduled, state, config, handle };
+    return { result, modelInputs, runToolScheduled, state, config, handle, history };
   });
 }
 
-/**
- * Starts one time-skipping server and one workflow bundle for the calling test file (stopped after
- * it), and returns the file's `runTurn`.
- */
-export function useTurnRunner(): (options: Omit<TurnOptions, 'env' | 'workflowBundle'>) => ReturnType<typeof runTurn> {
-  let env: TestWorkflowEnvironment;
-  let workflowBundle: WorkflowBundleWithSourceMap;
+/** A time-skipping server and a workflow bundle, filled in before the calling file's tests run. */
+export interface TimeSkippingEnvironment {
+  env: TestWorkflowEnvironment;
+  workflowBundle: WorkflowBundleWithSourceMap;
+}
+
+/** Starts one time-skipping server and one workflow bundle for the calling test file, and stops the server after it. */
+export function useTimeSkippingEnvironment(): TimeSkippingEnvironment {
+  const holder = {} as TimeSkippingEnvironment;
   beforeAll(async () => {
-    [env, workflowBundle] = await Promise.all([startTimeSkippingServer(), bundleWorkflows()]);
+    [holder.env, holder.workflowBundle] = await Promise.all([startTimeSkippingServer(), bundleWorkflows()]);
   });
   afterAll(async () => {
-    await env?.teardown();
+    await holder.env?.teardown();
   });
-  return (options) => runTurn({ env, workflowBundle, ...options });
+  return holder;
+}
+
+/** The calling file's `runTurn`, on its own time-skipping environment or on the one given. */
+export function useTurnRunner(environment: TimeSkippingEnvironment = useTimeSkippingEnvironment()): (options: Omit<TurnOptions, 'env' | 'workflowBundle'>) => ReturnType<typeof runTurn> {
+  return (options) => runTurn({ env: environment.env, workflowBundle: environment.workflowBundle, ...options });
 }

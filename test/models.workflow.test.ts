@@ -1,0 +1,146 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createActivities } from '../activities';
+import type { AgentTurnResult, ModelStepInput } from '../common/types';
+import { createWorker } from '../worker/create-worker';
+import { historyQuery, sendUpdate, closeConversationSignal } from '../workflows/messages';
+import { openaiStream, startFakeProvider, type FakeProvider } from './helpers/fake-provider';
+import { testConfig } from './helpers/test-config';
+import { scripted, useTurnRunner, useTimeSkippingEnvironment } from './helpers/turn-runner';
+
+const environment = useTimeSkippingEnvironment();
+const runTurn = useTurnRunner(environment);
+let provider: FakeProvider;
+
+beforeAll(async () => {
+  provider = await startFakeProvider();
+});
+
+afterAll(async () => {
+  await provider.close();
+});
+
+const modelEnvironment = { env: { OPENAI_API_KEY: 'sk-test-openai-key' } };
+
+function gptConfig(maxRetryDelay = '30s') {
+  return testConfig({
+    retry: { initialInterval: '100ms', maximumInterval: '1s' },
+    model: { default: 'gpt', maxRetryDelay, models: { gpt: { provider: 'openai', model: 'gpt-test', baseURL: provider.baseURL } } },
+  });
+}
+
+/** Server time between a model step's scheduling and the start of its last attempt: the retry delays it waited. */
+function retryWait(history: Awaited<ReturnType<typeof runTurn>>['history']): number {
+  const events = history.events ?? [];
+  const scheduled = events.find((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'modelStep')!;
+  const started = events.find((event) => event.activityTaskStartedEventAttributes?.scheduledEventId?.toString() === scheduled.eventId?.toString())!;
+  const millis = (event: typeof scheduled) => Number(event.eventTime!.seconds) * 1000 + Math.floor((event.eventTime!.nanos ?? 0) / 1e6);
+  expect(started.activityTaskStartedEventAttributes?.attempt).toBe(2);
+  return millis(started) - millis(scheduled);
+}
+
+describe('agentTurn with a streaming provider', () => {
+  it('waits out a 429 with Retry-After: 2 before the retry, and completes', async () => {
+    const before = provider.requests.length;
+    provider.enqueue(
+      { kind: 'error', status: 429, headers: { 'retry-after': '2' }, body: { error: { message: 'Rate limit reached' } } },
+      { kind: 'stream', events: openaiStream.text(['All ', 'good.']) },
+    );
+    const { result, history } = await runTurn({ config: gptConfig(), modelEnvironment, input: { prompt: 'hello' } });
+    expect(result).toMatchObject({ status: 'completed', answer: 'All good.', usage: { inputTokens: 11, outputTokens: 7 } });
+    expect(provider.requests.length - before).toBe(2);
+    const waited = retryWait(history);
+    expect(waited).toBeGreaterThanOrEqual(2_000);
+    expect(waited).toBeLessThan(3_000);
+  });
+
+  it('caps a Retry-After of 3600 s at model.maxRetryDelay', async () => {
+    provider.enqueue(
+      { kind: 'error', status: 429, headers: { 'retry-after': '3600' }, body: { error: { message: 'Rate limit reached' } } },
+      { kind: 'stream', events: openaiStream.text(['Later.']) },
+    );
+    const { result, history } = await runTurn({ config: gptConfig('5s'), modelEnvironment, input: { prompt: 'hello' } });
+    expect(result.status).toBe('completed');
+    const waited = retryWait(history);
+    expect(waited).toBeGreaterThanOrEqual(5_000);
+    expect(waited).toBeLessThan(6_000);
+  });
+
+  it('ends the turn, visibly, when the stream breaks after 3 chunks; the provider was called once', async () => {
+    const before = provider.requests.length;
+    provider.enqueue({ kind: 'stream', events: openaiStream.text(['one ', 'two ', 'three ', 'four']), resetAfter: 4 });
+    const { result } = await runTurn({ config: gptConfig(), modelEnvironment, input: { prompt: 'hello' } });
+    expect(result.status).toBe('model_failed');
+    expect(result.error).toMatchObject({ type: 'stream_interrupted', message: expect.stringMatching(/after 3 chunks/) });
+    expect(provider.requests.length - before).toBe(1);
+  });
+
+  it('hands malformed tool-call JSON back as invalid_arguments; the model corrects itself on its next step', async () => {
+    const before = provider.requests.length;
+    provider.enqueue(
+      { kind: 'stream', events: openaiStream.toolCall('get_document', ['{"id": "pricing-', 'plans"']) },
+      { kind: 'stream', events: openaiStream.toolCall('get_document', ['{"id": "pricing-plans"}']) },
+      { kind: 'stream', events: openaiStream.text(['Pro costs 8 EUR.']) },
+    );
+    const { result } = await runTurn({ config: gptConfig(), modelEnvironment, input: { prompt: 'price?' } });
+    expect(result.toolCalls.map((event) => [event.tool, event.status, event.code ?? null, event.attempts])).toEqual([
+      ['get_document', 'error', 'invalid_arguments', 0],
+      ['get_document', 'success', null, 1],
+    ]);
+    expect(result).toMatchObject({ status: 'completed', answer: 'Pro costs 8 EUR.', usage: { inputTokens: 13 + 13 + 11, outputTokens: 9 + 9 + 7 } });
+    // What the model was sent on its second step: the code, in OpenAI's own tool-message format.
+    const second = provider.requests[before + 1].body as { messages: Array<{ role: string; content: string }> };
+    const toolMessage = second.messages.find((message) => message.role === 'tool');
+    expect(JSON.parse(toolMessage!.content)).toMatchObject({ status: 'error', code: 'invalid_arguments' });
+  });
+});
+
+describe('conversation', () => {
+  it('keeps the whole history across continue-as-new, over 3 user messages', async () => {
+    const { env, workflowBundle } = environment;
+    const taskQueue = `test-${randomUUID()}`;
+    const base = testConfig();
+    const config = { ...base, temporal: { ...base.temporal, taskQueue } };
+    const activities = createActivities({ config });
+    const modelInputs: ModelStepInput[] = [];
+    const observed = { ...activities, modelStep: async (stepInput: ModelStepInput) => (modelInputs.push(structuredClone(stepInput)), activities.modelStep(stepInput)) };
+    const worker = await createWorker({ config, connection: env.nativeConnection, activities: observed, workflowBundle });
+    const conversationId = `conversation-${randomUUID()}`;
+    await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start('conversation', {
+        workflowId: conversationId,
+        taskQueue,
+        args: [{ conversationId, maxTurnsPerRun: 2, model: scripted([{ text: 'noted' }]) }],
+      });
+      const firstRun = (await handle.describe()).runId;
+      const answers: string[] = [];
+      for (const text of ['My name is Ada.', 'I work on billing.', 'What do you know about me?']) {
+        const conversationHandle = env.client.workflow.getHandle(conversationId);
+        const result = (await conversationHandle.executeUpdate(sendUpdate, { args: [{ text }] })) as AgentTurnResult;
+        answers.push(result.answer ?? '');
+      }
+      expect(answers).toEqual(['noted', 'noted', 'noted']);
+      const latest = env.client.workflow.getHandle(conversationId);
+      expect((await latest.describe()).runId).not.toBe(firstRun);
+      const state = await latest.query(historyQuery);
+      expect(state.turns).toBe(3);
+      expect(state.history.map((message) => (message.role === 'user' ? message.content : message.role === 'assistant' ? message.text : ''))).toEqual([
+        'My name is Ada.',
+        'noted',
+        'I work on billing.',
+        'noted',
+        'What do you know about me?',
+        'noted',
+      ]);
+      // The third turn ran in the new run and still got the first two exchanges.
+      const third = modelInputs.at(-1)!;
+      expect(third.messages.filter((message) => message.role === 'user').map((message) => (message.role === 'user' ? message.content : ''))).toEqual([
+        'My name is Ada.',
+        'I work on billing.',
+        'What do you know about me?',
+      ]);
+      await latest.signal(closeConversationSignal);
+      expect(await latest.result()).toMatchObject({ closed: true, turns: 3 });
+    });
+  });
+});

@@ -1,0 +1,75 @@
+import { allHandlersFinished, ApplicationFailure, condition, continueAsNew, executeChild, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { AgentTurnResult, ConversationInput, ConversationState, TurnMessage } from '../common/types';
+import { agentTurn } from './agent-turn';
+import { closeConversationSignal, historyQuery, sendUpdate } from './messages';
+
+/** The default budget of earlier messages passed to a turn, in characters of their JSON. */
+const DEFAULT_CONTEXT_BUDGET_CHARS = 24_000;
+
+/**
+ * The earlier messages a turn gets: the newest ones that fit the budget, whole user/answer pairs,
+ * oldest dropped first. Tool outputs of earlier turns are never carried (they stay in those turns'
+ * own histories), so only the questions and final answers compete for the budget.
+ */
+export function boundedHistory(history: TurnMessage[], budgetChars: number): TurnMessage[] {
+  const kept: TurnMessage[] = [];
+  let used = 0;
+  for (let index = history.length - 2; index >= 0; index -= 2) {
+    const pair = history.slice(index, index + 2);
+    const size = JSON.stringify(pair).length;
+    if (used + size > budgetChars) break;
+    kept.unshift(...pair);
+    used += size;
+  }
+  return kept;
+}
+
+/**
+ * A conversation: it keeps the message history, runs one child `agentTurn` for each user message
+ * (update `send`, answered with the turn's result), and continues as new when Temporal suggests it
+ * (or after `maxTurnsPerRun` turns), carrying the whole history into the new run.
+ */
+export async function conversation(input: ConversationInput): Promise<ConversationState> {
+  if (!input || typeof input.conversationId !== 'string' || input.conversationId.trim() === '') {
+    throw ApplicationFailure.create({ type: 'invalid_input', message: 'conversation input: conversationId must be a non-empty string', nonRetryable: true });
+  }
+  const { conversationId, model, tools, limits, maxTurnsPerRun = 100, contextBudgetChars = DEFAULT_CONTEXT_BUDGET_CHARS } = input;
+  const state: ConversationState = { conversationId, turns: input.turns ?? 0, history: [...(input.history ?? [])], closed: false };
+  let turnsThisRun = 0;
+  let busy = false;
+
+  setHandler(historyQuery, () => state);
+  setHandler(closeConversationSignal, () => {
+    state.closed = true;
+  });
+  setHandler(
+    sendUpdate,
+    async ({ text }): Promise<AgentTurnResult> => {
+      await condition(() => !busy);
+      busy = true;
+      try {
+        const turn = ++state.turns;
+        turnsThisRun++;
+        const result = await executeChild(agentTurn, {
+          workflowId: `${workflowInfo().workflowId}-turn-${turn}`,
+          args: [{ taskId: conversationId, prompt: text, model, tools, limits, history: boundedHistory(state.history, contextBudgetChars) }],
+        });
+        state.history.push({ role: 'user', content: text }, { role: 'assistant', text: result.answer ?? `(the turn ended with status ${result.status})`, toolCalls: [] });
+        return result;
+      } finally {
+        busy = false;
+      }
+    },
+    {
+      validator: (message) => {
+        if (!message || typeof message.text !== 'string' || message.text.trim() === '') throw new Error('send: text must be a non-empty string');
+        if (state.closed) throw new Error('send: the conversation is closed');
+      },
+    },
+  );
+
+  await condition(() => state.closed || (!busy && (workflowInfo().continueAsNewSuggested || turnsThisRun >= maxTurnsPerRun)));
+  await condition(allHandlersFinished);
+  if (state.closed) return state;
+  return continueAsNew<typeof conversation>({ ...input, history: state.history, turns: state.turns });
+}
