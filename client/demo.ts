@@ -1,5 +1,7 @@
-// `npm run demo [-- "<request>"] [--approve | --deny] [--keep-server] [--task-id ID]`: one real
-// agent turn, end to end. Uses the Temporal server answering at the configured address, or starts
+// `npm run demo [-- "<request>"] [--approve | --deny] [--model NAME | --model loopback]
+// [--keep-server] [--task-id ID]`: one real agent turn, end to end. `--model loopback` runs the
+// turn through the openai-compatible provider against a loopback server that streams the scripted
+// plan in OpenAI's wire format; any other name is a model of the config. Uses the Temporal server answering at the configured address, or starts
 // the embedded dev server; runs a worker in this process, starts the turn through the client SDK,
 // asks the person at the terminal to approve the message it wants to send (or takes --approve /
 // --deny; without a terminal and without either, the send is denied), prints the answer, the tool
@@ -16,6 +18,7 @@ import { loadConfig } from '../config/load-config';
 import { ensureSearchAttributes, ensureServer } from '../server/dev-server';
 import { binaryPath } from '../server/temporal-binaries';
 import { createWorker } from '../worker/create-worker';
+import { startLoopbackModelServer } from '../examples/loopback-model-server';
 import { formatTable } from './format-table';
 import { TollgateClient } from './tollgate-client';
 
@@ -29,6 +32,7 @@ async function main(): Promise<number> {
       'task-id': { type: 'string' },
       approve: { type: 'boolean', default: false },
       deny: { type: 'boolean', default: false },
+      model: { type: 'string' },
     },
   });
   if (values.approve && values.deny) throw new Error('--approve and --deny exclude each other');
@@ -36,7 +40,11 @@ async function main(): Promise<number> {
   const taskId = values['task-id'] ?? `demo-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')}`;
 
   Runtime.install({ logger: new DefaultLogger('WARN') });
-  const config = loadConfig();
+  const loaded = loadConfig();
+  const loopback = values.model === 'loopback' ? await startLoopbackModelServer() : undefined;
+  const config = loopback
+    ? { ...loaded, model: { ...loaded.model, models: { ...loaded.model.models, loopback: { provider: 'openai-compatible' as const, model: 'scripted', baseURL: loopback.baseURL } } } }
+    : loaded;
   const lease = await ensureServer(config);
   console.log(lease.started ? `Started the Temporal dev server at ${lease.address}.` : `Using the Temporal server at ${lease.address}.`);
   const stopServer = async () => {
@@ -59,7 +67,7 @@ async function main(): Promise<number> {
     client = await TollgateClient.connect(config);
 
     console.log(`Task ${taskId}: "${prompt}"`);
-    const handle = await client.startTurn({ taskId, prompt });
+    const handle = await client.startTurn({ taskId, prompt, model: values.model });
     console.log(`Started workflow ${handle.workflowId} on task queue ${config.temporal.taskQueue}.`);
     const result = await followWithApprovals(client, handle.workflowId, { approve: values.approve, deny: values.deny });
 
@@ -92,6 +100,7 @@ async function main(): Promise<number> {
       await workerRun;
     }
     await nativeConnection?.close();
+    await loopback?.close();
     if (lease.started && values['keep-server']) lease.started.process.unref();
     await stopServer();
   }
@@ -111,15 +120,23 @@ async function askPerson(pending: PendingApproval, flags: { approve: boolean; de
   return /^y(es)?$/i.test(answer.trim()) ? { decision: 'approve', reason: 'approved at the terminal' } : { decision: 'deny', reason: 'denied at the terminal' };
 }
 
-/** Waits for the turn's result, answering each approval it asks for on the way. */
+/** Follows the turn live — streamed model text, tool calls as they end — answering each approval it asks for. */
 async function followWithApprovals(client: TollgateClient, workflowId: string, flags: { approve: boolean; deny: boolean }): Promise<AgentTurnResult> {
   const decided = new Set<string>();
-  let finished = false;
-  const result = client.result(workflowId).finally(() => (finished = true));
-  while (!finished) {
-    await Promise.race([result, new Promise((resolve) => setTimeout(resolve, 200))]);
-    if (finished) break;
-    const state = await client.state(workflowId);
+  let shownEvents = 0;
+  let streamed = { step: -1, length: 0 };
+  const result = await client.follow(workflowId, async ({ state, modelText }) => {
+    for (const event of state.toolCalls.slice(shownEvents)) {
+      if (streamed.length > 0) process.stdout.write('\n');
+      streamed = { step: event.step, length: 0 };
+      console.log(`[step ${event.step + 1}] ${event.tool} (${event.effect}): ${event.status}${event.code ? ` ${event.code}` : ''}, ${event.attempts} execution${event.attempts === 1 ? '' : 's'}`);
+    }
+    shownEvents = state.toolCalls.length;
+    if (modelText && (state.step !== streamed.step || modelText.length > streamed.length)) {
+      if (state.step !== streamed.step) streamed = { step: state.step, length: 0 };
+      process.stdout.write(`${streamed.length === 0 ? `[step ${state.step + 1}] model: ` : ''}${modelText.slice(streamed.length)}`);
+      streamed.length = modelText.length;
+    }
     for (const pending of state.pendingApprovals.filter((entry) => !decided.has(entry.callId))) {
       decided.add(pending.callId);
       console.log(`\nApproval needed for ${pending.callId}: ${pending.tool} (argsDigest ${pending.argsDigest.slice(0, 16)}…, expires ${pending.expiresAt})`);
@@ -129,7 +146,8 @@ async function followWithApprovals(client: TollgateClient, workflowId: string, f
       const receipt = decision === 'approve' ? await client.approve(workflowId, pending.callId, options) : await client.deny(workflowId, pending.callId, options);
       console.log(`Decision accepted: ${receipt.decision} ${receipt.callId}.\n`);
     }
-  }
+  });
+  if (streamed.length > 0) process.stdout.write(' …\n');
   return result;
 }
 

@@ -1,4 +1,5 @@
 import { Client, Connection, WorkflowIdReusePolicy } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { AGENT_TURN_WORKFLOW_TYPE } from '../common/defaults';
 import { TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import { toMilliseconds } from '../common/duration';
@@ -6,6 +7,12 @@ import type { AgentTurnInput, AgentTurnResult, ApprovalDecision, DecisionReceipt
 import type { TollgateConfig } from '../config/config-schema';
 import type { agentTurn } from '../workflows';
 import { decideUpdate, stateQuery } from '../workflows/messages';
+
+/** One look at a running turn: its state, and the text its model step has streamed so far. */
+export interface LiveView {
+  state: TurnState;
+  modelText: string;
+}
 
 /** Who decided, why, and the digest of the arguments they saw. */
 export interface DecisionOptions {
@@ -71,6 +78,32 @@ export class TollgateClient {
   /** The turn's current state, from the `state` query. */
   async state(workflowId: string): Promise<TurnState> {
     return this.client.workflow.getHandle(workflowId).query(stateQuery);
+  }
+
+  /**
+   * Follows a turn live until it ends: calls `onUpdate` whenever its phase, tool calls, approvals
+   * or streamed model text change, and returns the result. The text comes from the running model
+   * step's heartbeat details (see "Live view" in the README), so following costs no history events.
+   */
+  async follow(workflowId: string, onUpdate: (view: LiveView) => void | Promise<void>, { intervalMs = 250 }: { intervalMs?: number } = {}): Promise<AgentTurnResult> {
+    const handle = this.client.workflow.getHandle(workflowId);
+    let finished = false;
+    const result = handle.result().finally(() => (finished = true));
+    let last = '';
+    while (!finished) {
+      const [state, description] = await Promise.all([handle.query(stateQuery), handle.describe()]);
+      const modelActivity = description.raw.pendingActivities?.find((activity) => activity.activityType?.name === 'modelStep');
+      const payload = modelActivity?.heartbeatDetails?.payloads?.[0];
+      const progress = payload ? (defaultPayloadConverter.fromPayload(payload) as { text?: string } | undefined) : undefined;
+      const view: LiveView = { state, modelText: state.phase === 'model' ? (progress?.text ?? '') : '' };
+      const key = JSON.stringify(view);
+      if (key !== last) {
+        last = key;
+        await onUpdate(view);
+      }
+      await Promise.race([result.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, intervalMs))]);
+    }
+    return result;
   }
 
   /** Approves one pending call; rejected at once (WorkflowUpdateFailedError) when the call is unknown, decided, or the digest differs. */

@@ -199,10 +199,15 @@ export interface LookupStatusInput {
   args: unknown;
 }
 
+/** What a turn does now: asks the model, runs tools, waits for a human, or is done. */
+export type TurnPhase = 'model' | 'tools' | 'awaiting_approval' | 'finished';
+
 /** What the `state` query returns while a turn runs and after it ended. */
 export interface TurnState {
   taskId: string;
   status: 'running' | TurnStatus;
+  /** What the turn does now. */
+  phase: TurnPhase;
   step: number;
   pendingApprovals: PendingApproval[];
   /** Decisions that were accepted, by call id. */

@@ -11,6 +11,7 @@ import { createWorker } from '../worker/create-worker';
 import { RECORDED_HISTORY } from './helpers/histories';
 import { bundleWorkflows, quietRuntime } from './helpers/servers';
 import { temporalCli } from './helpers/temporal-cli';
+import { startLoopbackModelServer } from '../examples/loopback-model-server';
 import { testConfig } from './helpers/test-config';
 import { waitForState } from './helpers/turn-runner';
 
@@ -101,5 +102,38 @@ describe('a turn end to end on the dev server', () => {
     expect(state).toMatchObject({ taskId, status: 'completed', toolCalls: result.toolCalls });
     await afterRestart.close();
     await secondConnection.close();
+  });
+
+  it('follows a turn live through the openai-compatible provider: streamed text arrives in parts, with no history event per token', async () => {
+    const loopback = await startLoopbackModelServer({ delayMs: 40 });
+    const liveConfig = { ...config, model: { ...config.model, models: { ...config.model.models, loopback: { provider: 'openai-compatible' as const, model: 'scripted', baseURL: loopback.baseURL } } } };
+    const connection = await NativeConnection.connect({ address: server.address });
+    const worker = await createWorker({ config: liveConfig, connection, workflowBundle: await bundleWorkflows() });
+    const client = await TollgateClient.connect(liveConfig);
+    const seen: string[] = [];
+    const phases = new Set<string>();
+    try {
+      const { started, result } = await worker.runUntil(async () => {
+        const turn = await client.startTurn({ taskId: `live-${Date.now()}`, prompt: 'How long are backups kept?', model: 'loopback', tools: ['search_local_sources', 'get_document'] });
+        const followed = await client.follow(turn.workflowId, ({ state, modelText }) => {
+          phases.add(state.phase);
+          if (modelText) seen.push(modelText);
+        }, { intervalMs: 100 });
+        return { started: turn, result: followed };
+      });
+      expect(result.status).toBe('completed');
+      expect(result.answer).toContain('kept for 35 days');
+      // Partial text was visible before the step ended: some view held a strict prefix of the answer.
+      expect(seen.some((text) => text.length < result.answer!.length && result.answer!.startsWith(text))).toBe(true);
+      expect(phases.has('model')).toBe(true);
+      const history = await client.client.workflow.getHandle(started.workflowId).fetchHistory();
+      const words = result.answer!.split(/\s+/).length;
+      expect(history.events!.length).toBeLessThan(words);
+      expect(history.events!.length).toBeLessThan(60);
+    } finally {
+      await client.close();
+      await connection.close();
+      await loopback.close();
+    }
   });
 });

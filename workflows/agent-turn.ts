@@ -73,7 +73,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   upsertSearchAttributes([{ key: TASK_ID_SEARCH_ATTRIBUTE, value: taskId }]);
 
   const events: ToolEvent[] = [];
-  const state: TurnState = { taskId, status: 'running', step: 0, pendingApprovals: [], decisions: [], rejectedDecisions: [], toolCalls: events };
+  const state: TurnState = { taskId, status: 'running', phase: 'model', step: 0, pendingApprovals: [], decisions: [], rejectedDecisions: [], toolCalls: events };
   const approvals = new ApprovalBook(state);
   setHandler(stateQuery, () => state);
   setHandler(approvalSignal, (decision) => {
@@ -103,6 +103,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
 
   for (let step = 0; step < limits.maxSteps && !status; step++) {
     state.step = step;
+    state.phase = 'model';
     if (Date.now() - startedAt > limits.deadlineMs) {
       status = 'deadline_exceeded';
       break;
@@ -129,6 +130,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
       break;
     }
 
+    state.phase = 'tools';
     // Reads of one step run concurrently; writes one after another, in the model's order.
     const reads = reply.toolCalls.map((call) => (isWrite(call) ? undefined : executeCall({ taskId, step, call, allowedTools, approvals })));
     const executed: Array<Awaited<ReturnType<typeof executeCall>>> = [];
@@ -146,6 +148,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
 
   const finalStatus: TurnStatus = status ?? 'step_limit';
   state.status = finalStatus;
+  state.phase = 'finished';
   approvals.publish();
   return { taskId, status: finalStatus, ...(error ? { error } : {}), answer, steps: state.step + 1, toolCalls: events, usage };
 }

@@ -52,6 +52,7 @@ export class ApprovalBook {
   /** Shows a call as waiting for approval. */
   open(pending: PendingApproval): void {
     this.state.pendingApprovals.push(pending);
+    this.state.phase = 'awaiting_approval';
     this.publish();
   }
 
@@ -59,6 +60,7 @@ export class ApprovalBook {
   close(callId: string): void {
     const index = this.state.pendingApprovals.findIndex((entry) => entry.callId === callId);
     if (index >= 0) this.state.pendingApprovals.splice(index, 1);
+    if (this.state.pendingApprovals.length === 0 && this.state.phase === 'awaiting_approval') this.state.phase = 'tools';
     this.publish();
   }
 
