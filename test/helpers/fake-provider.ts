@@ -5,8 +5,8 @@ import type net from 'node:net';
 export type FakeReply =
   /** An HTTP error with a JSON body and optional headers (Retry-After, say). */
   | { kind: 'error'; status: number; headers?: Record<string, string>; body: unknown }
-  /** A streamed answer: server-sent events, optionally cut off (socket destroyed) after `resetAfter` events. */
-  | { kind: 'stream'; events: string[]; resetAfter?: number };
+  /** A streamed answer: server-sent events, optionally cut off (socket destroyed) after `resetAfter` events, or left hanging after `stallAfter`. */
+  | { kind: 'stream'; events: string[]; resetAfter?: number; stallAfter?: number };
 
 /** A request the fake provider received. */
 export interface FakeRequest {
@@ -45,12 +45,13 @@ export async function startFakeProvider(): Promise<FakeProvider> {
         return;
       }
       response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+      const cut = reply.resetAfter ?? reply.stallAfter;
       reply.events.forEach((event, index) => {
-        if (reply.resetAfter !== undefined && index >= reply.resetAfter) return;
+        if (cut !== undefined && index >= cut) return;
         response.write(event);
       });
       if (reply.resetAfter !== undefined) setTimeout(() => request.socket.destroy(), 20);
-      else response.end();
+      else if (reply.stallAfter === undefined) response.end();
     });
   });
   server.on('connection', (socket) => {
