@@ -7,18 +7,16 @@
 // --deny; without a terminal and without either, the send is denied), prints the answer, the tool
 // calls and the Web UI link, then stops what it started (the server too, unless --keep-server).
 import { existsSync, readdirSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline/promises';
 import { parseArgs } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import type { AgentTurnResult, PendingApproval } from '../common/types';
 import { loadConfig } from '../config/load-config';
 import { ensureSearchAttributes, ensureServer } from '../server/dev-server';
 import { binaryPath } from '../server/temporal-binaries';
 import { createWorker } from '../worker/create-worker';
 import { startLoopbackModelServer } from '../examples/loopback-model-server';
+import { followTurn } from './follow-turn';
 import { formatTable } from './format-table';
 import { TollgateClient } from './tollgate-client';
 
@@ -50,7 +48,9 @@ async function main(): Promise<number> {
   const stopServer = async () => {
     if (lease.started && !values['keep-server']) await lease.started.stop();
   };
-  process.once('SIGINT', () => void stopServer().then(() => process.exit(130)));
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => void stopServer().then(() => process.exit(128 + (signal === 'SIGINT' ? 2 : signal === 'SIGTERM' ? 15 : 1))));
+  }
 
   let worker: Awaited<ReturnType<typeof createWorker>> | undefined;
   let workerRun: Promise<void> | undefined;
@@ -69,7 +69,7 @@ async function main(): Promise<number> {
     console.log(`Task ${taskId}: "${prompt}"`);
     const handle = await client.startTurn({ taskId, prompt, model: values.model });
     console.log(`Started workflow ${handle.workflowId} on task queue ${config.temporal.taskQueue}.`);
-    const result = await followWithApprovals(client, handle.workflowId, { approve: values.approve, deny: values.deny });
+    const result = await followTurn(client, handle.workflowId, { mode: values.approve ? 'approve' : values.deny ? 'deny' : 'ask' });
 
     console.log(`\nStatus: ${result.status} after ${result.steps} model steps\n`);
     console.log(`Answer:\n${result.answer ?? '(none)'}\n`);
@@ -104,51 +104,6 @@ async function main(): Promise<number> {
     if (lease.started && values['keep-server']) lease.started.process.unref();
     await stopServer();
   }
-}
-
-/** How the person running the demo decides on a pending call. */
-async function askPerson(pending: PendingApproval, flags: { approve: boolean; deny: boolean }): Promise<{ decision: 'approve' | 'deny'; reason: string }> {
-  if (flags.approve) return { decision: 'approve', reason: 'approved with --approve' };
-  if (flags.deny) return { decision: 'deny', reason: 'denied with --deny' };
-  if (!process.stdin.isTTY) {
-    console.log('Not on a terminal and neither --approve nor --deny was given: the call is denied.');
-    return { decision: 'deny', reason: 'no terminal to ask; run with --approve to send' };
-  }
-  const prompt = createInterface({ input: process.stdin, output: process.stdout });
-  const answer = await prompt.question('Approve this call? [y/N] ');
-  prompt.close();
-  return /^y(es)?$/i.test(answer.trim()) ? { decision: 'approve', reason: 'approved at the terminal' } : { decision: 'deny', reason: 'denied at the terminal' };
-}
-
-/** Follows the turn live — streamed model text, tool calls as they end — answering each approval it asks for. */
-async function followWithApprovals(client: TollgateClient, workflowId: string, flags: { approve: boolean; deny: boolean }): Promise<AgentTurnResult> {
-  const decided = new Set<string>();
-  let shownEvents = 0;
-  let streamed = { step: -1, length: 0 };
-  const result = await client.follow(workflowId, async ({ state, modelText }) => {
-    for (const event of state.toolCalls.slice(shownEvents)) {
-      if (streamed.length > 0) process.stdout.write('\n');
-      streamed = { step: event.step, length: 0 };
-      console.log(`[step ${event.step + 1}] ${event.tool} (${event.effect}): ${event.status}${event.code ? ` ${event.code}` : ''}, ${event.attempts} execution${event.attempts === 1 ? '' : 's'}`);
-    }
-    shownEvents = state.toolCalls.length;
-    if (modelText && (state.step !== streamed.step || modelText.length > streamed.length)) {
-      if (state.step !== streamed.step) streamed = { step: state.step, length: 0 };
-      process.stdout.write(`${streamed.length === 0 ? `[step ${state.step + 1}] model: ` : ''}${modelText.slice(streamed.length)}`);
-      streamed.length = modelText.length;
-    }
-    for (const pending of state.pendingApprovals.filter((entry) => !decided.has(entry.callId))) {
-      decided.add(pending.callId);
-      console.log(`\nApproval needed for ${pending.callId}: ${pending.tool} (argsDigest ${pending.argsDigest.slice(0, 16)}…, expires ${pending.expiresAt})`);
-      console.log(JSON.stringify(pending.args, null, 2).split('\n').map((line) => `  ${line}`).join('\n'));
-      const { decision, reason } = await askPerson(pending, flags);
-      const options = { approver: os.userInfo().username, reason, argsDigest: pending.argsDigest };
-      const receipt = decision === 'approve' ? await client.approve(workflowId, pending.callId, options) : await client.deny(workflowId, pending.callId, options);
-      console.log(`Decision accepted: ${receipt.decision} ${receipt.callId}.\n`);
-    }
-  });
-  if (streamed.length > 0) process.stdout.write(' …\n');
-  return result;
 }
 
 main().then(

@@ -1,17 +1,29 @@
 import { Client, Connection, WorkflowIdReusePolicy } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { AGENT_TURN_WORKFLOW_TYPE } from '../common/defaults';
-import { TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
+import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import { toMilliseconds } from '../common/duration';
-import type { AgentTurnInput, AgentTurnResult, ApprovalDecision, DecisionReceipt, TurnLimits, TurnState } from '../common/types';
+import type { AgentTurnInput, AgentTurnResult, ApprovalDecision, DecisionReceipt, PendingApproval, TurnLimits, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import type { agentTurn } from '../workflows';
 import { decideUpdate, stateQuery } from '../workflows/messages';
+
+/** A decision was sent to a turn that is no longer running. */
+export class TurnEndedError extends Error {
+  override name = 'TurnEndedError';
+}
 
 /** One look at a running turn: its state, and the text its model step has streamed so far. */
 export interface LiveView {
   state: TurnState;
   modelText: string;
+}
+
+/** One call waiting for approval, and the turn it belongs to. */
+export interface InboxEntry extends PendingApproval {
+  workflowId: string;
+  runId: string;
+  taskId: string;
 }
 
 /** Who decided, why, and the digest of the arguments they saw. */
@@ -103,7 +115,21 @@ export class TollgateClient {
       }
       await Promise.race([result.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, intervalMs))]);
     }
-    return result;
+    const ended = await result;
+    // One last look, so that what happened since the previous one is not missed.
+    const finalView: LiveView = { state: await handle.query(stateQuery), modelText: '' };
+    if (JSON.stringify(finalView) !== last) await onUpdate(finalView);
+    return ended;
+  }
+
+  /** Every call waiting for approval, across all running turns (found by `TollgateAwaitingApproval = true`). */
+  async inbox(): Promise<InboxEntry[]> {
+    const entries: InboxEntry[] = [];
+    for await (const execution of this.client.workflow.list({ query: `${AWAITING_APPROVAL_SEARCH_ATTRIBUTE.name} = true AND ExecutionStatus = 'Running'` })) {
+      const state = await this.client.workflow.getHandle(execution.workflowId, execution.runId).query(stateQuery);
+      for (const pending of state.pendingApprovals) entries.push({ workflowId: execution.workflowId, runId: execution.runId, taskId: state.taskId, ...pending });
+    }
+    return entries;
   }
 
   /** Approves one pending call; rejected at once (WorkflowUpdateFailedError) when the call is unknown, decided, or the digest differs. */
@@ -117,7 +143,10 @@ export class TollgateClient {
   }
 
   private async decide(workflowId: string, decision: ApprovalDecision): Promise<DecisionReceipt> {
-    return this.client.workflow.getHandle(workflowId).executeUpdate(decideUpdate, { args: [decision] });
+    const handle = this.client.workflow.getHandle(workflowId);
+    const { status } = await handle.describe();
+    if (status.name !== 'RUNNING') throw new TurnEndedError(`turn ${workflowId} has already ended (${status.name}); no call waits for a decision`);
+    return handle.executeUpdate(decideUpdate, { args: [decision] });
   }
 
   /** The Web UI page of a turn, when the UI's address is known. */

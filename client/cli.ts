@@ -1,0 +1,242 @@
+// The `tollgate` command line: start, follow, inspect and decide on turns; run a worker or the dev server.
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { Command, CommanderError, Option } from 'commander';
+import type { AgentTurnInput, TurnState } from '../common/types';
+import type { TollgateConfig } from '../config/config-schema';
+import { loadConfig } from '../config/load-config';
+import { ensureServer, probeServer } from '../server/dev-server';
+import { runWorker } from '../worker/run-worker';
+import { followTurn, toolCallTable } from './follow-turn';
+import { formatTable } from './format-table';
+import { TollgateClient, TurnEndedError } from './tollgate-client';
+
+/** A failure the CLI reports as one line, with its exit code. */
+class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+  }
+}
+
+const program = new Command('tollgate')
+  .description('Run and inspect Tollgate agent turns on Temporal.')
+  .option('--json', 'print machine-readable JSON instead of text')
+  .showHelpAfterError()
+  .exitOverride();
+
+function json(): boolean {
+  return Boolean(program.opts().json);
+}
+
+function print(value: unknown, text: () => string): void {
+  console.log(json() ? JSON.stringify(value, null, 2) : text());
+}
+
+async function connect(): Promise<{ config: TollgateConfig; client: TollgateClient }> {
+  const config = loadConfig();
+  const probe = await probeServer(config.temporal.address);
+  if (probe !== 'temporal') {
+    throw new CliError(`no Temporal server answers at ${config.temporal.address}; start one with \`tollgate server start\` or set TEMPORAL_ADDRESS`, 2);
+  }
+  return { config, client: await TollgateClient.connect(config) };
+}
+
+async function withClient<T>(work: (client: TollgateClient, config: TollgateConfig) => Promise<T>): Promise<T> {
+  const { config, client } = await connect();
+  try {
+    return await work(client, config);
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) throw new CliError(`no turn with workflow id ${error.workflowId} in namespace ${config.temporal.namespace}`);
+    if (error instanceof TurnEndedError) throw new CliError(`rejected: ${error.message}`);
+    if (error instanceof WorkflowUpdateFailedError) throw new CliError(`rejected: ${error.cause?.message ?? error.message}`);
+    if (error instanceof WorkflowFailedError) {
+      let cause: Error | undefined = error.cause;
+      while (cause?.cause instanceof Error) cause = cause.cause;
+      throw new CliError(`the turn failed: ${cause?.message ?? error.message}`);
+    }
+    throw error;
+  } finally {
+    await client.close();
+  }
+}
+
+function turnInput(task: string, options: { taskId?: string; model?: string; tools?: string }): AgentTurnInput {
+  return {
+    taskId: options.taskId ?? `task-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')}`,
+    prompt: task,
+    ...(options.model ? { model: options.model } : {}),
+    ...(options.tools ? { tools: options.tools.split(',').map((tool) => tool.trim()).filter(Boolean) } : {}),
+  };
+}
+
+function describeState(workflowId: string, state: TurnState): string {
+  const lines = [`${workflowId}: ${state.status}, phase ${state.phase}, step ${state.step + 1}, ${state.toolCalls.length} tool call(s)`];
+  for (const pending of state.pendingApprovals) lines.push(`  waiting for approval: ${pending.callId} ${pending.tool} (argsDigest ${pending.argsDigest.slice(0, 16)}…, expires ${pending.expiresAt})`);
+  for (const rejected of state.rejectedDecisions) lines.push(`  rejected decision: ${rejected.why}`);
+  return lines.join('\n');
+}
+
+const turnOptions = (command: Command) =>
+  command
+    .option('--task-id <id>', 'the business task the turn belongs to (idempotency keys derive from it)')
+    .option('--model <name>', 'a model of the config (default: model.default)')
+    .option('--tools <list>', 'comma-separated tools the turn may call (default: all)');
+
+turnOptions(program.command('run').description('start a turn and follow it live; the exit code is 0 only when it completes').argument('<task>', 'what the agent should do'))
+  .addOption(new Option('--approve', 'approve every call that waits for approval').conflicts('deny'))
+  .option('--deny', 'deny every call that waits for approval')
+  .action(async (task: string, options) => {
+    const result = await withClient(async (client) => {
+      const handle = await client.startTurn(turnInput(task, options));
+      if (!json()) console.log(`Started ${handle.workflowId}.`);
+      return json() ? client.result(handle.workflowId) : followTurn(client, handle.workflowId, { mode: options.approve ? 'approve' : options.deny ? 'deny' : 'ask' });
+    });
+    print(result, () => `\n${result.status}${result.answer ? `\n\n${result.answer}` : ''}\n\n${toolCallTable(result.toolCalls)}`);
+    if (result.status !== 'completed') process.exitCode = 1;
+  });
+
+turnOptions(program.command('start').description('start a turn and print its workflow id').argument('<task>', 'what the agent should do')).action(async (task: string, options) => {
+  const handle = await withClient((client) => client.startTurn(turnInput(task, options)));
+  print(handle, () => handle.workflowId);
+});
+
+program
+  .command('status')
+  .description("a turn's status, phase, pending approvals and rejected decisions")
+  .argument('<workflowId>')
+  .action(async (workflowId: string) => {
+    const state = await withClient((client) => client.state(workflowId));
+    print(state, () => describeState(workflowId, state));
+  });
+
+program
+  .command('follow')
+  .description('follow a running turn live until it ends (approvals are left to `tollgate approve`)')
+  .argument('<workflowId>')
+  .action(async (workflowId: string) => {
+    const result = await withClient((client) => (json() ? client.result(workflowId) : followTurn(client, workflowId, { mode: 'wait' })));
+    print(result, () => `\n${result.status}${result.answer ? `\n\n${result.answer}` : ''}`);
+    if (result.status !== 'completed') process.exitCode = 1;
+  });
+
+program
+  .command('inbox')
+  .description('calls waiting for approval, across all turns')
+  .action(async () => {
+    const entries = await withClient((client) => client.inbox());
+    print(entries, () =>
+      entries.length === 0
+        ? 'Nothing waits for approval.'
+        : formatTable(['workflow', 'task', 'call', 'tool', 'argsDigest', 'expires'], entries.map((entry) => [entry.workflowId, entry.taskId, entry.callId, entry.tool, `${entry.argsDigest.slice(0, 16)}…`, entry.expiresAt])),
+    );
+  });
+
+for (const decision of ['approve', 'deny'] as const) {
+  program
+    .command(decision)
+    .description(decision === 'approve' ? 'approve one call; it then runs exactly once' : 'deny one call; it never runs')
+    .argument('<workflowId>')
+    .argument('<callId>')
+    .option('--reason <text>', 'why, for the record')
+    .option('--approver <name>', 'who decides (default: the login name)')
+    .option('--args-digest <sha256>', 'the digest of the arguments you saw; the decision is rejected if the call differs')
+    .action(async (workflowId: string, callId: string, options) => {
+      const receipt = await withClient((client) =>
+        client[decision](workflowId, callId, { reason: options.reason, approver: options.approver ?? process.env.USER, argsDigest: options.argsDigest }),
+      );
+      print(receipt, () => `${receipt.decision === 'approve' ? 'Approved' : 'Denied'} ${receipt.callId} of ${workflowId}.`);
+    });
+}
+
+program
+  .command('history')
+  .description("a turn's tool calls as a table")
+  .argument('<workflowId>')
+  .action(async (workflowId: string) => {
+    const state = await withClient((client) => client.state(workflowId));
+    print(state.toolCalls, () => (state.toolCalls.length === 0 ? 'No tool calls yet.' : toolCallTable(state.toolCalls)));
+  });
+
+program
+  .command('worker')
+  .description('run a worker on the configured task queue until Ctrl-C')
+  .action(async () => {
+    await runWorker(loadConfig());
+  });
+
+const server = program.command('server').description('the embedded Temporal dev server (Web UI included)');
+
+function pidFile(config: TollgateConfig): string {
+  return path.join(path.dirname(config.temporal.devServer.dbFile), 'dev-server.pid');
+}
+
+function recordedPid(config: TollgateConfig): number | undefined {
+  const file = pidFile(config);
+  if (!existsSync(file)) return undefined;
+  const pid = Number(readFileSync(file, 'utf8').trim());
+  try {
+    process.kill(pid, 0);
+    return pid;
+  } catch {
+    rmSync(file, { force: true });
+    return undefined;
+  }
+}
+
+server
+  .command('start')
+  .description('start it in the background (or use the one already answering)')
+  .action(async () => {
+    const config = loadConfig();
+    const lease = await ensureServer(config);
+    if (!lease.started) {
+      print({ address: lease.address, started: false }, () => `A Temporal server already answers at ${lease.address}; nothing started.`);
+      return;
+    }
+    writeFileSync(pidFile(config), `${lease.started.process.pid}\n`);
+    lease.started.process.unref();
+    print({ address: lease.address, uiUrl: lease.uiUrl, pid: lease.started.process.pid, started: true }, () => `Started the Temporal dev server at ${lease.address} (pid ${lease.started!.process.pid}); Web UI ${lease.uiUrl}`);
+  });
+
+server
+  .command('stop')
+  .description('stop the dev server that `tollgate server start` started')
+  .action(async () => {
+    const config = loadConfig();
+    const pid = recordedPid(config);
+    if (pid === undefined) throw new CliError(`no dev server started by tollgate is running (no live pid in ${pidFile(config)})`);
+    process.kill(pid, 'SIGTERM');
+    for (let waited = 0; waited < 15_000; waited += 100) {
+      if (recordedPid(config) === undefined) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    if (recordedPid(config) !== undefined) process.kill(pid, 'SIGKILL');
+    rmSync(pidFile(config), { force: true });
+    print({ stopped: pid }, () => `Stopped the Temporal dev server (pid ${pid}).`);
+  });
+
+server
+  .command('status')
+  .description('whether a Temporal server answers at the configured address')
+  .action(async () => {
+    const config = loadConfig();
+    const probe = await probeServer(config.temporal.address);
+    const pid = recordedPid(config);
+    print({ address: config.temporal.address, answers: probe === 'temporal', pid }, () =>
+      probe === 'temporal' ? `A Temporal server answers at ${config.temporal.address}${pid ? ` (dev server pid ${pid})` : ''}.` : `No Temporal server answers at ${config.temporal.address}.`,
+    );
+    if (probe !== 'temporal') process.exitCode = 1;
+  });
+
+program.parseAsync(process.argv).catch((error: unknown) => {
+  if (error instanceof CommanderError) {
+    process.exit(error.exitCode);
+  }
+  const exitCode = error instanceof CliError ? error.exitCode : 1;
+  console.error(`tollgate: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(exitCode);
+});

