@@ -1,6 +1,8 @@
 import type { z } from 'zod';
 import type { CheckedToolCall, ToolCallRequest } from '../common/types';
 import { argsDigest } from './canonical-json';
+import type { ToolDefinition } from './define-tool';
+import { redactText } from './redact';
 import type { ToolRegistry } from './tool-registry';
 
 function describeIssues(issues: z.core.$ZodIssue[]): string {
@@ -45,5 +47,22 @@ export function checkToolCall({
     denial = `authorization failed: ${(error as Error).message}`;
   }
   if (denial) return { ...call, policy, refusal: { code: 'forbidden', message: denial } };
-  return { ...call, policy };
+  return { ...call, policy, summary: callSummary(tool, parsed.data) };
+}
+
+const SUMMARY_CHARS = 80;
+
+/** The Web UI's line for a call: the tool's name and the fields chosen for it, redacted and short. */
+export function callSummary(tool: ToolDefinition, args: unknown): string {
+  const record = (args && typeof args === 'object' ? args : {}) as Record<string, unknown>;
+  let detail: string;
+  try {
+    if (tool.summaryFields) detail = tool.summaryFields.map((field) => (record[field] === undefined ? '' : String(record[field]))).filter(Boolean).join(' ');
+    else if (tool.summary) detail = tool.summary(args);
+    else detail = String(Object.values(record).find((value) => typeof value === 'string') ?? '');
+  } catch {
+    detail = '';
+  }
+  const line = redactText(`${tool.name} ${detail.replace(/\s+/g, ' ')}`.trim());
+  return line.length > SUMMARY_CHARS ? `${line.slice(0, SUMMARY_CHARS - 1)}…` : line;
 }

@@ -49,6 +49,8 @@ export interface ToolSpec<Schema extends z.ZodType> {
   status?: (args: z.output<Schema>, context: IntentContext) => Promise<StatusAnswer> | StatusAnswer;
   /** Refuses a call before it is scheduled (code `forbidden`): return the reason, or nothing to allow it. */
   authorize?: (args: z.output<Schema>) => string | undefined;
+  /** The one line the Web UI shows for a call after the tool's name, e.g. `drafts/brief.md`; never a secret. Default: the first text argument. */
+  summary?: (args: z.output<Schema>) => string;
   handler: (args: z.output<Schema>, context: ToolContext) => Promise<ToolOutcome | string | unknown> | ToolOutcome | string | unknown;
 }
 
@@ -66,6 +68,9 @@ export interface ToolDefinition {
   idempotencyKey?: (args: unknown, context: { taskId: string; tool: string }) => string;
   status?: (args: unknown, context: IntentContext) => Promise<StatusAnswer> | StatusAnswer;
   authorize?: (args: unknown) => string | undefined;
+  summary?: (args: unknown) => string;
+  /** Argument fields the Web UI summary shows instead of `summary` (config `tools.<name>.summaryFields`). */
+  summaryFields?: string[];
   handler: (args: unknown, context: ToolContext) => Promise<unknown> | unknown;
 }
 
@@ -100,6 +105,7 @@ export function defineTool<Schema extends z.ZodType>(spec: ToolSpec<Schema>): To
     idempotencyKey: spec.idempotencyKey as ToolDefinition['idempotencyKey'],
     status: spec.status as ToolDefinition['status'],
     authorize: spec.authorize as ToolDefinition['authorize'],
+    summary: spec.summary as ToolDefinition['summary'],
     handler: spec.handler as ToolDefinition['handler'],
   };
   checkToolDefinition(tool);

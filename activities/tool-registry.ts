@@ -53,6 +53,7 @@ export function createToolRegistry({
       maxOutputChars: override.maxOutputChars ?? tool.maxOutputChars,
       concurrency: override.concurrency ?? tool.concurrency,
       approvalTimeoutMs: override.approvalTimeout === undefined ? tool.approvalTimeoutMs : toMilliseconds(override.approvalTimeout),
+      summaryFields: override.summaryFields ?? tool.summaryFields,
     });
   }
   return {

@@ -77,6 +77,11 @@ export class TollgateClient {
       args: [{ ...input, limits: { ...limitsFromConfig(this.config), ...input.limits } }],
       typedSearchAttributes: [{ key: TASK_ID_SEARCH_ATTRIBUTE, value: input.taskId }],
       staticSummary: firstLine(input.prompt),
+      staticDetails: [
+        `**Task** \`${input.taskId}\``,
+        `**Model** ${typeof input.model === 'string' ? input.model : input.model ? 'scripted (given script)' : this.config.model.default}`,
+        `**Tools** ${input.tools ? input.tools.join(', ') : 'all registered'}`,
+      ].join('  \n'),
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
     });
     return { workflowId, runId: handle.firstExecutionRunId };
@@ -149,9 +154,9 @@ export class TollgateClient {
     return handle.executeUpdate(decideUpdate, { args: [decision] });
   }
 
-  /** The Web UI page of a turn, when the UI's address is known. */
+  /** The Web UI page of a turn (its timeline, where the activity summaries show), when the UI's address is known. */
   uiLink(uiUrl: string, { workflowId, runId }: TurnHandle): string {
-    return `${uiUrl}/namespaces/${encodeURIComponent(this.config.temporal.namespace)}/workflows/${encodeURIComponent(workflowId)}/${runId}/history`;
+    return `${uiUrl}/namespaces/${encodeURIComponent(this.config.temporal.namespace)}/workflows/${encodeURIComponent(workflowId)}/${runId}`;
   }
 
   /** Closes the connection. */

@@ -91,6 +91,8 @@ export interface RetryBackoff {
 export type CheckedToolCall = ToolCallRequest & {
   /** SHA-256 of the canonical JSON of the arguments: what an approval must name. */
   argsDigest: string;
+  /** One line for the Web UI, e.g. `save_draft drafts/brief.md`: the tool and chosen fields, redacted. */
+  summary?: string;
 } & ({ policy: ToolPolicy; refusal?: undefined } | { policy?: ToolPolicy; refusal: { code: ErrorCode; message: string } });
 
 /** Token counts, summed per turn. */

@@ -74,6 +74,8 @@ export const toolOverrideSchema = z.strictObject({
   maxOutputChars: z.number().int().min(16).optional(),
   concurrency: z.number().int().min(1).optional(),
   approvalTimeout: duration.optional(),
+  /** Argument fields shown in the Web UI's one-line summary of a call. */
+  summaryFields: z.array(z.string().min(1)).optional(),
 });
 
 /** How read tools are retried between attempts (the number of attempts is per tool). */

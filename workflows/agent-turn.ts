@@ -176,7 +176,7 @@ async function executeCall({
   if (call.refusal) {
     outcome = { result: { status: 'error', code: call.refusal.code, retryable: false, message: call.refusal.message }, attempts: 0, originalSize: 0, truncated: false };
   } else if (call.policy.effect === 'read') {
-    outcome = await runReadTool({ taskId, callId: call.callId, tool: call.tool, args: call.args, policy: call.policy, allowedTools });
+    outcome = await runReadTool({ taskId, callId: call.callId, tool: call.tool, args: call.args, policy: call.policy, allowedTools, summary: call.summary });
   } else if (call.policy.effect === 'reversible_write') {
     outcome = await runReversibleWrite({ taskId, call, policy: call.policy, allowedTools });
   } else {

@@ -79,18 +79,18 @@ function cell(text: string): string {
 
 /** The markdown the Web UI shows for a turn: what waits for approval and the tool calls so far. */
 export function renderDetails(state: TurnState): string {
-  const lines = [`**Task** \`${cell(state.taskId)}\` · **status** ${state.status} · **step** ${state.step + 1}`, ''];
+  const lines = [`**Task** \`${cell(state.taskId)}\` · **status** ${state.status} · **phase** ${state.phase} · **step** ${state.step + 1}`, ''];
   if (state.pendingApprovals.length > 0) {
-    lines.push('### Waiting for approval', '', '| call | tool | argsDigest | expires |', '|---|---|---|---|');
+    lines.push('### Waiting for approval', '');
     for (const pending of state.pendingApprovals) {
-      lines.push(`| ${pending.callId} | ${pending.tool} | \`${pending.argsDigest.slice(0, 16)}…\` | ${pending.expiresAt} |`);
+      lines.push(`- **${pending.callId}** · ${pending.tool} · argsDigest \`${pending.argsDigest.slice(0, 16)}…\` · expires ${pending.expiresAt}`);
     }
-    lines.push('', 'Approve with the `approval` signal: `{ "callId": "…", "decision": "approve" }`.', '');
+    lines.push('', 'Decide with the `approval` signal, e.g. `{ "callId": "…", "decision": "approve", "argsDigest": "…" }`, or `tollgate approve <workflowId> <callId>`.', '');
   }
   if (state.toolCalls.length > 0) {
-    lines.push('### Tool calls', '', '| call | tool | effect | status | code | attempts |', '|---|---|---|---|---|---|');
+    lines.push('### Tool calls', '');
     for (const event of state.toolCalls) {
-      lines.push(`| ${event.callId} | ${event.tool} | ${event.effect} | ${event.status} | ${event.code ?? ''} | ${event.attempts} |`);
+      lines.push(`- ${event.callId} · ${event.tool} · ${event.effect} · **${event.status}**${event.code ? ` \`${event.code}\`` : ''} · ${event.attempts} execution${event.attempts === 1 ? '' : 's'} · ${event.durationMs} ms`);
     }
   }
   return lines.join('\n');

@@ -15,13 +15,6 @@ export interface ExecutedCall {
   truncated: boolean;
 }
 
-/** A read call summarized for the Web UI: the tool and its first short argument, never whole arguments. */
-export function activitySummary(tool: string, args: unknown): string {
-  const first = args && typeof args === 'object' ? Object.values(args as Record<string, unknown>)[0] : undefined;
-  const shown = typeof first === 'string' ? ` ${first.length > 60 ? `${first.slice(0, 59)}…` : first}` : '';
-  return `${tool}${shown}`;
-}
-
 function failureCode(type: string | undefined | null): ErrorCode {
   return ERROR_CODES.includes(type as ErrorCode) ? (type as ErrorCode) : 'tool_failure';
 }
@@ -37,6 +30,7 @@ export async function runReadTool({
   args,
   policy,
   allowedTools,
+  summary,
 }: {
   taskId: string;
   callId: string;
@@ -44,10 +38,11 @@ export async function runReadTool({
   args: unknown;
   policy: ToolPolicy;
   allowedTools?: string[];
+  summary?: string;
 }): Promise<ExecutedCall> {
   const { runTool } = proxyActivities<Activities>({
     startToCloseTimeout: policy.timeoutMs + ACTIVITY_GRACE_MS,
-    summary: activitySummary(tool, args),
+    summary: summary ?? tool,
     retry: {
       maximumAttempts: policy.maxAttempts,
       initialInterval: policy.retry.initialIntervalMs,

@@ -2,18 +2,22 @@ import { ActivityFailure, ApplicationFailure, condition, proxyActivities, sleep,
 import type { Activities } from '../activities';
 import type { CheckedToolCall, ToolPolicy, ToolResult } from '../common/types';
 import type { ApprovalBook } from './approval-book';
-import { ACTIVITY_GRACE_MS, activitySummary, type ExecutedCall } from './run-read-tool';
+import { ACTIVITY_GRACE_MS, type ExecutedCall } from './run-read-tool';
 
-const { lookupStatus } = proxyActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { maximumAttempts: 3, initialInterval: '200 ms', nonRetryableErrorTypes: ['invalid_arguments'] },
-});
+/** The status lookup of one call: it only reads, so it may be retried freely. */
+function lookupActivity(call: CheckedToolCall) {
+  return proxyActivities<Activities>({
+    startToCloseTimeout: '30 seconds',
+    summary: `status of ${call.summary ?? call.tool}`,
+    retry: { maximumAttempts: 3, initialInterval: '200 ms', nonRetryableErrorTypes: ['invalid_arguments'] },
+  }).lookupStatus;
+}
 
 /** The write activity: exactly one attempt; whatever cut it off is decided here, never by a retry. */
-function writeActivity(tool: string, args: unknown, policy: ToolPolicy) {
+function writeActivity(call: CheckedToolCall, policy: ToolPolicy) {
   return proxyActivities<Activities>({
     startToCloseTimeout: policy.timeoutMs + ACTIVITY_GRACE_MS,
-    summary: activitySummary(tool, args),
+    summary: call.summary ?? call.tool,
     retry: { maximumAttempts: 1 },
   }).runTool;
 }
@@ -41,7 +45,8 @@ function fromReceipt(receipt: ToolResult, attempts: number): ExecutedCall {
  * tell → `outcome_unknown`. At most the tool's maxAttempts executions.
  */
 export async function runReversibleWrite({ taskId, call, policy, allowedTools }: { taskId: string; call: CheckedToolCall; policy: ToolPolicy; allowedTools?: string[] }): Promise<ExecutedCall> {
-  const runTool = writeActivity(call.tool, call.args, policy);
+  const runTool = writeActivity(call, policy);
+  const lookupStatus = lookupActivity(call);
   let executions = 0;
   let lastProblem = 'not attempted';
   for (let round = 0; ; round++) {
@@ -96,7 +101,7 @@ export async function runIrreversibleWrite({
     requestedAt: new Date(requestedAt).toISOString(),
     expiresAt: new Date(requestedAt + policy.approvalTimeoutMs).toISOString(),
   });
-  const decided = await condition(() => approvals.decisionFor(call.callId) !== undefined, policy.approvalTimeoutMs);
+  const decided = await condition(() => approvals.decisionFor(call.callId) !== undefined, policy.approvalTimeoutMs, { summary: `approval of ${call.callId}: ${call.summary ?? call.tool}` });
   approvals.close(call.callId);
   if (!decided) {
     return { result: { status: 'error', code: 'approval_expired', retryable: false, message: `nobody decided on ${call.tool} within ${policy.approvalTimeoutMs / 1000} s` }, attempts: 0, originalSize: 0, truncated: false };
@@ -106,7 +111,7 @@ export async function runIrreversibleWrite({
     const by = decision.approver ? ` by ${decision.approver}` : '';
     return { result: { status: 'denied', code: 'denied', retryable: false, message: `denied${by}${decision.reason ? `: ${decision.reason}` : ''}` }, attempts: 0, originalSize: 0, truncated: false };
   }
-  const runTool = writeActivity(call.tool, call.args, policy);
+  const runTool = writeActivity(call, policy);
   try {
     const { attempt, originalSize, truncated, ...result } = await runTool({ taskId, callId: call.callId, tool: call.tool, args: call.args, allowedTools });
     return { result, attempts: attempt > 0 ? 1 : 0, originalSize, truncated };

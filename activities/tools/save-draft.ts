@@ -27,6 +27,7 @@ export function saveDraftTool({ workspace }: { workspace: string }): ToolDefinit
     maxAttempts: 3,
     maxOutputChars: 1_000,
     authorize: ({ path: relative }) => pathRefusal(drafts, relative),
+    summary: ({ path: relative }) => `drafts/${relative}`,
     idempotencyKey: ({ path: relative, content }, { taskId }) => `${taskSlug(taskId)}.save_draft.${sha256(relative).slice(0, 12)}.${sha256(content).slice(0, 20)}`,
     status: ({ path: relative, content }) => {
       let current: string;

@@ -26,6 +26,7 @@ export function sendMessageTool({ workspace }: { workspace: string }): ToolDefin
     maxAttempts: 1,
     maxOutputChars: 1_000,
     approvalTimeout: '24h',
+    summary: ({ to, subject }) => `to ${to}: ${subject}`,
     handler: ({ to, subject, body }, { idempotencyKey, taskId }) => {
       if (!idempotencyKey) throw new Error('send_message needs an idempotency key');
       mkdirSync(outbox, { recursive: true });
