@@ -84,7 +84,7 @@ describe('a turn in the Temporal Web UI', () => {
     await page.getByText('User Metadata', { exact: true }).click();
     // The UI renders the summary and the markdown details inside sandboxed frames: read every frame.
     const shown = await until(async () => {
-      const texts = await Promise.all(page.frames().map((frame) => frame.evaluate(() => document.body?.innerText ?? '').catch(() => '')));
+      const texts = await Promise.all(page.frames().map((frame) => frame.evaluate<string>('document.body ? document.body.innerText : ""').catch(() => '')));
       const all = texts.join('\n');
       return all.includes('Waiting for approval') && all.includes('Who must approve a refund above 2,000 EUR?') ? all : undefined;
     });
