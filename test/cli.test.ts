@@ -162,6 +162,35 @@ describe('the tollgate CLI', () => {
   });
 });
 
+describe('tollgate server', () => {
+  it('starts the dev server in the background, reports it, and stops it', async () => {
+    const own = mkdtempSync(path.join(os.tmpdir(), 'tollgate-cli-server-'));
+    const [port, uiPort] = [await freePort(), await freePort()];
+    const ownConfig = path.join(own, 'tollgate.yaml');
+    writeFileSync(
+      ownConfig,
+      ['temporal:', `  address: 127.0.0.1:${port}`, '  devServer:', `    uiPort: ${uiPort}`, `    dbFile: ${path.join(own, 'temporal.db')}`, `    logFile: ${path.join(own, 'server.log')}`, ''].join('\n'),
+    );
+    const env = { TOLLGATE_CONFIG: ownConfig };
+    const started = await tollgate(['--json', 'server', 'start'], env);
+    expect(started.code).toBe(0);
+    const { pid } = JSON.parse(started.stdout) as { pid: number };
+    try {
+      expect(await tollgate(['server', 'status'], env)).toMatchObject({ code: 0, stdout: `A Temporal server answers at 127.0.0.1:${port} (dev server pid ${pid}).\n` });
+      expect((await tollgate(['server', 'start'], env)).stdout).toBe(`A Temporal server already answers at 127.0.0.1:${port}; nothing started.\n`);
+      expect(await tollgate(['server', 'stop'], env)).toMatchObject({ code: 0, stdout: `Stopped the Temporal dev server (pid ${pid}).\n` });
+      expect(await tollgate(['server', 'status'], env)).toMatchObject({ code: 1, stdout: `No Temporal server answers at 127.0.0.1:${port}.\n` });
+      expect((await tollgate(['server', 'stop'], env)).code).toBe(1);
+    } finally {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Already stopped, as it should be.
+      }
+    }
+  });
+});
+
 describe("interop with Temporal's own CLI", () => {
   it('starts a turn with `temporal workflow start`, inspects it with `query --type state`, and approves it with `signal --name approval`', async () => {
     const workflowId = `temporal-cli-${Date.now()}`;
