@@ -1,4 +1,5 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -14,7 +15,7 @@ import { createRunTool } from '../activities/run-tool';
 import { createToolRegistry } from '../activities/tool-registry';
 import { saveDraftTool } from '../activities/tools/save-draft';
 import { sendMessageTool } from '../activities/tools/send-message';
-import { shellTool } from '../activities/tools/shell';
+import { bubblewrapAvailable, shellTool } from '../activities/tools/shell';
 import { pathRefusal } from '../activities/tools/workspace-path';
 import type { ToolDefinition } from '../activities/define-tool';
 import type { RunToolResult } from '../common/types';
@@ -136,6 +137,41 @@ describe('shell', () => {
     expect(result).toMatchObject({ status: 'success', truncated: true });
     expect(result.originalSize).toBeGreaterThan(20_000);
     expect(String(result.data)).toContain(root);
+  });
+});
+
+describe('shell in the bubblewrap sandbox', () => {
+  it('writes only in the workspace, sees a read-only system and has no network', async () => {
+    expect(bubblewrapAvailable(), 'bubblewrap (bwrap) must be installed, as .ci/run does').toBe(true);
+    const root = workspace();
+    const outside = mkdtempSync(path.join(os.tmpdir(), 'tollgate-outside-'));
+    let connections = 0;
+    const listener = net.createServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    const { port } = listener.address() as net.AddressInfo;
+    const { runTool } = boundary([shellTool({ workspace: root, sandbox: true })]);
+    try {
+      await expect(call(runTool, 'shell', { command: 'echo inside > note.txt && cat note.txt' })).resolves.toMatchObject({ status: 'success', data: { output: 'inside\n' } });
+      expect(readFileSync(path.join(root, 'note.txt'), 'utf8')).toBe('inside\n');
+      await expect(call(runTool, 'shell', { command: `echo escape > ${outside}/escape.txt` }, 'c2')).resolves.toMatchObject({ status: 'error', code: 'tool_failure' });
+      await expect(call(runTool, 'shell', { command: 'touch /etc/tollgate-was-here' }, 'c3')).resolves.toMatchObject({ status: 'error', message: expect.stringContaining('Read-only file system') });
+      await expect(call(runTool, 'shell', { command: `exec 3<>/dev/tcp/127.0.0.1/${port}` }, 'c4')).resolves.toMatchObject({ status: 'error', code: 'tool_failure' });
+      expect(readdirSync(outside)).toEqual([]);
+      expect(existsSync('/etc/tollgate-was-here')).toBe(false);
+      expect(connections).toBe(0);
+    } finally {
+      await new Promise((resolve) => listener.close(resolve));
+    }
+  });
+
+  it('says so when there is no sandbox, and then every shell call needs approval', () => {
+    const warnings: string[] = [];
+    const tool = shellTool({ workspace: workspace(), effect: 'read', sandbox: false, warn: (line) => warnings.push(line) });
+    expect(tool.effect).toBe('irreversible_write');
+    expect(warnings).toEqual(['shell: bubblewrap (bwrap) is not available, so shell commands run unsandboxed and every shell call needs approval']);
   });
 });
 
