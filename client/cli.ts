@@ -3,6 +3,8 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { Command, CommanderError, Option } from 'commander';
+import { codecFromEnvironment } from '../codec/aes-gcm-codec';
+import { startCodecServer } from '../codec/codec-server';
 import type { AgentTurnInput, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import { loadConfig } from '../config/load-config';
@@ -166,6 +168,23 @@ program
   .description('run a worker on the configured task queue until Ctrl-C')
   .action(async () => {
     await runWorker(loadConfig());
+  });
+
+program
+  .command('codec-server')
+  .description('serve /encode and /decode for the Web UI and CLI, with the keyring of encryption.keysEnv, until Ctrl-C')
+  .option('--port <port>', 'the port (default: encryption.codecServer.port)')
+  .action(async (options) => {
+    const config = loadConfig();
+    const codec = codecFromEnvironment(config.encryption.keysEnv);
+    if (!codec) throw new CliError('encryption.keysEnv is not set in the config: there is nothing to decode');
+    const codecServer = await startCodecServer({ codec, port: Number(options.port ?? config.encryption.codecServer.port), origins: config.encryption.codecServer.origins });
+    console.log(`Codec server at ${codecServer.url} for ${config.encryption.codecServer.origins.join(', ')}; Ctrl-C stops it.`);
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
+    });
+    await codecServer.close();
   });
 
 const server = program.command('server').description('the embedded Temporal dev server (Web UI included)');

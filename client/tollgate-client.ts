@@ -1,5 +1,6 @@
 import { Client, Connection, WorkflowIdReusePolicy } from '@temporalio/client';
-import { defaultPayloadConverter } from '@temporalio/common';
+import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
+import { codecFromEnvironment } from '../codec/aes-gcm-codec';
 import { AGENT_TURN_WORKFLOW_TYPE } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import { toMilliseconds } from '../common/duration';
@@ -61,12 +62,16 @@ export class TollgateClient {
   constructor(
     readonly client: Client,
     readonly config: TollgateConfig,
+    /** Decrypts what the client reads outside the SDK's own paths (heartbeat details of the live view). */
+    private readonly codec?: PayloadCodec,
   ) {}
 
-  /** Connects to the configured server. */
+  /** Connects to the configured server, encrypting payloads when the config names a keyring. */
   static async connect(config: TollgateConfig): Promise<TollgateClient> {
     const connection = await Connection.connect({ address: config.temporal.address });
-    return new TollgateClient(new Client({ connection, namespace: config.temporal.namespace }), config);
+    const codec = codecFromEnvironment(config.encryption.keysEnv);
+    const client = new Client({ connection, namespace: config.temporal.namespace, dataConverter: codec ? { payloadCodecs: [codec] } : undefined });
+    return new TollgateClient(client, config, codec);
   }
 
   /** Starts one turn; limits the input leaves out come from the config. */
@@ -110,8 +115,9 @@ export class TollgateClient {
     while (!finished) {
       const [state, description] = await Promise.all([handle.query(stateQuery), handle.describe()]);
       const modelActivity = description.raw.pendingActivities?.find((activity) => activity.activityType?.name === 'modelStep');
-      const payload = modelActivity?.heartbeatDetails?.payloads?.[0];
-      const progress = payload ? (defaultPayloadConverter.fromPayload(payload) as { text?: string } | undefined) : undefined;
+      const encoded = modelActivity?.heartbeatDetails?.payloads?.[0];
+      const payload = encoded && this.codec ? (await this.codec.decode([encoded as Payload]))[0] : encoded;
+      const progress = payload ? (defaultPayloadConverter.fromPayload(payload as Payload) as { text?: string } | undefined) : undefined;
       const view: LiveView = { state, modelText: state.phase === 'model' ? (progress?.text ?? '') : '' };
       const key = JSON.stringify(view);
       if (key !== last) {

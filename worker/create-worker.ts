@@ -1,5 +1,6 @@
 import path from 'node:path';
-import { Connection } from '@temporalio/client';
+import { Connection, type DataConverter } from '@temporalio/client';
+import { codecFromEnvironment } from '../codec/aes-gcm-codec';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { ToolDefinition } from '../activities/define-tool';
@@ -32,6 +33,7 @@ export async function createWorker({ config, connection: given, tools, activitie
     taskQueue: config.temporal.taskQueue,
     ...(workflowBundle ? { workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: activities ?? createActivities({ config, tools }),
+    dataConverter: dataConverterFor(config),
     // Heartbeats carry a streaming model step's text to live views; send them at least every second.
     maxHeartbeatThrottleInterval: '1 second',
     ...workerOptions,
@@ -47,6 +49,12 @@ export async function createWorker({ config, connection: given, tools, activitie
     };
   }
   return worker;
+}
+
+/** Encrypts every payload when the config names a keyring (`encryption.keysEnv`); plain JSON otherwise. */
+export function dataConverterFor(config: TollgateConfig): DataConverter | undefined {
+  const codec = codecFromEnvironment(config.encryption.keysEnv);
+  return codec ? { payloadCodecs: [codec] } : undefined;
 }
 
 async function connectToServer(config: TollgateConfig): Promise<NativeConnection> {

@@ -1,0 +1,78 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import type { Payload, PayloadCodec } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+
+/** The metadata encoding of a payload this codec encrypted. */
+export const ENCRYPTED_ENCODING = 'binary/encrypted';
+/** The metadata key naming the key a payload was encrypted with, so keys can rotate. */
+export const KEY_ID_METADATA = 'encryption-key-id';
+
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Keys by id, and the id that encrypts new payloads. */
+export interface Keyring {
+  currentKeyId: string;
+  keys: Map<string, Buffer>;
+}
+
+/**
+ * A keyring from text: `id:base64key` entries separated by commas, each key 32 bytes (AES-256).
+ * The first entry encrypts; all of them decrypt, so old histories stay readable after a rotation.
+ */
+export function parseKeyring(text: string, source: string): Keyring {
+  const keys = new Map<string, Buffer>();
+  let currentKeyId: string | undefined;
+  for (const entry of text.split(',').map((part) => part.trim()).filter(Boolean)) {
+    const separator = entry.indexOf(':');
+    if (separator <= 0) throw new Error(`${source}: expected "keyId:base64key" entries separated by commas`);
+    const id = entry.slice(0, separator);
+    const key = Buffer.from(entry.slice(separator + 1), 'base64');
+    if (key.length !== 32) throw new Error(`${source}: key "${id}" is ${key.length} bytes; AES-256-GCM needs 32 (base64 of 32 random bytes)`);
+    keys.set(id, key);
+    currentKeyId ??= id;
+  }
+  if (!currentKeyId) throw new Error(`${source}: no key given`);
+  return { currentKeyId, keys };
+}
+
+/** A PayloadCodec that encrypts every payload with AES-256-GCM, the key id in the payload's metadata. */
+export class AesGcmCodec implements PayloadCodec {
+  constructor(private readonly keyring: Keyring) {}
+
+  async encode(payloads: Payload[]): Promise<Payload[]> {
+    const key = this.keyring.keys.get(this.keyring.currentKeyId)!;
+    return payloads.map((payload) => {
+      const plain = temporal.api.common.v1.Payload.encode(payload).finish();
+      const iv = randomBytes(IV_BYTES);
+      const cipher = createCipheriv('aes-256-gcm', key, iv);
+      const sealed = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
+      return { metadata: { encoding: encoder.encode(ENCRYPTED_ENCODING), [KEY_ID_METADATA]: encoder.encode(this.keyring.currentKeyId) }, data: sealed };
+    });
+  }
+
+  async decode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads.map((payload) => {
+      const encoding = payload.metadata?.encoding ? decoder.decode(payload.metadata.encoding) : undefined;
+      if (encoding !== ENCRYPTED_ENCODING) return payload;
+      const keyId = payload.metadata?.[KEY_ID_METADATA] ? decoder.decode(payload.metadata[KEY_ID_METADATA]) : '';
+      const key = this.keyring.keys.get(keyId);
+      if (!key) throw new Error(`a payload is encrypted with key "${keyId}", which this keyring does not hold`);
+      const sealed = Buffer.from(payload.data ?? new Uint8Array());
+      const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV_BYTES));
+      decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
+      const plain = Buffer.concat([decipher.update(sealed.subarray(IV_BYTES, sealed.length - TAG_BYTES)), decipher.final()]);
+      return temporal.api.common.v1.Payload.decode(plain) as Payload;
+    });
+  }
+}
+
+/** The codec the config asks for (`encryption.keysEnv` names the environment variable holding the keyring), or none. */
+export function codecFromEnvironment(keysEnv: string | undefined, env: NodeJS.ProcessEnv = process.env): AesGcmCodec | undefined {
+  if (!keysEnv) return undefined;
+  const text = env[keysEnv];
+  if (!text) throw new Error(`encryption.keysEnv: the environment variable ${keysEnv} is not set; it holds "keyId:base64key" entries`);
+  return new AesGcmCodec(parseKeyring(text, keysEnv));
+}
