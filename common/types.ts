@@ -147,6 +147,8 @@ export interface AgentTurnResult {
   status: TurnStatus;
   /** Why the model failed, when status is `model_failed`. */
   error?: { type: string; message: string };
+  /** Model steps whose stream broke after chunks went out; each was dropped, not replayed, and a fresh step followed. */
+  modelInterruptions: ModelInterruption[];
   answer?: string;
   steps: number;
   toolCalls: ToolEvent[];
@@ -216,6 +218,13 @@ export interface TurnState {
   decisions: ApprovalDecision[];
   rejectedDecisions: RejectedDecision[];
   toolCalls: ToolEvent[];
+  modelInterruptions: ModelInterruption[];
+}
+
+/** A model step dropped because its stream broke after chunks had gone out. */
+export interface ModelInterruption {
+  step: number;
+  message: string;
 }
 
 /** The input of the `conversation` workflow: plain JSON like a turn's. */

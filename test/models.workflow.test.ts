@@ -66,10 +66,24 @@ describe('agentTurn with a streaming provider', () => {
     expect(waited).toBeLessThan(6_000);
   });
 
-  it('ends the turn, visibly, when the stream breaks after 3 chunks; the provider was called once', async () => {
+  it('never replays a stream that broke after 3 chunks: a fresh step follows, visibly, paid from the error budget', async () => {
+    const before = provider.requests.length;
+    provider.enqueue(
+      { kind: 'stream', events: openaiStream.text(['one ', 'two ', 'three ', 'four']), resetAfter: 4 },
+      { kind: 'stream', events: openaiStream.text(['A fresh answer.']) },
+    );
+    const { result, state } = await runTurn({ config: gptConfig(), modelEnvironment, input: { prompt: 'hello' } });
+    expect(result).toMatchObject({ status: 'completed', answer: 'A fresh answer.', steps: 2 });
+    expect(result.modelInterruptions).toEqual([{ step: 0, message: expect.stringMatching(/after 3 chunks had gone out; not replayed/) }]);
+    expect(state.modelInterruptions).toHaveLength(1);
+    // One request per step: the broken step was not retried by itself.
+    expect(provider.requests.length - before).toBe(2);
+  });
+
+  it('ends the turn with model_failed when the error budget cannot pay for a fresh step; the provider was called once', async () => {
     const before = provider.requests.length;
     provider.enqueue({ kind: 'stream', events: openaiStream.text(['one ', 'two ', 'three ', 'four']), resetAfter: 4 });
-    const { result } = await runTurn({ config: gptConfig(), modelEnvironment, input: { prompt: 'hello' } });
+    const { result } = await runTurn({ config: gptConfig(), modelEnvironment, input: { prompt: 'hello', limits: { errorBudget: 0 } } });
     expect(result.status).toBe('model_failed');
     expect(result.error).toMatchObject({ type: 'stream_interrupted', message: expect.stringMatching(/after 3 chunks/) });
     expect(provider.requests.length - before).toBe(1);

@@ -58,7 +58,7 @@ describe('a worker killed mid-stream', () => {
 
     const base = testConfig({ temporal: { address: server.address, taskQueue }, model: { default: 'gpt', models: { gpt: { provider: 'openai', model: 'gpt-test', baseURL: provider.baseURL } } } });
     const client = await TollgateClient.connect(base);
-    const { workflowId } = await client.startTurn({ taskId: 'crash-1', prompt: 'count to four', tools: [] });
+    const { workflowId } = await client.startTurn({ taskId: 'crash-1', prompt: 'count to four', tools: [], limits: { errorBudget: 0 } });
 
     // Three chunks went out and were heartbeated; then the worker dies without a word.
     const progress = await until(async () => {

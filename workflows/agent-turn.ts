@@ -73,7 +73,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   upsertSearchAttributes([{ key: TASK_ID_SEARCH_ATTRIBUTE, value: taskId }]);
 
   const events: ToolEvent[] = [];
-  const state: TurnState = { taskId, status: 'running', phase: 'model', step: 0, pendingApprovals: [], decisions: [], rejectedDecisions: [], toolCalls: events };
+  const state: TurnState = { taskId, status: 'running', phase: 'model', step: 0, pendingApprovals: [], decisions: [], rejectedDecisions: [], toolCalls: events, modelInterruptions: [] };
   const approvals = new ApprovalBook(state);
   setHandler(stateQuery, () => state);
   setHandler(approvalSignal, (decision) => {
@@ -112,8 +112,16 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     try {
       reply = await modelStep({ taskId, step, model, messages, allowedTools });
     } catch (failure) {
-      error = modelFailure(failure);
-      if (!error) throw failure;
+      const problem = modelFailure(failure);
+      if (!problem) throw failure;
+      // A stream cut off after chunks went out is never replayed; the turn starts a fresh step,
+      // visibly (recorded in state and result), and pays for it from the error budget.
+      if (problem.type === 'stream_interrupted' && errors + 1 <= limits.errorBudget) {
+        errors++;
+        state.modelInterruptions.push({ step, message: problem.message });
+        continue;
+      }
+      error = problem;
       status = 'model_failed';
       break;
     }
@@ -150,7 +158,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   state.status = finalStatus;
   state.phase = 'finished';
   approvals.publish();
-  return { taskId, status: finalStatus, ...(error ? { error } : {}), answer, steps: state.step + 1, toolCalls: events, usage };
+  return { taskId, status: finalStatus, ...(error ? { error } : {}), modelInterruptions: state.modelInterruptions, answer, steps: state.step + 1, toolCalls: events, usage };
 }
 
 function isWrite(call: CheckedToolCall): boolean {

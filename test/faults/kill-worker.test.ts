@@ -1,0 +1,126 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TollgateClient } from '../../client/tollgate-client';
+import type { AgentTurnResult } from '../../common/types';
+import { PROJECT_ROOT } from '../../config/load-config';
+import { freePort, startDevServer, type DevServer } from '../../server/dev-server';
+import { approvalSignal } from '../../workflows/messages';
+import { bundleWorkflows, quietRuntime } from '../helpers/servers';
+import { testConfig } from '../helpers/test-config';
+import { scripted } from '../helpers/turn-runner';
+
+const TURNS = 8;
+const KILLS = 30;
+const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-kill-'));
+let server: DevServer;
+let worker: ChildProcess | undefined;
+
+beforeAll(async () => {
+  quietRuntime();
+  server = await startDevServer({ address: `127.0.0.1:${await freePort()}`, namespace: 'default', dbFile: path.join(folder, 'temporal.db'), logFile: path.join(folder, 'server.log') });
+});
+
+afterAll(async () => {
+  worker?.kill('SIGKILL');
+  await server?.stop();
+});
+
+/** Starts the fault worker process and resolves once it polls. */
+function startWorker(settings: object): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, 'test', 'fixtures', 'fault-worker.ts'), JSON.stringify(settings)], {
+    cwd: PROJECT_ROOT,
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (chunk) => String(chunk).includes('worker ready') && resolve(child));
+    child.once('exit', (code) => reject(new Error(`the worker process exited before it was ready (code ${code})`)));
+  });
+}
+
+function kill(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.removeAllListeners('exit');
+    child.once('exit', () => resolve());
+    child.kill('SIGKILL');
+  });
+}
+
+describe('workers killed at random points', () => {
+  it(`survives ${KILLS} SIGKILLs of the worker during turns that save drafts and send approved messages: no duplicate message, no duplicate draft write`, async () => {
+    const taskQueue = `kill-${Date.now()}`;
+    const workspace = path.join(folder, 'workspace');
+    mkdirSync(workspace, { recursive: true });
+    const bundleFile = path.join(folder, 'workflows.js');
+    writeFileSync(bundleFile, (await bundleWorkflows()).code);
+    const settings = { address: server.address, taskQueue, workspace, sqliteFile: path.join(folder, 'idempotency.db'), bundleFile, writeLog: path.join(folder, 'draft-writes.log') };
+    const client = await TollgateClient.connect(testConfig({ temporal: { address: server.address, taskQueue } }));
+
+    const handles = [];
+    for (let turn = 0; turn < TURNS; turn++) {
+      const script = [
+        { toolCalls: [{ tool: 'save_draft', args: { path: `turn-${turn}/a.md`, content: `first draft of turn ${turn}\n` } }] },
+        { toolCalls: [{ tool: 'send_message', args: { to: 'ops', subject: `turn ${turn}`, body: `the brief of turn ${turn}` } }] },
+        { toolCalls: [{ tool: 'save_draft', args: { path: `turn-${turn}/b.md`, content: `second draft of turn ${turn}\n` } }] },
+        { text: `turn ${turn} done` },
+      ];
+      handles.push(await client.startTurn({ taskId: `kill-${turn}`, prompt: `turn ${turn}`, model: scripted(script), limits: { errorBudget: 10, maxSteps: 20 } }));
+    }
+
+    // A person approves each send as soon as it waits; signals need no worker, so they land even while none runs.
+    let approving = true;
+    const approver = (async () => {
+      while (approving) {
+        for await (const execution of client.client.workflow.list({ query: `TollgateAwaitingApproval = true AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'` })) {
+          // The send is the second model reply; a step dropped after a kill shifts its call id.
+          for (let step = 1; step <= 6; step++) {
+            await client.client.workflow.getHandle(execution.workflowId).signal(approvalSignal, { callId: `call-${step}-0`, decision: 'approve', approver: 'fault-test' });
+          }
+        }
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    })();
+
+    let kills = 0;
+    const results = Promise.all(handles.map((handle) => client.result(handle.workflowId)));
+    let done = false;
+    void results.finally(() => (done = true));
+    while (kills < KILLS) {
+      worker = await startWorker(settings);
+      await new Promise((resolve) => setTimeout(resolve, 150 + Math.floor(Math.random() * 1_200)));
+      await kill(worker);
+      kills++;
+    }
+    worker = await startWorker(settings);
+    const ended: AgentTurnResult[] = await results;
+    approving = false;
+    await approver;
+    await kill(worker);
+    expect(done).toBe(true);
+
+    expect(kills).toBeGreaterThanOrEqual(KILLS);
+    expect(ended.map((result) => result.status)).toEqual(Array(TURNS).fill('completed'));
+    const outbox = existsSync(path.join(workspace, 'outbox')) ? readdirSync(path.join(workspace, 'outbox')) : [];
+    for (const [turn, result] of ended.entries()) {
+      const messages = outbox.filter((file) => file.startsWith(`kill-${turn}.send_message.`));
+      const send = result.toolCalls.find((event) => event.tool === 'send_message')!;
+      // Completed once, or reported outcome_unknown — never twice.
+      expect(messages.length).toBeLessThanOrEqual(1);
+      if (send.status === 'success') expect(messages).toHaveLength(1);
+      else expect(send.code).toBe('outcome_unknown');
+      for (const draft of ['a', 'b']) {
+        expect(readFileSync(path.join(workspace, 'drafts', `turn-${turn}`, `${draft}.md`), 'utf8')).toContain(`draft of turn ${turn}`);
+      }
+    }
+    const writes = readFileSync(settings.writeLog, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { key: string });
+    const perIntent = new Map<string, number>();
+    for (const { key } of writes) perIntent.set(key, (perIntent.get(key) ?? 0) + 1);
+    expect([...perIntent.values()].filter((count) => count > 1)).toEqual([]);
+    expect(perIntent.size).toBeLessThanOrEqual(TURNS * 2);
+    console.log(`kill test: ${kills} kills, ${TURNS} turns completed, ${outbox.length} messages for ${ended.filter((result) => result.toolCalls.some((event) => event.tool === 'send_message' && event.status === 'success')).length} successful sends, ${writes.length} draft writes for ${perIntent.size} intents`);
+    await client.close();
+  });
+});
