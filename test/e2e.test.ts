@@ -8,7 +8,7 @@ import type { AgentTurnResult } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import { freePort, startDevServer, type DevServer } from '../server/dev-server';
 import { createWorker } from '../worker/create-worker';
-import { RECORDED_HISTORY } from './helpers/histories';
+import { RECORDED_HISTORY, RECORDED_PROVIDER_HISTORY } from './helpers/histories';
 import { bundleWorkflows, quietRuntime } from './helpers/servers';
 import { temporalCli } from './helpers/temporal-cli';
 import { startLoopbackModelServer } from '../examples/loopback-model-server';
@@ -127,6 +127,9 @@ describe('a turn end to end on the dev server', () => {
       expect(seen.some((text) => text.length < result.answer!.length && result.answer!.startsWith(text))).toBe(true);
       expect(phases.has('model')).toBe(true);
       const history = await client.client.workflow.getHandle(started.workflowId).fetchHistory();
+      if (process.env.TOLLGATE_RECORD_HISTORIES === '1') {
+        writeFileSync(RECORDED_PROVIDER_HISTORY, `${JSON.stringify(await temporalCli(server.address, ['workflow', 'show', '--workflow-id', started.workflowId]), null, 2)}\n`);
+      }
       const words = result.answer!.split(/\s+/).length;
       expect(history.events!.length).toBeLessThan(words);
       expect(history.events!.length).toBeLessThan(60);

@@ -1,17 +1,23 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
-import { RECORDED_HISTORY } from './helpers/histories';
+import { HISTORY_FOLDER, RECORDED_HISTORY } from './helpers/histories';
 import { bundleWorkflows, quietRuntime } from './helpers/servers';
 
 const history = JSON.parse(readFileSync(RECORDED_HISTORY, 'utf8'));
 
 describe('replay of recorded turns', () => {
-  it('replays the recorded end-to-end turn on the current workflow code', async () => {
+  it('replays every recorded end-to-end turn on the current workflow code', async () => {
     quietRuntime();
-    await expect(Worker.runReplayHistory({ workflowBundle: await bundleWorkflows() }, history, 'recorded-turn')).resolves.toBeUndefined();
+    const files = readdirSync(HISTORY_FOLDER).filter((name) => name.endsWith('.json'));
+    expect(files.length).toBeGreaterThanOrEqual(2);
+    const workflowBundle = await bundleWorkflows();
+    for (const file of files) {
+      const recorded = JSON.parse(readFileSync(path.join(HISTORY_FOLDER, file), 'utf8'));
+      await expect(Worker.runReplayHistory({ workflowBundle }, recorded, file), file).resolves.toBeUndefined();
+    }
   });
 
   it('catches a deliberately non-deterministic change of the workflow', async () => {

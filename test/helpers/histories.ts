@@ -1,5 +1,11 @@
 import path from 'node:path';
 import { PROJECT_ROOT } from '../../config/load-config';
 
-/** The stored history the replay test replays; the end-to-end test rewrites it when TOLLGATE_RECORD_HISTORIES=1. */
-export const RECORDED_HISTORY = path.join(PROJECT_ROOT, 'test', 'histories', 'agent-turn-built-in-plan.json');
+/** Where the recorded histories of the end-to-end scenarios live; the replay test replays every file there. */
+export const HISTORY_FOLDER = path.join(PROJECT_ROOT, 'test', 'histories');
+
+/** The built-in plan's turn, approval included; the end-to-end test rewrites it when TOLLGATE_RECORD_HISTORIES=1. */
+export const RECORDED_HISTORY = path.join(HISTORY_FOLDER, 'agent-turn-built-in-plan.json');
+
+/** A turn through the openai-compatible provider, followed live; rewritten likewise. */
+export const RECORDED_PROVIDER_HISTORY = path.join(HISTORY_FOLDER, 'agent-turn-openai-compatible.json');
