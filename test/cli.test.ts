@@ -159,7 +159,7 @@ describe('the tollgate CLI', () => {
       expect(help.code).toBe(0);
       expect(help.stdout).toContain(`Usage: tollgate ${command}`);
     }
-  });
+  }, 300_000);
 });
 
 describe('tollgate server', () => {

@@ -79,5 +79,5 @@ describe('a worker killed mid-stream', () => {
     expect(provider.requests).toHaveLength(1);
     await client.close();
     await connection.close();
-  });
+  }, 300_000);
 });

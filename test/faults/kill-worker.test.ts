@@ -122,5 +122,5 @@ describe('workers killed at random points', () => {
     expect(perIntent.size).toBeLessThanOrEqual(TURNS * 2);
     console.log(`kill test: ${kills} kills, ${TURNS} turns completed, ${outbox.length} messages for ${ended.filter((result) => result.toolCalls.some((event) => event.tool === 'send_message' && event.status === 'success')).length} successful sends, ${writes.length} draft writes for ${perIntent.size} intents`);
     await client.close();
-  });
+  }, 600_000);
 });
