@@ -18,17 +18,18 @@ export interface IntentRecord {
 
 /** Where write intents are recorded durably, so that no retry and no repeat writes twice. */
 export interface IdempotencyStore {
-  get(key: string): IntentRecord | undefined;
+  get(key: string): Promise<IntentRecord | undefined>;
   /** Records that the side effect is about to happen. */
-  markStarted(record: { key: string; taskId: string; tool: string; callId: string }): void;
+  markStarted(record: { key: string; taskId: string; tool: string; callId: string }): Promise<void>;
   /** Records that it happened, with the result the model saw. */
-  markCommitted(key: string, receipt: ToolResult): void;
+  markCommitted(key: string, receipt: ToolResult): Promise<void>;
   /** Forgets a started intent whose tool said, definitely, that it did nothing. */
-  forget(key: string): void;
-  close(): void;
+  forget(key: string): Promise<void>;
+  close(): Promise<void>;
 }
 
-interface Row {
+/** A stored row, as both stores keep it. */
+export interface IntentRow {
   key: string;
   task_id: string;
   tool: string;
@@ -37,6 +38,22 @@ interface Row {
   receipt: string | null;
   started_at: string;
   committed_at: string | null;
+}
+
+/** A row as the record the boundary reads. */
+export function recordFromRow(row: IntentRow | undefined): IntentRecord | undefined {
+  return (
+    row && {
+      key: row.key,
+      taskId: row.task_id,
+      tool: row.tool,
+      callId: row.call_id,
+      state: row.state,
+      receipt: row.receipt ? (JSON.parse(row.receipt) as ToolResult) : undefined,
+      startedAt: row.started_at,
+      committedAt: row.committed_at ?? undefined,
+    }
+  );
 }
 
 /** The embedded store: one SQLite file (WAL), safe for several workers on one machine. */
@@ -55,7 +72,7 @@ export function openSqliteStore(file: string): IdempotencyStore {
     started_at TEXT NOT NULL,
     committed_at TEXT
   )`);
-  const select = db.prepare<[string], Row>('SELECT * FROM intents WHERE key = ?');
+  const select = db.prepare<[string], IntentRow>('SELECT * FROM intents WHERE key = ?');
   const insertStarted = db.prepare(
     `INSERT INTO intents (key, task_id, tool, call_id, state, started_at) VALUES (@key, @taskId, @tool, @callId, 'started', @now)
      ON CONFLICT (key) DO UPDATE SET call_id = excluded.call_id, started_at = excluded.started_at WHERE intents.state = 'started'`,
@@ -67,32 +84,20 @@ export function openSqliteStore(file: string): IdempotencyStore {
   );
   const remove = db.prepare(`DELETE FROM intents WHERE key = ? AND state = 'started'`);
   return {
-    get(key) {
-      const row = select.get(key);
-      return (
-        row && {
-          key: row.key,
-          taskId: row.task_id,
-          tool: row.tool,
-          callId: row.call_id,
-          state: row.state,
-          receipt: row.receipt ? (JSON.parse(row.receipt) as ToolResult) : undefined,
-          startedAt: row.started_at,
-          committedAt: row.committed_at ?? undefined,
-        }
-      );
+    async get(key) {
+      return recordFromRow(select.get(key));
     },
-    markStarted({ key, taskId, tool, callId }) {
+    async markStarted({ key, taskId, tool, callId }) {
       insertStarted.run({ key, taskId, tool, callId, now: new Date().toISOString() });
     },
-    markCommitted(key, receipt) {
+    async markCommitted(key, receipt) {
       const values = { key, receipt: JSON.stringify(receipt), now: new Date().toISOString() };
       if (commit.run(values).changes === 0) insertCommitted.run(values);
     },
-    forget(key) {
+    async forget(key) {
       remove.run(key);
     },
-    close() {
+    async close() {
       db.close();
     },
   };

@@ -1,7 +1,9 @@
 import type { TollgateConfig } from '../config/config-schema';
 import { openCorpus } from './corpus';
 import type { ToolDefinition } from './define-tool';
+import { ConfigError } from '../config/load-config';
 import { openSqliteStore, type IdempotencyStore } from './idempotency-store';
+import { openPostgresStore } from './postgres-store';
 import { createLookupStatus } from './lookup-status';
 import { createModelStep } from './model-step';
 import { createConfiguredModels, type ModelEnvironment } from './models/language-model';
@@ -32,6 +34,14 @@ export function builtInTools(config: TollgateConfig): ToolDefinition[] {
   return [searchLocalSourcesTool(corpus), getDocumentTool(corpus), saveDraftTool({ workspace }), sendMessageTool({ workspace }), shellTool({ workspace })];
 }
 
+/** The idempotency store the config chooses; a PostgreSQL store needs its URL in the named environment variable. */
+export function openConfiguredStore(config: TollgateConfig, env: NodeJS.ProcessEnv = process.env): IdempotencyStore {
+  if (config.store.backend === 'sqlite') return openSqliteStore(config.store.sqliteFile);
+  const url = env[config.store.postgresUrlEnv];
+  if (!url) throw new ConfigError(`store.postgresUrlEnv: the environment variable ${config.store.postgresUrlEnv} is not set; it holds the PostgreSQL URL`);
+  return openPostgresStore(url);
+}
+
 /** Builds the activities; their export names are their registered names. */
 export function createActivities({ config, tools, store, modelEnvironment }: ActivityDependencies) {
   const models = createConfiguredModels(config, modelEnvironment);
@@ -40,7 +50,7 @@ export function createActivities({ config, tools, store, modelEnvironment }: Act
     overrides: config.tools,
     retry: retryBackoffFromConfig(config.retry),
   });
-  const intents = store ?? openSqliteStore(config.store.sqliteFile);
+  const intents = store ?? openConfiguredStore(config);
   const secretPatterns = [...DEFAULT_SECRET_PATTERNS, ...config.redact.patterns.map((source) => new RegExp(source, 'g'))];
   return {
     modelStep: createModelStep({ registry, config, models }),

@@ -16,7 +16,7 @@ export function createLookupStatus({ registry, store }: { registry: ToolRegistry
     const parsed = tool.input.safeParse(args);
     if (!parsed.success) return { state: 'unknown', reason: 'the arguments no longer fit the tool schema' };
     const idempotencyKey = intentKey(tool, parsed.data, taskId);
-    const record = store.get(idempotencyKey);
+    const record = await store.get(idempotencyKey);
     if (record?.state === 'committed' && record.receipt) return { state: 'applied', receipt: record.receipt, source: 'store' };
     if (!tool.status) {
       return record?.state === 'started' ? { state: 'unknown', reason: 'started earlier and never confirmed' } : { state: 'not_applied' };
@@ -32,7 +32,7 @@ export function createLookupStatus({ registry, store }: { registry: ToolRegistry
     if (answer === 'unknown') return { state: 'unknown', reason: 'the tool cannot tell whether it took effect' };
     const data = typeof answer === 'object' && answer.data !== undefined ? answer.data : { applied: true, idempotencyKey };
     const receipt: ToolResult = { status: 'success', data };
-    store.markCommitted(idempotencyKey, receipt);
+    await store.markCommitted(idempotencyKey, receipt);
     return { state: 'applied', receipt, source: 'tool' };
   };
 }

@@ -112,7 +112,7 @@ export function createRunTool({
     if (!store) throw new Error(`tool ${tool.name} is a write, and this worker has no idempotency store`);
     const attempt = Context.current().info.attempt;
     const key = intentKey(tool, args, input.taskId);
-    const record = store.get(key);
+    const record = await store.get(key);
     if (record?.state === 'committed' && record.receipt) {
       return { ...record.receipt, attempt: 0, originalSize: 0, truncated: false };
     }
@@ -127,15 +127,15 @@ export function createRunTool({
         truncated: false,
       };
     }
-    store.markStarted({ key, taskId: input.taskId, tool: tool.name, callId: input.callId });
+    await store.markStarted({ key, taskId: input.taskId, tool: tool.name, callId: input.callId });
     const end = await runHandler(tool, args, input, key);
     if (end.interrupted) {
       const details: ToolFailureDetails = { attempt, originalSize: 0 };
       throw ApplicationFailure.create({ type: WRITE_INTERRUPTED, message: redactText(end.outcome.ok ? 'interrupted' : end.outcome.message, secretPatterns), nonRetryable: true, details: [details] });
     }
     const { result, originalSize, truncated } = normalize(tool, end.outcome);
-    if (result.status === 'success') store.markCommitted(key, result);
-    else store.forget(key);
+    if (result.status === 'success') await store.markCommitted(key, result);
+    else await store.forget(key);
     return { ...result, attempt: Math.max(attempt, 1), originalSize, truncated };
   }
 

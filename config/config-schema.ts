@@ -109,7 +109,11 @@ export const configSchema = z.strictObject({
   retry: retrySchema.prefault({}),
   store: z
     .strictObject({
+      /** `sqlite` (one machine) or `postgres` (several workers on several machines). */
+      backend: z.enum(['sqlite', 'postgres']).default('sqlite'),
       sqliteFile: z.string().default('.tollgate/state/idempotency.db'),
+      /** The environment variable holding the PostgreSQL connection URL (it carries a password). */
+      postgresUrlEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected the name of an environment variable').default('TOLLGATE_POSTGRES_URL'),
     })
     .prefault({}),
   encryption: z

