@@ -40,6 +40,16 @@ export interface IntentRow {
   committed_at: string | null;
 }
 
+/** The columns of the intents table, the same in both stores. */
+export const INTENT_COLUMNS_SQL = `key TEXT PRIMARY KEY,
+    task_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('started', 'committed')),
+    receipt TEXT,
+    started_at TEXT NOT NULL,
+    committed_at TEXT`;
+
 /** A row as the record the boundary reads. */
 export function recordFromRow(row: IntentRow | undefined): IntentRecord | undefined {
   return (
@@ -62,16 +72,7 @@ export function openSqliteStore(file: string): IdempotencyStore {
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 5000');
-  db.exec(`CREATE TABLE IF NOT EXISTS intents (
-    key TEXT PRIMARY KEY,
-    task_id TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    call_id TEXT NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('started', 'committed')),
-    receipt TEXT,
-    started_at TEXT NOT NULL,
-    committed_at TEXT
-  )`);
+  db.exec(`CREATE TABLE IF NOT EXISTS intents (${INTENT_COLUMNS_SQL})`);
   const select = db.prepare<[string], IntentRow>('SELECT * FROM intents WHERE key = ?');
   const insertStarted = db.prepare(
     `INSERT INTO intents (key, task_id, tool, call_id, state, started_at) VALUES (@key, @taskId, @tool, @callId, 'started', @now)

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { ToolResult } from '../common/types';
-import { recordFromRow, type IdempotencyStore, type IntentRow } from './idempotency-store';
+import { INTENT_COLUMNS_SQL, recordFromRow, type IdempotencyStore, type IntentRow } from './idempotency-store';
 
 /**
  * The idempotency store on PostgreSQL, for several workers on several machines: the same table
@@ -9,16 +9,7 @@ import { recordFromRow, type IdempotencyStore, type IntentRow } from './idempote
  */
 export function openPostgresStore(connectionString: string): IdempotencyStore {
   const pool = new pg.Pool({ connectionString, max: 10 });
-  const ready = pool.query(`CREATE TABLE IF NOT EXISTS tollgate_intents (
-    key TEXT PRIMARY KEY,
-    task_id TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    call_id TEXT NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('started', 'committed')),
-    receipt TEXT,
-    started_at TEXT NOT NULL,
-    committed_at TEXT
-  )`);
+  const ready = pool.query(`CREATE TABLE IF NOT EXISTS tollgate_intents (${INTENT_COLUMNS_SQL})`);
   const query = async (text: string, values: unknown[]) => {
     await ready;
     return pool.query<IntentRow>(text, values);

@@ -16,7 +16,7 @@ const TURNS = 8;
 const KILLS = 30;
 const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-kill-'));
 let server: DevServer;
-let worker: ChildProcess | undefined;
+const workers: ChildProcess[] = [];
 
 beforeAll(async () => {
   quietRuntime();
@@ -24,7 +24,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  worker?.kill('SIGKILL');
+  for (const child of workers) child.kill('SIGKILL');
   await server?.stop();
 });
 
@@ -49,14 +49,27 @@ function kill(child: ChildProcess): Promise<void> {
   });
 }
 
-describe('workers killed at random points', () => {
-  it(`survives ${KILLS} SIGKILLs of the worker during turns that save drafts and send approved messages: no duplicate message, no duplicate draft write`, async () => {
-    const taskQueue = `kill-${Date.now()}`;
-    const workspace = path.join(folder, 'workspace');
+/** The test database prepared by `node scripts/setup.mjs --system`, or TOLLGATE_TEST_POSTGRES_URL. */
+function postgresUrl(): string {
+  return process.env.TOLLGATE_TEST_POSTGRES_URL ?? readFileSync(path.join(PROJECT_ROOT, '.tollgate', 'state', 'postgres-test-url'), 'utf8').trim();
+}
+
+async function killScenario({ name, workers: workerCount, postgres }: { name: string; workers: number; postgres: boolean }) {
+    const taskQueue = `${name}-${Date.now()}`;
+    const workspace = path.join(folder, name, 'workspace');
     mkdirSync(workspace, { recursive: true });
-    const bundleFile = path.join(folder, 'workflows.js');
+    workers.length = 0;
+    const bundleFile = path.join(folder, name, 'workflows.js');
     writeFileSync(bundleFile, (await bundleWorkflows()).code);
-    const settings = { address: server.address, taskQueue, workspace, sqliteFile: path.join(folder, 'idempotency.db'), bundleFile, writeLog: path.join(folder, 'draft-writes.log') };
+    const settings = {
+      address: server.address,
+      taskQueue,
+      workspace,
+      sqliteFile: path.join(folder, name, 'idempotency.db'),
+      postgresUrl: postgres ? postgresUrl() : undefined,
+      bundleFile,
+      writeLog: path.join(folder, name, 'draft-writes.log'),
+    };
     const client = await TollgateClient.connect(testConfig({ temporal: { address: server.address, taskQueue } }));
 
     const handles = [];
@@ -67,7 +80,7 @@ describe('workers killed at random points', () => {
         { toolCalls: [{ tool: 'save_draft', args: { path: `turn-${turn}/b.md`, content: `second draft of turn ${turn}\n` } }] },
         { text: `turn ${turn} done` },
       ];
-      handles.push(await client.startTurn({ taskId: `kill-${turn}`, prompt: `turn ${turn}`, model: scripted(script), limits: { errorBudget: 10, maxSteps: 20 } }));
+      handles.push(await client.startTurn({ taskId: `${name}-${turn}`, prompt: `turn ${turn}`, model: scripted(script), limits: { errorBudget: 10, maxSteps: 20 } }));
     }
 
     // A person approves each send as soon as it waits; signals need no worker, so they land even while none runs.
@@ -88,24 +101,26 @@ describe('workers killed at random points', () => {
     const results = Promise.all(handles.map((handle) => client.result(handle.workflowId)));
     let done = false;
     void results.finally(() => (done = true));
+    // Every round kills one worker at random and starts a new one in its place; the others go on.
+    for (let index = 0; index < workerCount; index++) workers.push(await startWorker(settings));
     while (kills < KILLS) {
-      worker = await startWorker(settings);
       await new Promise((resolve) => setTimeout(resolve, 150 + Math.floor(Math.random() * 1_200)));
-      await kill(worker);
+      const victim = Math.floor(Math.random() * workers.length);
+      await kill(workers[victim]);
       kills++;
+      workers[victim] = await startWorker(settings);
     }
-    worker = await startWorker(settings);
     const ended: AgentTurnResult[] = await results;
     approving = false;
     await approver;
-    await kill(worker);
+    await Promise.all(workers.map(kill));
     expect(done).toBe(true);
 
     expect(kills).toBeGreaterThanOrEqual(KILLS);
     expect(ended.map((result) => result.status)).toEqual(Array(TURNS).fill('completed'));
     const outbox = existsSync(path.join(workspace, 'outbox')) ? readdirSync(path.join(workspace, 'outbox')) : [];
     for (const [turn, result] of ended.entries()) {
-      const messages = outbox.filter((file) => file.startsWith(`kill-${turn}.send_message.`));
+      const messages = outbox.filter((file) => file.startsWith(`${name}-${turn}.send_message.`));
       const send = result.toolCalls.find((event) => event.tool === 'send_message')!;
       // Completed once, or reported outcome_unknown — never twice.
       expect(messages.length).toBeLessThanOrEqual(1);
@@ -120,7 +135,12 @@ describe('workers killed at random points', () => {
     for (const { key } of writes) perIntent.set(key, (perIntent.get(key) ?? 0) + 1);
     expect([...perIntent.values()].filter((count) => count > 1)).toEqual([]);
     expect(perIntent.size).toBeLessThanOrEqual(TURNS * 2);
-    console.log(`kill test: ${kills} kills, ${TURNS} turns completed, ${outbox.length} messages for ${ended.filter((result) => result.toolCalls.some((event) => event.tool === 'send_message' && event.status === 'success')).length} successful sends, ${writes.length} draft writes for ${perIntent.size} intents`);
+    console.log(`${name}: ${workerCount} worker(s), ${postgres ? 'PostgreSQL' : 'SQLite'} store, ${kills} kills, ${TURNS} turns completed, ${outbox.length} messages for ${ended.filter((result) => result.toolCalls.some((event) => event.tool === 'send_message' && event.status === 'success')).length} successful sends, ${writes.length} draft writes for ${perIntent.size} intents`);
     await client.close();
-  }, 600_000);
+}
+
+describe('workers killed at random points', () => {
+  it(`survives ${KILLS} SIGKILLs of the worker during turns that save drafts and send approved messages: no duplicate message, no duplicate draft write`, () => killScenario({ name: 'kill-one', workers: 1, postgres: false }), 600_000);
+
+  it(`two workers on one task queue sharing the PostgreSQL store send each approved message exactly once under ${KILLS} kills`, () => killScenario({ name: 'kill-two', workers: 2, postgres: true }), 600_000);
 });
