@@ -56,6 +56,9 @@ function postgresUrl(): string {
 
 async function killScenario({ name, workers: workerCount, postgres }: { name: string; workers: number; postgres: boolean }) {
     const taskQueue = `${name}-${Date.now()}`;
+    // Task ids unique to this run: a shared PostgreSQL store keeps the intents of earlier runs, and
+    // the same intent of the same task is (rightly) answered from its first receipt.
+    const taskPrefix = `${name}-${Date.now().toString(36)}`;
     const workspace = path.join(folder, name, 'workspace');
     mkdirSync(workspace, { recursive: true });
     workers.length = 0;
@@ -80,7 +83,7 @@ async function killScenario({ name, workers: workerCount, postgres }: { name: st
         { toolCalls: [{ tool: 'save_draft', args: { path: `turn-${turn}/b.md`, content: `second draft of turn ${turn}\n` } }] },
         { text: `turn ${turn} done` },
       ];
-      handles.push(await client.startTurn({ taskId: `${name}-${turn}`, prompt: `turn ${turn}`, model: scripted(script), limits: { errorBudget: 10, maxSteps: 20 } }));
+      handles.push(await client.startTurn({ taskId: `${taskPrefix}-${turn}`, prompt: `turn ${turn}`, model: scripted(script), limits: { errorBudget: 10, maxSteps: 20 } }));
     }
 
     // A person approves each send as soon as it waits; signals need no worker, so they land even while none runs.
@@ -120,7 +123,7 @@ async function killScenario({ name, workers: workerCount, postgres }: { name: st
     expect(ended.map((result) => result.status)).toEqual(Array(TURNS).fill('completed'));
     const outbox = existsSync(path.join(workspace, 'outbox')) ? readdirSync(path.join(workspace, 'outbox')) : [];
     for (const [turn, result] of ended.entries()) {
-      const messages = outbox.filter((file) => file.startsWith(`${name}-${turn}.send_message.`));
+      const messages = outbox.filter((file) => file.startsWith(`${taskPrefix}-${turn}.send_message.`));
       const send = result.toolCalls.find((event) => event.tool === 'send_message')!;
       // Completed once, or reported outcome_unknown — never twice.
       expect(messages.length).toBeLessThanOrEqual(1);
