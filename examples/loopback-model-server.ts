@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type net from 'node:net';
+import { listenOnLoopback } from '../server/loopback-http';
 import { playScriptedModel } from '../activities/scripted-model';
 import type { ToolResult, TurnMessage } from '../common/types';
 
@@ -54,7 +54,6 @@ export interface LoopbackModelServer {
  * streamed answers, without a model or a network. Text streams word by word, `delayMs` apart.
  */
 export async function startLoopbackModelServer({ delayMs = 20 }: { delayMs?: number } = {}): Promise<LoopbackModelServer> {
-  const sockets = new Set<net.Socket>();
   const server = http.createServer((request, response) => {
     let raw = '';
     request.on('data', (chunk) => (raw += chunk));
@@ -97,17 +96,9 @@ export async function startLoopbackModelServer({ delayMs = 20 }: { delayMs?: num
       response.end();
     });
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
+  const listener = await listenOnLoopback(server);
   return {
-    baseURL: `http://127.0.0.1:${port}/v1`,
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
+    baseURL: `http://127.0.0.1:${listener.port}/v1`,
+    close: listener.close,
   };
 }

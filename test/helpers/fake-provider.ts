@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type net from 'node:net';
+import { listenOnLoopback } from '../../server/loopback-http';
 
 /** One scripted answer of the fake provider to one request. */
 export type FakeReply =
@@ -27,7 +27,6 @@ export interface FakeProvider {
 export async function startFakeProvider(): Promise<FakeProvider> {
   const queue: FakeReply[] = [];
   const requests: FakeRequest[] = [];
-  const sockets = new Set<net.Socket>();
   const server = http.createServer((request, response) => {
     let raw = '';
     request.on('data', (chunk) => (raw += chunk));
@@ -54,20 +53,12 @@ export async function startFakeProvider(): Promise<FakeProvider> {
       else if (reply.stallAfter === undefined) response.end();
     });
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
+  const listener = await listenOnLoopback(server);
   return {
-    baseURL: `http://127.0.0.1:${port}/v1`,
+    baseURL: `http://127.0.0.1:${listener.port}/v1`,
     requests,
     enqueue: (...replies) => queue.push(...replies),
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
+    close: listener.close,
   };
 }
 
