@@ -114,5 +114,13 @@ export function defineTool<Schema extends z.ZodType>(spec: ToolSpec<Schema>): To
 
 /** The JSON schema of a tool's arguments, as the model sees it (field descriptions from `.describe()`). */
 export function toolJsonSchema(tool: ToolDefinition): unknown {
-  return z.toJSONSchema(tool.input, { io: 'input' });
+  let schema = jsonSchemas.get(tool.input);
+  if (schema === undefined) {
+    schema = z.toJSONSchema(tool.input, { io: 'input' });
+    jsonSchemas.set(tool.input, schema);
+  }
+  return schema;
 }
+
+/** JSON schemas by zod schema: built once per tool, not at every model step. */
+const jsonSchemas = new WeakMap<z.ZodType, unknown>();

@@ -80,7 +80,11 @@ export class TollgateClient {
       workflowId,
       taskQueue: this.config.temporal.taskQueue,
       args: [{ ...input, limits: { ...limitsFromConfig(this.config), ...input.limits } }],
-      typedSearchAttributes: [{ key: TASK_ID_SEARCH_ATTRIBUTE, value: input.taskId }],
+      // Set here, the turn need not record an upsert for them (it still does for turns other clients start).
+      typedSearchAttributes: [
+        { key: TASK_ID_SEARCH_ATTRIBUTE, value: input.taskId },
+        { key: AWAITING_APPROVAL_SEARCH_ATTRIBUTE, value: false },
+      ],
       staticSummary: firstLine(input.prompt),
       staticDetails: [
         `**Task** \`${input.taskId}\``,

@@ -112,7 +112,8 @@ export interface DevServerOptions {
   namespace: string;
   /** No Web UI when left out. */
   uiPort?: number;
-  dbFile: string;
+  /** The SQLite file that keeps the server's state; in memory (lost at stop) when left out. */
+  dbFile?: string;
   logFile: string;
   logLevel?: string;
   startTimeoutMs?: number;
@@ -143,9 +144,9 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   if (uiPort !== undefined && !(await portIsFree(host, uiPort))) {
     throw new ServerError(`the Web UI port ${uiPort} on ${host} is taken by another program; stop it or set temporal.devServer.uiPort to a free port`);
   }
-  mkdirSync(path.dirname(dbFile), { recursive: true });
+  if (dbFile) mkdirSync(path.dirname(dbFile), { recursive: true });
   mkdirSync(path.dirname(logFile), { recursive: true });
-  const args = ['server', 'start-dev', '--ip', host, '--port', String(port), '--db-filename', dbFile, '--log-level', logLevel, '--log-format', 'json'];
+  const args = ['server', 'start-dev', '--ip', host, '--port', String(port), ...(dbFile ? ['--db-filename', dbFile] : []), '--log-level', logLevel, '--log-format', 'json'];
   if (namespace !== 'default') args.push('--namespace', namespace);
   if (uiPort === undefined) args.push('--headless');
   else args.push('--ui-port', String(uiPort), '--ui-disable-news-fetch');

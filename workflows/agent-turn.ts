@@ -1,7 +1,7 @@
-import { ActivityFailure, ApplicationFailure, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { DEFAULT_TURN_LIMITS } from '../common/defaults';
-import { TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
+import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import type {
   AgentTurnInput,
   AgentTurnResult,
@@ -70,7 +70,13 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   checkInput(input);
   const { taskId, prompt, model, tools: allowedTools } = input;
   const limits = { ...DEFAULT_TURN_LIMITS, ...input.limits };
-  upsertSearchAttributes([{ key: TASK_ID_SEARCH_ATTRIBUTE, value: taskId }]);
+  // TollgateClient sets both search attributes at the start, so such a turn records no upsert; a
+  // turn started by another client (or by a TollgateClient older than that, whose histories must
+  // replay unchanged) sets the task id here.
+  const started = workflowInfo().typedSearchAttributes;
+  if (started.get(TASK_ID_SEARCH_ATTRIBUTE) !== taskId || started.get(AWAITING_APPROVAL_SEARCH_ATTRIBUTE) === undefined) {
+    upsertSearchAttributes([{ key: TASK_ID_SEARCH_ATTRIBUTE, value: taskId }]);
+  }
 
   const events: ToolEvent[] = [];
   const state: TurnState = { taskId, status: 'running', phase: 'model', step: 0, pendingApprovals: [], decisions: [], rejectedDecisions: [], toolCalls: events, modelInterruptions: [] };

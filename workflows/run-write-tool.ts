@@ -1,16 +1,25 @@
-import { ActivityFailure, ApplicationFailure, condition, proxyActivities, sleep, TimeoutFailure } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, condition, patched, proxyActivities, proxyLocalActivities, sleep, TimeoutFailure } from '@temporalio/workflow';
+import type { LocalActivityOptions } from '@temporalio/common';
 import type { Activities } from '../activities';
 import type { CheckedToolCall, ToolPolicy, ToolResult } from '../common/types';
 import type { ApprovalBook } from './approval-book';
 import { ACTIVITY_GRACE_MS, type ExecutedCall } from './run-read-tool';
 
+/**
+ * Turns recorded before this patch ran the status lookup as a regular activity; every turn since
+ * runs it as a local activity (in the worker that runs the workflow task: one marker event and no
+ * extra round trip through the server). Both paths stay so that older histories still replay.
+ */
+export const STATUS_LOOKUP_LOCAL_PATCH = 'status-lookup-local-activity';
+
 /** The status lookup of one call: it only reads, so it may be retried freely. */
 function lookupActivity(call: CheckedToolCall) {
-  return proxyActivities<Activities>({
+  const options: LocalActivityOptions = {
     startToCloseTimeout: '30 seconds',
     summary: `status of ${call.summary ?? call.tool}`,
     retry: { maximumAttempts: 3, initialInterval: '200 ms', nonRetryableErrorTypes: ['invalid_arguments'] },
-  }).lookupStatus;
+  };
+  return patched(STATUS_LOOKUP_LOCAL_PATCH) ? proxyLocalActivities<Activities>(options).lookupStatus : proxyActivities<Activities>(options).lookupStatus;
 }
 
 /** The write activity: exactly one attempt; whatever cut it off is decided here, never by a retry. */

@@ -9,3 +9,9 @@ export const RECORDED_HISTORY = path.join(HISTORY_FOLDER, 'agent-turn-built-in-p
 
 /** A turn through the openai-compatible provider, followed live; rewritten likewise. */
 export const RECORDED_PROVIDER_HISTORY = path.join(HISTORY_FOLDER, 'agent-turn-openai-compatible.json');
+
+/**
+ * The built-in plan's turn recorded before the status lookup became a local activity (patch
+ * `status-lookup-local-activity`): turns started before that change must still replay.
+ */
+export const PRE_PATCH_HISTORY = path.join(HISTORY_FOLDER, 'agent-turn-built-in-plan-lookup-as-activity.json');

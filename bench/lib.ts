@@ -1,0 +1,60 @@
+// What every benchmark section shares: statistics, markdown tables and the results folder.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { PROJECT_ROOT } from '../config/load-config';
+
+/** Where `npm run bench` writes its JSON (git-ignored). */
+export const RESULTS_FOLDER = path.join(PROJECT_ROOT, 'bench', 'results');
+
+/** The value below which `fraction` of the values lie (nearest rank). */
+export function percentile(values: number[], fraction: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((left, right) => left - right);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(fraction * sorted.length) - 1))];
+}
+
+export function median(values: number[]): number {
+  return percentile(values, 0.5);
+}
+
+/** A ratio with two decimals, or "–" when the floor is zero. */
+export function ratio(value: number, floor: number): string {
+  return floor > 0 ? `×${(value / floor).toFixed(2)}` : '–';
+}
+
+/** A markdown table from a header and rows of cells. */
+export function table(header: string[], rows: Array<Array<string | number>>): string {
+  const line = (cells: Array<string | number>) => `| ${cells.map(String).join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+/** One section's outcome: its markdown (title, table, notes) and its raw figures. */
+export interface SectionResult {
+  name: string;
+  title: string;
+  markdown: string;
+  data: unknown;
+}
+
+export function writeResult(file: string, data: unknown): string {
+  mkdirSync(RESULTS_FOLDER, { recursive: true });
+  const target = path.join(RESULTS_FOLDER, file);
+  writeFileSync(target, typeof data === 'string' ? data : `${JSON.stringify(data, null, 2)}\n`);
+  return target;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Runs `count` jobs with at most `lanes` of them at once; returns the wall time in ms. */
+export async function inLanes(count: number, lanes: number, job: (index: number) => Promise<void>): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: Math.min(lanes, count) }, async () => {
+      while (next < count) await job(next++);
+    }),
+  );
+  return performance.now() - started;
+}

