@@ -1,8 +1,8 @@
 // The handlers every benchmark runs, once as Tollgate tools and once as bare Temporal activities,
 // so that the difference between the variants is the boundary and nothing else.
 import { z } from 'zod';
-import { defineTool, type ToolDefinition } from '../activities/define-tool';
-import { ToolOutcome } from '../activities/tool-outcome';
+import { defineTool, type ToolDefinition } from '../tools/define-tool';
+import { ToolOutcome } from '../tools/tool-outcome';
 
 /** The three handlers: a small lookup, a note written to memory, a message appended to an outbox in memory. */
 export function benchHandlers() {

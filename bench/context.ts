@@ -1,3 +1,5 @@
+import { openSqliteStore } from '../activities/intents/sqlite-store';
+import type { TollgateWorker } from '../worker/create-worker';
 // The dev server, worker and clients the in-process benchmark sections share.
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -9,7 +11,8 @@ import { TollgateClient } from '../client/tollgate-client';
 import type { AgentTurnResult, ScriptStep, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import { parseConfig, PROJECT_ROOT } from '../config/load-config';
-import { freePort, startDevServer, type DevServer } from '../server/dev-server';
+import { startDevServer, type DevServer } from '../server/dev-server';
+import { freePort } from '../connection/ports';
 import { createWorker } from '../worker/create-worker';
 import { approvalSignal, stateQuery } from '../workflows/messages';
 import { bareActivities, benchHandlers, benchTools, type BenchHandlers } from './bench-tools';
@@ -27,7 +30,7 @@ export interface BenchContext {
   workflowBundle: WorkflowBundleWithSourceMap;
   tollgate: TollgateClient;
   client: Client;
-  worker: Worker;
+  worker: TollgateWorker;
   /** Runs one scripted Tollgate turn to its end; `approveAtOnce` approves every pending call as soon as it shows. */
   runTurn(workflowId: string, script: ScriptStep[], options?: { approveAtOnce?: boolean }): Promise<AgentTurnResult>;
   /** Starts a bare workflow and waits for its result. */
@@ -92,7 +95,7 @@ export async function withBenchContext<T>(body: (context: BenchContext) => Promi
       config,
       connection,
       workflowBundle,
-      activities: { ...createActivities({ config, tools: benchTools(handlers) }), ...bareActivities(handlers) } as ReturnType<typeof createActivities>,
+      activities: { ...createActivities({ config, tools: benchTools(handlers), store: openSqliteStore(config.store.sqliteFile) }), ...bareActivities(handlers) } as ReturnType<typeof createActivities>,
     });
     const tollgate = await TollgateClient.connect(config);
     const client = new Client({ connection: await Connection.connect({ address: server.address }) });

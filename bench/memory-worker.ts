@@ -24,7 +24,7 @@ async function main(): Promise<void> {
     const gc = (globalThis as { gc?: () => void }).gc;
     gc?.();
     gc?.();
-    const reading: MemoryReading = { rssBytes: process.memoryUsage().rss, heapUsedBytes: process.memoryUsage().heapUsed, cachedWorkflows: worker.getStatus().numCachedWorkflows };
+    const reading: MemoryReading = { rssBytes: process.memoryUsage().rss, heapUsedBytes: process.memoryUsage().heapUsed, cachedWorkflows: worker.worker.getStatus().numCachedWorkflows };
     process.send?.(reading);
   });
   process.on('disconnect', () => worker.shutdown());

@@ -8,7 +8,8 @@ import { startCodecServer } from '../codec/codec-server';
 import type { AgentTurnInput, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import { loadConfig } from '../config/load-config';
-import { ensureServer, probeServer } from '../server/dev-server';
+import { ensureServer } from '../server/dev-server';
+import { probeServer } from '../connection/temporal-connection';
 import { runWorker } from '../worker/run-worker';
 import { followTurn, toolCallTable } from './follow-turn';
 import { formatTable } from './format-table';
@@ -40,7 +41,7 @@ function print(value: unknown, text: () => string): void {
 
 async function connect(): Promise<{ config: TollgateConfig; client: TollgateClient }> {
   const config = loadConfig();
-  const probe = await probeServer(config.temporal.address);
+  const probe = await probeServer(config.temporal.address, config.temporalProfile);
   if (probe !== 'temporal') {
     throw new CliError(`no Temporal server answers at ${config.temporal.address}; start one with \`tollgate server start\` or set TEMPORAL_ADDRESS`, 2);
   }
@@ -243,7 +244,7 @@ server
   .description('whether a Temporal server answers at the configured address')
   .action(async () => {
     const config = loadConfig();
-    const probe = await probeServer(config.temporal.address);
+    const probe = await probeServer(config.temporal.address, config.temporalProfile);
     const pid = recordedPid(config);
     print({ address: config.temporal.address, answers: probe === 'temporal', pid }, () =>
       probe === 'temporal' ? `A Temporal server answers at ${config.temporal.address}${pid ? ` (dev server pid ${pid})` : ''}.` : `No Temporal server answers at ${config.temporal.address}.`,

@@ -1,4 +1,5 @@
-import { Client, Connection, WorkflowIdReusePolicy } from '@temporalio/client';
+import { Client, WorkflowIdReusePolicy } from '@temporalio/client';
+import { connectClient } from '../connection/temporal-connection';
 import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import { codecFromEnvironment } from '../codec/aes-gcm-codec';
 import { AGENT_TURN_WORKFLOW_TYPE } from '../common/defaults';
@@ -68,7 +69,7 @@ export class TollgateClient {
 
   /** Connects to the configured server, encrypting payloads when the config names a keyring. */
   static async connect(config: TollgateConfig): Promise<TollgateClient> {
-    const connection = await Connection.connect({ address: config.temporal.address });
+    const connection = await connectClient(config);
     const codec = codecFromEnvironment(config.encryption.keysEnv);
     const client = new Client({ connection, namespace: config.temporal.namespace, dataConverter: codec ? { payloadCodecs: [codec] } : undefined });
     return new TollgateClient(client, config, codec);

@@ -1,3 +1,4 @@
+import type { ClientConfigProfile } from '@temporalio/envconfig';
 import { z } from 'zod';
 import { DURATION_PATTERN } from '../common/duration';
 import { DEFAULT_TASK_QUEUE, DEFAULT_TURN_LIMITS } from '../common/defaults';
@@ -141,4 +142,9 @@ export const configSchema = z.strictObject({
 export type ConfigInput = z.input<typeof configSchema>;
 
 /** The validated config, with defaults filled in and folders resolved to absolute paths. */
-export type TollgateConfig = z.output<typeof configSchema> & { configFile?: string; projectRoot: string };
+export type TollgateConfig = z.output<typeof configSchema> & {
+  /** TLS, API key and gRPC metadata of the Temporal profile (see `loadTemporalProfile`); empty on a plain local server. */
+  temporalProfile?: ClientConfigProfile;
+  configFile?: string;
+  projectRoot: string;
+};

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import type { z } from 'zod';
+import { loadClientConfigProfile, type ClientConfigProfile } from '@temporalio/envconfig';
 import { configSchema, type TollgateConfig } from './config-schema';
 
 /** The config file Tollgate reads when `TOLLGATE_CONFIG` names none. */
@@ -23,6 +24,21 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   return `${at || '(top level)'}: ${issue.message}`;
 }
 
+/**
+ * The Temporal client profile as Temporal's other tools read it: `TEMPORAL_PROFILE` (default
+ * "default") from `temporal.toml` (`TEMPORAL_CONFIG_FILE`, else the user's config folder), with
+ * `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `TEMPORAL_API_KEY`, `TEMPORAL_TLS*` and
+ * `TEMPORAL_GRPC_META_*` over it.
+ */
+export function loadTemporalProfile(source: string, env: NodeJS.ProcessEnv): ClientConfigProfile {
+  const variables = Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+  try {
+    return loadClientConfigProfile({ profile: env.TEMPORAL_PROFILE, overrideEnvVars: variables });
+  } catch (error) {
+    throw new ConfigError(`${source}: the Temporal profile cannot be loaded: ${(error as Error).message.split('\n')[0]}`);
+  }
+}
+
 /** Validates config data (as parsed from YAML) and fills in defaults; `source` names it in errors. */
 export function parseConfig(
   data: unknown,
@@ -33,8 +49,11 @@ export function parseConfig(
     throw new ConfigError(`${source}: ${result.error.issues.map(describeIssue).join('; ')}`);
   }
   const config = result.data;
-  if (env.TEMPORAL_ADDRESS) config.temporal.address = env.TEMPORAL_ADDRESS;
-  if (env.TEMPORAL_NAMESPACE) config.temporal.namespace = env.TEMPORAL_NAMESPACE;
+  const temporalProfile = loadTemporalProfile(source, env);
+  // The YAML is layered on top of the Temporal profile; TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE win over both.
+  const written = ((data ?? {}) as { temporal?: Record<string, unknown> }).temporal ?? {};
+  config.temporal.address = env.TEMPORAL_ADDRESS || (written.address === undefined ? temporalProfile.address : undefined) || config.temporal.address;
+  config.temporal.namespace = env.TEMPORAL_NAMESPACE || (written.namespace === undefined ? temporalProfile.namespace : undefined) || config.temporal.namespace;
   if (!(config.model.default in config.model.models)) {
     throw new ConfigError(`${source}: model.default: "${config.model.default}" is not a key of model.models`);
   }
@@ -44,7 +63,7 @@ export function parseConfig(
   config.temporal.devServer.dbFile = resolve(config.temporal.devServer.dbFile);
   config.temporal.devServer.logFile = resolve(config.temporal.devServer.logFile);
   config.store.sqliteFile = resolve(config.store.sqliteFile);
-  return { ...config, configFile: source, projectRoot: PROJECT_ROOT };
+  return { ...config, temporalProfile, configFile: source, projectRoot: PROJECT_ROOT };
 }
 
 /** Reads and validates the config file: `TOLLGATE_CONFIG`, else `temporal.config.yaml` at the project root. */

@@ -1,101 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
-import { Connection } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
 import { REQUIRED_SEARCH_ATTRIBUTES } from '../common/search-attributes';
+import { probeServer } from '../connection/temporal-connection';
+import { isLocalHost, parseAddress, portIsFree, ServerError } from '../connection/ports';
 import { toMilliseconds } from '../common/duration';
 import type { TollgateConfig } from '../config/config-schema';
 import { requireBinary } from './temporal-binaries';
-
-/** A dev-server problem the user can fix; the message is one line naming the cause and the fix. */
-export class ServerError extends Error {
-  override name = 'ServerError';
-}
-
-/** A host and port, split from an address such as `127.0.0.1:7233`. */
-export function parseAddress(address: string): { host: string; port: number } {
-  const match = /^(.+):(\d+)$/.exec(address);
-  if (!match) throw new ServerError(`"${address}" is not a host:port address; fix temporal.address or TEMPORAL_ADDRESS`);
-  return { host: match[1].replace(/^\[|\]$/g, ''), port: Number(match[2]) };
-}
-
-function isLocalHost(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.');
-}
-
-/** Whether anything accepts TCP connections at host:port. */
-export function portAnswers(host: string, port: number, timeoutMs = 1_000): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host, port });
-    const done = (answers: boolean) => {
-      socket.destroy();
-      resolve(answers);
-    };
-    socket.setTimeout(timeoutMs, () => done(false));
-    socket.once('connect', () => done(true));
-    socket.once('error', () => done(false));
-  });
-}
-
-/** Whether a port can be listened on, i.e. no other program holds it. */
-export function portIsFree(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, host, () => server.close(() => resolve(true)));
-  });
-}
-
-/** A free TCP port on the loopback interface, for servers that tests start. */
-export function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, host, () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** What listens at an address: a Temporal server, another program, or nothing. */
-export async function probeServer(address: string): Promise<'temporal' | 'other' | 'none'> {
-  const { host, port } = parseAddress(address);
-  if (!(await portAnswers(host, port))) return 'none';
-  let connection: Connection | undefined;
-  try {
-    connection = await Connection.connect({ address, connectTimeout: '3s' });
-    await connection.workflowService.getSystemInfo({});
-    return 'temporal';
-  } catch {
-    return 'other';
-  } finally {
-    await connection?.close();
-  }
-}
-
-const GRPC_UNIMPLEMENTED = 12;
-
-/** Registers Tollgate's search attributes on a namespace where they are missing. */
-export async function ensureSearchAttributes(connection: Connection, namespace: string): Promise<void> {
-  const { IndexedValueType } = temporal.api.enums.v1;
-  const wanted = { Keyword: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD, Bool: IndexedValueType.INDEXED_VALUE_TYPE_BOOL };
-  let existing: Record<string, unknown> = {};
-  try {
-    existing = (await connection.operatorService.listSearchAttributes({ namespace })).customAttributes ?? {};
-  } catch (error) {
-    // The time-skipping test server can add search attributes but not list them.
-    if ((error as { code?: number }).code !== GRPC_UNIMPLEMENTED) throw error;
-  }
-  const missing = REQUIRED_SEARCH_ATTRIBUTES.filter(({ key }) => !(key.name in existing));
-  if (missing.length === 0) return;
-  await connection.operatorService.addSearchAttributes({
-    namespace,
-    searchAttributes: Object.fromEntries(missing.map(({ key, cliType }) => [key.name, wanted[cliType]])),
-  });
-}
 
 /** A dev server this process started; `stop` ends it and waits until it has exited. */
 export interface DevServer {
@@ -204,7 +115,7 @@ export interface ServerLease {
 export async function ensureServer(config: TollgateConfig): Promise<ServerLease> {
   const { address, namespace, devServer } = config.temporal;
   const { host } = parseAddress(address);
-  const probe = await probeServer(address);
+  const probe = await probeServer(address, config.temporalProfile);
   if (probe === 'temporal') {
     const uiUrl = isLocalHost(host) ? `http://${host}:${devServer.uiPort}` : undefined;
     return { address, namespace, uiUrl };

@@ -1,3 +1,4 @@
+import type { TollgateWorker } from '../worker/create-worker';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -8,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentTurnResult, ToolEvent, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import { loadConfig, PROJECT_ROOT } from '../config/load-config';
-import { freePort, startDevServer, type DevServer } from '../server/dev-server';
+import { startDevServer, type DevServer } from '../server/dev-server';
+import { freePort } from '../connection/ports';
 import { requireBinary } from '../server/temporal-binaries';
 import { createWorker } from '../worker/create-worker';
 import { bundleWorkflows, quietRuntime } from './helpers/servers';
@@ -18,7 +20,7 @@ const configFile = path.join(folder, 'tollgate.yaml');
 let server: DevServer;
 let config: TollgateConfig;
 let connection: NativeConnection;
-let worker: Worker;
+let worker: TollgateWorker;
 let running: Promise<void>;
 
 beforeAll(async () => {

@@ -6,7 +6,9 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../config/load-config';
-import { ensureServer, freePort, probeServer, ServerError, startDevServer } from '../server/dev-server';
+import { ensureServer, startDevServer } from '../server/dev-server';
+import { freePort, ServerError } from '../connection/ports';
+import { probeServer } from '../connection/temporal-connection';
 import { requireBinary } from '../server/temporal-binaries';
 import { testConfig } from './helpers/test-config';
 

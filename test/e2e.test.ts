@@ -6,12 +6,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TollgateClient } from '../client/tollgate-client';
 import type { AgentTurnResult } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
-import { freePort, startDevServer, type DevServer } from '../server/dev-server';
+import { startDevServer, type DevServer } from '../server/dev-server';
+import { freePort } from '../connection/ports';
 import { createWorker } from '../worker/create-worker';
 import { RECORDED_HISTORY, RECORDED_PROVIDER_HISTORY } from './helpers/histories';
 import { bundleWorkflows, quietRuntime } from './helpers/servers';
 import { temporalCli } from './helpers/temporal-cli';
-import { startLoopbackModelServer } from '../examples/loopback-model-server';
+import { startLoopbackModelServer } from '../client/demo/loopback-model-server';
 import { testConfig } from './helpers/test-config';
 import { waitForState } from './helpers/turn-runner';
 

@@ -3,12 +3,12 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { checkToolCall } from '../activities/check-tool-call';
-import { defineTool, type ToolDefinition } from '../activities/define-tool';
-import { openSqliteStore } from '../activities/idempotency-store';
-import { createModelStep } from '../activities/model-step';
-import { createRunTool } from '../activities/run-tool';
-import { createToolRegistry } from '../activities/tool-registry';
+import { checkToolCall } from '../activities/boundary/check-tool-call';
+import { defineTool, type ToolDefinition } from '../tools/define-tool';
+import { openSqliteStore } from '../activities/intents/sqlite-store';
+import { createModelStep } from '../activities/models/model-step';
+import { createRunTool } from '../activities/boundary/run-tool';
+import { createToolRegistry } from '../tools/tool-registry';
 import type { ModelStepResult, RunToolResult } from '../common/types';
 import { testConfig } from './helpers/test-config';
 

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../config/load-config';
 import { main } from '../examples/add-your-own-tool';
 import * as tollgate from '../index';
-import { freePort, startDevServer, type DevServer } from '../server/dev-server';
+import { startDevServer, type DevServer } from '../server/dev-server';
+import { freePort } from '../connection/ports';
 import { quietRuntime } from './helpers/servers';
 import { testConfig } from './helpers/test-config';
 

@@ -1,9 +1,10 @@
+import { openSqliteStore } from '../activities/intents/sqlite-store';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../activities';
 import { parseRetryAfter } from '../activities/models/model-errors';
-import type { StreamProgress } from '../activities/model-step';
+import type { StreamProgress } from '../activities/models/model-step';
 import type { ModelStepInput, ModelStepResult } from '../common/types';
 import { ConfigError } from '../config/load-config';
 import { anthropicStream, openaiStream, startFakeProvider, type FakeProvider } from './helpers/fake-provider';
@@ -33,7 +34,7 @@ function modelStepFor(modelName: 'gpt' | 'claude' | 'local') {
       },
     },
   });
-  return createActivities({ config, modelEnvironment: { env } }).modelStep;
+  return createActivities({ config, store: openSqliteStore(':memory:'), modelEnvironment: { env } }).modelStep;
 }
 
 const input: ModelStepInput = { taskId: 'task-m', step: 0, messages: [{ role: 'user', content: 'What is the refund policy?' }] };
@@ -136,8 +137,8 @@ describe('modelStep with AI SDK providers', () => {
 
   it('refuses to start without an API key, naming the variable', () => {
     const config = testConfig({ model: { default: 'gpt', models: { gpt: { provider: 'openai', model: 'gpt-test' } } } });
-    expect(() => createActivities({ config, modelEnvironment: { env: {} } })).toThrow(ConfigError);
-    expect(() => createActivities({ config, modelEnvironment: { env: {} } })).toThrow('model "gpt": the environment variable OPENAI_API_KEY (its apiKeyEnv) is not set');
+    expect(() => createActivities({ config, store: openSqliteStore(':memory:'), modelEnvironment: { env: {} } })).toThrow(ConfigError);
+    expect(() => createActivities({ config, store: openSqliteStore(':memory:'), modelEnvironment: { env: {} } })).toThrow('model "gpt": the environment variable OPENAI_API_KEY (its apiKeyEnv) is not set');
   });
 });
 

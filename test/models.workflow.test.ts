@@ -1,3 +1,4 @@
+import { openSqliteStore } from '../activities/intents/sqlite-store';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../activities';
@@ -115,7 +116,7 @@ describe('conversation', () => {
     const taskQueue = `test-${randomUUID()}`;
     const base = testConfig();
     const config = { ...base, temporal: { ...base.temporal, taskQueue } };
-    const activities = createActivities({ config });
+    const activities = createActivities({ config, store: openSqliteStore(':memory:') });
     const modelInputs: ModelStepInput[] = [];
     const observed = { ...activities, modelStep: async (stepInput: ModelStepInput) => (modelInputs.push(structuredClone(stepInput)), activities.modelStep(stepInput)) };
     const worker = await createWorker({ config, connection: env.nativeConnection, activities: observed, workflowBundle });

@@ -2,12 +2,12 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkToolCall } from '../activities/check-tool-call';
-import { openCorpus } from '../activities/corpus';
-import { createToolRegistry } from '../activities/tool-registry';
-import { getDocumentTool } from '../activities/tools/get-document';
-import { searchLocalSourcesTool } from '../activities/tools/search-local-sources';
-import { ToolOutcome } from '../activities/tool-outcome';
+import { checkToolCall } from '../activities/boundary/check-tool-call';
+import { openCorpus } from '../tools/corpus';
+import { createToolRegistry } from '../tools/tool-registry';
+import { getDocumentTool } from '../tools/built-in/get-document';
+import { searchLocalSourcesTool } from '../tools/built-in/search-local-sources';
+import { ToolOutcome } from '../tools/tool-outcome';
 import { PROJECT_ROOT } from '../config/load-config';
 
 const corpus = openCorpus(path.join(PROJECT_ROOT, 'examples', 'corpus'));
@@ -86,7 +86,7 @@ describe('get_document', () => {
   });
 
   it('publishes a JSON schema with the field descriptions', async () => {
-    const { toolJsonSchema } = await import('../activities/define-tool');
+    const { toolJsonSchema } = await import('../tools/define-tool');
     expect(toolJsonSchema(getDocument)).toMatchObject({ type: 'object', properties: { id: { type: 'string', description: expect.stringContaining('search_local_sources') } } });
   });
 });

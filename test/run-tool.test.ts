@@ -2,12 +2,12 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ToolError } from '../activities/classify-error';
-import { defineTool, type ToolContext, type ToolDefinition, type ToolSpec } from '../activities/define-tool';
+import { ToolError } from '../tools/tool-error';
+import { defineTool, type ToolContext, type ToolDefinition, type ToolSpec } from '../tools/define-tool';
 import type { RunToolResult } from '../common/types';
-import { createRunTool } from '../activities/run-tool';
-import { createToolRegistry } from '../activities/tool-registry';
-import { ToolOutcome } from '../activities/tool-outcome';
+import { createRunTool } from '../activities/boundary/run-tool';
+import { createToolRegistry } from '../tools/tool-registry';
+import { ToolOutcome } from '../tools/tool-outcome';
 
 const echoInput = z.strictObject({ text: z.string().describe('text') });
 

@@ -1,3 +1,4 @@
+import type { TollgateWorker } from '../worker/create-worker';
 import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -6,7 +7,8 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TollgateClient } from '../client/tollgate-client';
 import { PROJECT_ROOT } from '../config/load-config';
-import { freePort, startDevServer, type DevServer } from '../server/dev-server';
+import { startDevServer, type DevServer } from '../server/dev-server';
+import { freePort } from '../connection/ports';
 import { createWorker } from '../worker/create-worker';
 import { bundleWorkflows, quietRuntime } from './helpers/servers';
 import { testConfig } from './helpers/test-config';
@@ -21,7 +23,7 @@ const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-web-ui-'));
 let server: DevServer;
 let browser: Browser;
 let connection: NativeConnection;
-let worker: Worker;
+let worker: TollgateWorker;
 let running: Promise<void>;
 let client: TollgateClient;
 

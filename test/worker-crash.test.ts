@@ -1,3 +1,4 @@
+import { openSqliteStore } from '../activities/intents/sqlite-store';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
@@ -7,7 +8,8 @@ import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TollgateClient } from '../client/tollgate-client';
 import { PROJECT_ROOT } from '../config/load-config';
-import { freePort, startDevServer, type DevServer } from '../server/dev-server';
+import { startDevServer, type DevServer } from '../server/dev-server';
+import { freePort } from '../connection/ports';
 import { createActivities } from '../activities';
 import { createWorker } from '../worker/create-worker';
 import { openaiStream, startFakeProvider, type FakeProvider } from './helpers/fake-provider';
@@ -72,7 +74,7 @@ describe('a worker killed mid-stream', () => {
 
     // A second worker takes the next attempt after the heartbeat timeout.
     const connection = await NativeConnection.connect({ address: server.address });
-    const worker = await createWorker({ config: base, connection, workflowBundle: await bundleWorkflows(), activities: createActivities({ config: base, modelEnvironment: { env: { OPENAI_API_KEY: 'sk-test-openai-key' } } }) });
+    const worker = await createWorker({ config: base, connection, workflowBundle: await bundleWorkflows(), activities: createActivities({ config: base, store: openSqliteStore(':memory:'), modelEnvironment: { env: { OPENAI_API_KEY: 'sk-test-openai-key' } } }) });
     const result = await worker.runUntil(client.result(workflowId));
     expect(result.status).toBe('model_failed');
     expect(result.error).toMatchObject({ type: 'stream_interrupted', message: expect.stringMatching(/an earlier attempt of this model step had streamed \d+ chunks/) });

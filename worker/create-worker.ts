@@ -1,11 +1,13 @@
 import path from 'node:path';
-import { Connection, type DataConverter } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
+import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { codecFromEnvironment } from '../codec/aes-gcm-codec';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
-import { createActivities } from '../activities';
-import type { ToolDefinition } from '../activities/define-tool';
+import { createActivities, type Activities } from '../activities';
+import { openConfiguredStore } from '../activities/intents/open-store';
+import type { IdempotencyStore } from '../activities/intents/intent-store';
+import type { ToolDefinition } from '../tools/define-tool';
 import type { TollgateConfig } from '../config/config-schema';
-import { ensureSearchAttributes } from '../server/dev-server';
+import { connectWorker } from '../connection/temporal-connection';
 
 /** The file webpack bundles the workflows from. */
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
@@ -13,57 +15,96 @@ export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts'
 /** Options of a Tollgate worker; anything in `workerOptions` goes to Temporal's Worker as it is. */
 export interface CreateWorkerOptions {
   config: TollgateConfig;
-  /** When left out, the worker connects to `config.temporal.address` (registering the search attributes) and closes that connection when it stops. */
+  /** When left out, the worker connects as the config says (registering the search attributes) and closes that connection when it stops. */
   connection?: NativeConnection;
   /** Replaces the built-in tools. */
   tools?: ToolDefinition[];
+  /** Replaces the store the config names; the caller then closes it. */
+  store?: IdempotencyStore;
   /** Replaces the activities built from config and tools (tests wrap them to observe calls). */
-  activities?: ReturnType<typeof createActivities>;
+  activities?: Activities;
   /** A prebuilt bundle from `bundleWorkflowCode`; the workflows are bundled from source otherwise. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   workerOptions?: Partial<WorkerOptions>;
 }
 
-/** Builds the tool registry (stopping here on a bad declaration), bundles the workflows and creates the Worker. */
-export async function createWorker({ config, connection: given, tools, activities, workflowBundle, workerOptions }: CreateWorkerOptions): Promise<Worker> {
-  const connection = given ?? (await connectToServer(config));
-  const worker = await Worker.create({
-    connection,
-    namespace: config.temporal.namespace,
-    taskQueue: config.temporal.taskQueue,
-    ...(workflowBundle ? { workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: activities ?? createActivities({ config, tools }),
-    dataConverter: dataConverterFor(config),
-    // Heartbeats carry a streaming model step's text to live views; send them at least every second.
-    maxHeartbeatThrottleInterval: '1 second',
-    ...workerOptions,
-  });
-  if (!given) {
-    const run = worker.run.bind(worker);
-    worker.run = async () => {
-      try {
-        await run();
-      } finally {
-        await connection.close();
-      }
-    };
+/**
+ * A Temporal worker serving Tollgate's workflows and activities, with the resources it opened
+ * itself (the connection, the idempotency store): `run` and `runUntil` close them when the worker
+ * has stopped; what the caller passed in stays the caller's to close.
+ */
+export class TollgateWorker {
+  constructor(
+    /** The Temporal worker itself. */
+    readonly worker: Worker,
+    private readonly owned: Array<() => Promise<void>>,
+  ) {}
+
+  /** Runs until `shutdown()` or a signal, then closes what this worker opened. */
+  async run(): Promise<void> {
+    try {
+      await this.worker.run();
+    } finally {
+      await this.close();
+    }
   }
-  return worker;
+
+  /** Runs while `fn` runs, then shuts down and closes what this worker opened. */
+  async runUntil<R>(fn: Promise<R> | (() => Promise<R>)): Promise<R> {
+    try {
+      return await this.worker.runUntil(fn);
+    } finally {
+      await this.close();
+    }
+  }
+
+  /** Starts a graceful shutdown; `run` returns once in-flight tasks are done. */
+  shutdown(): void {
+    this.worker.shutdown();
+  }
+
+  /** The Temporal worker's state (`RUNNING`, `STOPPED`, …). */
+  getState(): ReturnType<Worker['getState']> {
+    return this.worker.getState();
+  }
+
+  private async close(): Promise<void> {
+    for (const close of this.owned.splice(0).reverse()) await close();
+  }
+}
+
+/** Builds the tool registry (stopping here on a bad declaration), bundles the workflows and creates the worker. */
+export async function createWorker({ config, connection: given, tools, store: givenStore, activities, workflowBundle, workerOptions }: CreateWorkerOptions): Promise<TollgateWorker> {
+  const owned: Array<() => Promise<void>> = [];
+  try {
+    const connection = given ?? (await connectWorker(config));
+    if (!given) owned.push(() => connection.close());
+    let served = activities;
+    if (!served) {
+      const store = givenStore ?? openConfiguredStore(config);
+      if (!givenStore) owned.push(() => store.close());
+      served = createActivities({ config, tools, store });
+    }
+    const worker = await Worker.create({
+      connection,
+      namespace: config.temporal.namespace,
+      taskQueue: config.temporal.taskQueue,
+      ...(workflowBundle ? { workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+      activities: served,
+      dataConverter: dataConverterFor(config),
+      // Heartbeats carry a streaming model step's text to live views; send them at least every second.
+      maxHeartbeatThrottleInterval: '1 second',
+      ...workerOptions,
+    });
+    return new TollgateWorker(worker, owned);
+  } catch (error) {
+    for (const close of owned.reverse()) await close().catch(() => undefined);
+    throw error;
+  }
 }
 
 /** Encrypts every payload when the config names a keyring (`encryption.keysEnv`); plain JSON otherwise. */
 export function dataConverterFor(config: TollgateConfig): DataConverter | undefined {
   const codec = codecFromEnvironment(config.encryption.keysEnv);
   return codec ? { payloadCodecs: [codec] } : undefined;
-}
-
-async function connectToServer(config: TollgateConfig): Promise<NativeConnection> {
-  const { address, namespace } = config.temporal;
-  const admin = await Connection.connect({ address });
-  try {
-    await ensureSearchAttributes(admin, namespace);
-  } finally {
-    await admin.close();
-  }
-  return NativeConnection.connect({ address });
 }

@@ -1,6 +1,6 @@
 import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
 import type { ScriptStep } from '../../common/types';
-import { playScriptedModel } from '../scripted-model';
+import { playScriptedModel } from './scripted-plan';
 import { fromModelPrompt } from './model-prompt';
 
 function wordCount(text: string): number {

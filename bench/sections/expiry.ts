@@ -6,7 +6,7 @@ import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { NativeConnection } from '@temporalio/worker';
 import type { AgentTurnResult } from '../../common/types';
-import { ensureSearchAttributes } from '../../server/dev-server';
+import { ensureSearchAttributes } from '../../connection/temporal-connection';
 import { requireBinary } from '../../server/temporal-binaries';
 import { createWorker } from '../../worker/create-worker';
 import { benchHandlers, benchTools } from '../bench-tools';

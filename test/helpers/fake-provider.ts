@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { listenOnLoopback } from '../../server/loopback-http';
+import { listenOnLoopback } from '../../client/demo/loopback-http';
 
 /** One scripted answer of the fake provider to one request. */
 export type FakeReply =

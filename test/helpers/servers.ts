@@ -1,6 +1,6 @@
 import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { ensureSearchAttributes } from '../../server/dev-server';
+import { ensureSearchAttributes } from '../../connection/temporal-connection';
 import { requireBinary } from '../../server/temporal-binaries';
 import { WORKFLOWS_PATH } from '../../worker/create-worker';
 

@@ -1,11 +1,12 @@
+import { openConfiguredStore } from '../../activities/intents/open-store';
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll } from 'vitest';
 import { createActivities } from '../../activities';
-import type { ToolDefinition } from '../../activities/define-tool';
-import type { IdempotencyStore } from '../../activities/idempotency-store';
+import type { ToolDefinition } from '../../tools/define-tool';
+import type { IdempotencyStore } from '../../activities/intents/intent-store';
 import type { ModelEnvironment } from '../../activities/models/language-model';
 import type { AgentTurnInput, AgentTurnResult, ModelStepInput, ScriptStep, TurnState } from '../../common/types';
 import type { TollgateConfig } from '../../config/config-schema';
@@ -49,7 +50,8 @@ export async function runTurn({ env, workflowBundle, input, tools, store, config
   const taskQueue = `test-${randomUUID()}`;
   const base = given ?? testConfig({ retry: { initialInterval: '100ms', maximumInterval: '1s' } });
   const config: TollgateConfig = { ...base, temporal: { ...base.temporal, taskQueue } };
-  const activities = createActivities({ config, tools, store, modelEnvironment });
+  const ownStore = store ? undefined : openConfiguredStore(config);
+  const activities = createActivities({ config, tools, store: store ?? ownStore!, modelEnvironment });
   const modelInputs: ModelStepInput[] = [];
   const observed = {
     ...activities,
@@ -59,7 +61,8 @@ export async function runTurn({ env, workflowBundle, input, tools, store, config
     },
   };
   const worker = await createWorker({ config, connection: env.nativeConnection, activities: observed, workflowBundle });
-  return worker.runUntil(async () => {
+  try {
+  return await worker.runUntil(async () => {
     const handle = await env.client.workflow.start('agentTurn', {
       workflowId: `turn-${randomUUID()}`,
       taskQueue,
@@ -72,6 +75,9 @@ export async function runTurn({ env, workflowBundle, input, tools, store, config
     const runToolScheduled = (history.events ?? []).filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool').length;
     return { result, modelInputs, runToolScheduled, state, config, handle, history };
   });
+  } finally {
+    await ownStore?.close();
+  }
 }
 
 /** A time-skipping server and a workflow bundle, filled in before the calling file's tests run. */

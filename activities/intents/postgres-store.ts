@@ -1,6 +1,6 @@
 import pg from 'pg';
-import type { ToolResult } from '../common/types';
-import { INTENT_COLUMNS_SQL, recordFromRow, type IdempotencyStore, type IntentRow } from './idempotency-store';
+import type { ToolResult } from '../../common/types';
+import { INTENT_COLUMNS_SQL, recordFromRow, type IdempotencyStore, type IntentRow } from './intent-store';
 
 /**
  * The idempotency store on PostgreSQL, for several workers on several machines: the same table

@@ -2,9 +2,9 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { sha256 } from '../canonical-json';
-import { ToolError } from '../classify-error';
+import { ToolError } from '../tool-error';
 import { defineTool, type ToolDefinition } from '../define-tool';
-import { taskSlug } from '../idempotency-key';
+import { taskSlug } from '../intent-key';
 import { ToolOutcome } from '../tool-outcome';
 import { pathRefusal, resolveInside } from './workspace-path';
 

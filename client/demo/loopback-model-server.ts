@@ -1,7 +1,7 @@
 import http from 'node:http';
-import { listenOnLoopback } from '../server/loopback-http';
-import { playScriptedModel } from '../activities/scripted-model';
-import type { ToolResult, TurnMessage } from '../common/types';
+import { listenOnLoopback } from './loopback-http';
+import { playScriptedModel } from '../../activities/models/scripted-plan';
+import type { ToolResult, TurnMessage } from '../../common/types';
 
 /** A chat message as an OpenAI-compatible client sends it. */
 interface ChatMessage {

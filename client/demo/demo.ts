@@ -9,16 +9,15 @@
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import { loadConfig } from '../config/load-config';
-import { ensureSearchAttributes, ensureServer } from '../server/dev-server';
-import { binaryPath } from '../server/temporal-binaries';
-import { createWorker } from '../worker/create-worker';
-import { startLoopbackModelServer } from '../examples/loopback-model-server';
-import { followTurn } from './follow-turn';
-import { formatTable } from './format-table';
-import { TollgateClient } from './tollgate-client';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { loadConfig } from '../../config/load-config';
+import { ensureServer } from '../../server/dev-server';
+import { binaryPath } from '../../server/temporal-binaries';
+import { createWorker } from '../../worker/create-worker';
+import { startLoopbackModelServer } from './loopback-model-server';
+import { followTurn } from '../follow-turn';
+import { formatTable } from '../format-table';
+import { TollgateClient } from '../tollgate-client';
 
 const DEFAULT_REQUEST = 'What is our refund policy for annual plans?';
 
@@ -54,15 +53,10 @@ async function main(): Promise<number> {
 
   let worker: Awaited<ReturnType<typeof createWorker>> | undefined;
   let workerRun: Promise<void> | undefined;
-  let nativeConnection: NativeConnection | undefined;
   let client: TollgateClient | undefined;
   try {
-    const adminConnection = await Connection.connect({ address: lease.address });
-    await ensureSearchAttributes(adminConnection, lease.namespace);
-    await adminConnection.close();
-
-    nativeConnection = await NativeConnection.connect({ address: lease.address });
-    worker = await createWorker({ config, connection: nativeConnection });
+    // The worker opens its own connection (registering the search attributes) and store, and closes them when it stops.
+    worker = await createWorker({ config });
     workerRun = worker.run();
     client = await TollgateClient.connect(config);
 
@@ -99,7 +93,6 @@ async function main(): Promise<number> {
       worker?.shutdown();
       await workerRun;
     }
-    await nativeConnection?.close();
     await loopback?.close();
     if (lease.started && values['keep-server']) lease.started.process.unref();
     await stopServer();

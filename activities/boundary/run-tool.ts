@@ -1,14 +1,15 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { RunToolInput, RunToolResult, ToolFailureDetails, ToolResult } from '../common/types';
+import type { RunToolInput, RunToolResult, ToolFailureDetails, ToolResult } from '../../common/types';
 import { checkToolCall } from './check-tool-call';
-import { classifyError, ToolError } from './classify-error';
-import type { ToolDefinition } from './define-tool';
-import type { IdempotencyStore } from './idempotency-store';
-import { intentKey } from './idempotency-key';
+import { classifyError } from './classify-error';
+import { ToolError } from '../../tools/tool-error';
+import type { ToolDefinition } from '../../tools/define-tool';
+import type { IdempotencyStore } from '../intents/intent-store';
+import { intentKey } from '../../tools/intent-key';
 import { DEFAULT_SECRET_PATTERNS, redactText, redactValue } from './redact';
 import { Semaphore } from './semaphore';
-import { ToolOutcome } from './tool-outcome';
-import type { ToolRegistry } from './tool-registry';
+import { ToolOutcome } from '../../tools/tool-outcome';
+import type { ToolRegistry } from '../../tools/tool-registry';
 
 /** The failure type of a write whose handler was cut off (timeout, reset, crash): it may or may not have taken effect. */
 export const WRITE_INTERRUPTED = 'write_interrupted';

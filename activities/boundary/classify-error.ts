@@ -1,19 +1,8 @@
-import type { ErrorCode } from '../common/codes';
+import type { ErrorCode } from '../../common/codes';
+import { ToolError } from '../../tools/tool-error';
 
 const TRANSIENT_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
 const FORBIDDEN_CODES = new Set(['EACCES', 'EPERM']);
-
-/** A thrown error that says its own code; handlers may throw it instead of returning an outcome. */
-export class ToolError extends Error {
-  override name = 'ToolError';
-  constructor(
-    message: string,
-    readonly code: ErrorCode,
-    readonly retryable = code === 'transient_failure',
-  ) {
-    super(message);
-  }
-}
 
 /** Maps an error a handler threw to a stable code, by its type and system code, never by its text. */
 export function classifyError(error: unknown): { code: ErrorCode; retryable: boolean; message: string } {

@@ -1,16 +1,16 @@
 import type { LanguageModelV3, LanguageModelV3FunctionTool, LanguageModelV3Usage } from '@ai-sdk/provider';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { z } from 'zod';
-import { toMilliseconds } from '../common/duration';
-import type { CheckedToolCall, ModelSelection, ModelStepInput, ModelStepResult, Usage } from '../common/types';
-import type { TollgateConfig } from '../config/config-schema';
-import { argsDigest } from './canonical-json';
-import { checkToolCall } from './check-tool-call';
-import { classifyModelError } from './models/model-errors';
-import { toModelPrompt } from './models/model-prompt';
-import { scriptedModel } from './models/language-model';
-import { toolJsonSchema } from './define-tool';
-import type { ToolRegistry } from './tool-registry';
+import { toMilliseconds } from '../../common/duration';
+import type { CheckedToolCall, ModelSelection, ModelStepInput, ModelStepResult, Usage } from '../../common/types';
+import type { TollgateConfig } from '../../config/config-schema';
+import { argsDigest } from '../../tools/canonical-json';
+import { checkToolCall } from '../boundary/check-tool-call';
+import { classifyModelError } from './model-errors';
+import { toModelPrompt } from './model-prompt';
+import { scriptedModel } from './language-model';
+import { toolJsonSchema } from '../../tools/define-tool';
+import type { ToolRegistry } from '../../tools/tool-registry';
 
 /** Failure types of a model step that retry policies name. */
 export const MODEL_FAILURES = {

@@ -1,8 +1,8 @@
 import { Context } from '@temporalio/activity';
-import type { LookupStatusInput, StatusLookup, ToolResult } from '../common/types';
-import type { IdempotencyStore } from './idempotency-store';
-import { intentKey } from './idempotency-key';
-import type { ToolRegistry } from './tool-registry';
+import type { LookupStatusInput, StatusLookup, ToolResult } from '../../common/types';
+import type { IdempotencyStore } from '../intents/intent-store';
+import { intentKey } from '../../tools/intent-key';
+import type { ToolRegistry } from '../../tools/tool-registry';
 
 /**
  * The `lookupStatus` activity: asks the store and then the tool's own status check whether a

@@ -1,9 +1,9 @@
 import type { z } from 'zod';
-import type { CheckedToolCall, ToolCallRequest } from '../common/types';
-import { argsDigest } from './canonical-json';
-import type { ToolDefinition } from './define-tool';
+import type { CheckedToolCall, ToolCallRequest } from '../../common/types';
+import { argsDigest } from '../../tools/canonical-json';
+import type { ToolDefinition } from '../../tools/define-tool';
 import { redactText } from './redact';
-import type { ToolRegistry } from './tool-registry';
+import type { ToolRegistry } from '../../tools/tool-registry';
 
 function describeIssues(issues: z.core.$ZodIssue[]): string {
   return issues

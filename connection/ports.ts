@@ -1,0 +1,52 @@
+import net from 'node:net';
+
+/** A server or address problem the user can fix; the message is one line naming the cause and the fix. */
+export class ServerError extends Error {
+  override name = 'ServerError';
+}
+
+/** A host and port, split from an address such as `127.0.0.1:7233`. */
+export function parseAddress(address: string): { host: string; port: number } {
+  const match = /^(.+):(\d+)$/.exec(address);
+  if (!match) throw new ServerError(`"${address}" is not a host:port address; fix temporal.address or TEMPORAL_ADDRESS`);
+  return { host: match[1].replace(/^\[|\]$/g, ''), port: Number(match[2]) };
+}
+
+export function isLocalHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+}
+
+/** Whether anything accepts TCP connections at host:port. */
+export function portAnswers(host: string, port: number, timeoutMs = 1_000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port });
+    const done = (answers: boolean) => {
+      socket.destroy();
+      resolve(answers);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+/** Whether a port can be listened on, i.e. no other program holds it. */
+export function portIsFree(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, host, () => server.close(() => resolve(true)));
+  });
+}
+
+/** A free TCP port on the loopback interface, for servers that tests start. */
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, host, () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
