@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, realpathSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readlinkSync, realpathSync } from 'node:fs';
 import { z } from 'zod';
 import type { ToolEffect } from '../../common/codes';
 import { defineTool, type ToolDefinition } from '../define-tool';
@@ -12,29 +12,59 @@ export const shellInput = z.strictObject({
   command: z.string().min(1).max(4_000).describe('A bash command, run in the workspace folder.'),
 });
 
-/** Whether bubblewrap (Debian's `bubblewrap`, command `bwrap`) can run a sandbox here. */
+/** Whether bubblewrap (Debian's `bubblewrap`, command `bwrap`) can run the sandbox here, user namespace included. */
 export function bubblewrapAvailable(): boolean {
-  const probe = spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-net', '--die-with-parent', 'true'], { stdio: 'ignore', timeout: 5_000 });
+  const probe = spawnSync('bwrap', [...isolationArgs(), 'true'], { stdio: 'ignore', timeout: 5_000, env: minimalSpawnEnvironment() });
   return probe.status === 0;
 }
 
+/** Folders of the system a shell needs, bound read-only (symlinks such as /bin -> usr/bin kept as links). */
+const SYSTEM_FOLDERS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+/** Single files of /etc that programs need to start (loader cache, Debian's alternatives); nothing else of /etc. */
+const SYSTEM_FILES = ['/etc/alternatives', '/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/ld.so.conf.d', '/etc/localtime'];
+
+// The worker's environment holds secrets (store URLs, keyrings, API keys); bwrap itself gets only PATH.
+function minimalSpawnEnvironment(): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+}
+
+// A user namespace with every capability dropped keeps root's powers (remount, raw devices) out even when the worker runs as root.
+function isolationArgs(): string[] {
+  const system: string[] = [];
+  for (const folder of SYSTEM_FOLDERS) {
+    if (!existsSync(folder)) continue;
+    const stat = lstatSync(folder);
+    if (stat.isSymbolicLink()) system.push('--symlink', readlinkSync(folder), folder);
+    else if (stat.isDirectory()) system.push('--ro-bind', folder, folder);
+  }
+  for (const file of SYSTEM_FILES) system.push('--ro-bind-try', file, file);
+  return [
+    '--unshare-all', '--unshare-user', '--cap-drop', 'ALL',
+    '--die-with-parent', '--new-session', '--clearenv',
+    ...system,
+    '--dev', '/dev',
+    '--proc', '/proc',
+    '--tmpfs', '/tmp',
+  ];
+}
+
 /**
- * The bubblewrap command line for one shell command: the whole system read-only, the workspace the
- * only writable place (plus a private /tmp), no network, its own process, IPC and host namespaces,
- * and it dies with the worker.
+ * The bubblewrap command line for one shell command: only the system folders a shell needs,
+ * read-only; the workspace the only writable place (plus a private /tmp); a user namespace without
+ * capabilities; no network; its own process, IPC and host namespaces; an environment of PATH, HOME
+ * (the workspace) and LANG alone; and it dies with the worker.
  */
 export function sandboxArgs(workspace: string, command: string): string[] {
   const real = realpathSync(workspace);
   return [
-    '--ro-bind', '/', '/',
-    '--dev', '/dev',
-    '--proc', '/proc',
-    '--tmpfs', '/tmp',
+    ...isolationArgs(),
     '--bind', real, real,
-    '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts',
-    '--die-with-parent', '--new-session',
+    '--remount-ro', '/',
+    '--setenv', 'PATH', '/usr/local/bin:/usr/bin:/bin',
+    '--setenv', 'HOME', real,
+    '--setenv', 'LANG', 'C.UTF-8',
     '--chdir', real,
-    'bash', '-c', command,
+    'bash', '--noprofile', '--norc', '-c', command,
   ];
 }
 
@@ -69,7 +99,7 @@ export function shellTool({
       mkdirSync(workspace, { recursive: true });
       return new Promise((resolve, reject) => {
         const child = sandbox
-          ? spawn('bwrap', sandboxArgs(workspace, command), { signal, stdio: ['ignore', 'pipe', 'pipe'] })
+          ? spawn('bwrap', sandboxArgs(workspace, command), { signal, stdio: ['ignore', 'pipe', 'pipe'], env: minimalSpawnEnvironment() })
           : spawn('bash', ['-c', command], { cwd: workspace, signal, stdio: ['ignore', 'pipe', 'pipe'] });
         let output = '';
         const collect = (chunk: Buffer) => {
