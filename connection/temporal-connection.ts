@@ -7,9 +7,9 @@ import type { TollgateConfig } from '../config/config-schema';
 import { parseAddress, portAnswers } from './ports';
 
 /**
- * The options Temporal's Connection and NativeConnection both take. Where and how to reach Temporal: the address and namespace of the config (after
- * `TEMPORAL_ADDRESS` / `TEMPORAL_NAMESPACE`), with TLS, mTLS, API key and gRPC metadata from the
- * Temporal profile (`TEMPORAL_PROFILE`, `temporal.toml`, `TEMPORAL_API_KEY`, `TEMPORAL_TLS*`).
+ * The options Temporal's Connection and NativeConnection both take: the config's address (after
+ * `TEMPORAL_ADDRESS`), with TLS, mTLS, API key and gRPC metadata from the Temporal profile
+ * (`TEMPORAL_PROFILE`, `temporal.toml`, `TEMPORAL_API_KEY`, `TEMPORAL_TLS*`).
  */
 export function connectionOptions(address: string, profile: ClientConfigProfile = {}): NativeConnectionOptions {
   return toClientOptions({ ...profile, address }).connectionOptions;
