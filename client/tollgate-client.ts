@@ -115,7 +115,13 @@ export class TollgateClient {
   async follow(workflowId: string, onUpdate: (view: LiveView) => void | Promise<void>, { intervalMs = 250 }: { intervalMs?: number } = {}): Promise<AgentTurnResult> {
     const handle = this.client.workflow.getHandle(workflowId);
     let finished = false;
-    const result = handle.result().finally(() => (finished = true));
+    const result = handle.result();
+    // A handler is attached at once: a turn that fails while the first look is on the wire must
+    // not end the process as an unhandled rejection.
+    const settled = result.then(
+      () => (finished = true),
+      () => (finished = true),
+    );
     let last = '';
     while (!finished) {
       const [state, description] = await Promise.all([handle.query(stateQuery), handle.describe()]);
@@ -129,7 +135,7 @@ export class TollgateClient {
         last = key;
         await onUpdate(view);
       }
-      await Promise.race([result.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, intervalMs))]);
+      await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, intervalMs))]);
     }
     const ended = await result;
     // One last look, so that what happened since the previous one is not missed.

@@ -3,6 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineTool } from '../tools/define-tool';
 import { openConfiguredStore } from '../activities/intents/open-store';
 import { intentKey } from '../tools/intent-key';
 import { openSqliteStore } from '../activities/intents/sqlite-store';
@@ -41,27 +43,82 @@ describe.each(backends)('the %s idempotency store', (_name, open) => {
   const unique = () => `key-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   const receipt: ToolResult = { status: 'success', data: { path: 'drafts/a.md' } };
 
-  it('records started, then committed with the receipt, and never lets a start overwrite a commit', async () => {
+  const claimOf = (key: string, callId: string, effect: 'reversible_write' | 'irreversible_write' = 'irreversible_write', leaseMs = 60_000) =>
+    store.claim({ key, taskId: 't', tool: 'save_draft', callId, argsDigest: 'digest', effect, leaseMs });
+
+  it('lets exactly one of many concurrent claimants own an intent, and never lets a claim overwrite a commit', async () => {
     const key = unique();
     await expect(store.get(key)).resolves.toBeUndefined();
-    await store.markStarted({ key, taskId: 't', tool: 'save_draft', callId: 'call-0-0' });
-    await expect(store.get(key)).resolves.toMatchObject({ key, state: 'started', taskId: 't', callId: 'call-0-0' });
-    await store.markStarted({ key, taskId: 't', tool: 'save_draft', callId: 'call-1-0' });
-    await expect(store.get(key)).resolves.toMatchObject({ state: 'started', callId: 'call-1-0' });
-    await store.markCommitted(key, receipt);
-    await store.markStarted({ key, taskId: 't', tool: 'save_draft', callId: 'call-2-0' });
-    await expect(store.get(key)).resolves.toMatchObject({ state: 'committed', callId: 'call-1-0', receipt });
+    const claims = await Promise.all(Array.from({ length: 8 }, (_, index) => claimOf(key, `call-${index}-0`)));
+    const winners = claims.filter((claim) => claim.claimed);
+    expect(winners).toHaveLength(1);
+    const owner = winners[0]!.claimed ? winners[0]!.owner : '';
+    await expect(claimOf(key, 'call-9-0')).resolves.toMatchObject({ claimed: false, record: { state: 'started', owner } });
+    await expect(store.commit({ key, owner, receipt })).resolves.toBe(true);
+    await expect(claimOf(key, 'call-10-0')).resolves.toMatchObject({ claimed: false, record: { state: 'committed', receipt } });
+    await expect(store.listTask('t')).resolves.toEqual(expect.arrayContaining([expect.objectContaining({ key, state: 'committed' })]));
   });
 
-  it('forgets only a started intent, and commits one it never saw start', async () => {
+  it('lets a reversible intent be claimed again only after its lease expired, and an irreversible one never', async () => {
+    const reversible = unique();
+    const first = await claimOf(reversible, 'call-0-0', 'reversible_write', 0);
+    expect(first.claimed).toBe(true);
+    await expect(claimOf(reversible, 'call-1-0', 'reversible_write', 0)).resolves.toMatchObject({ claimed: false });
+    if (!first.claimed) return;
+    await store.endLease({ key: reversible, owner: first.owner });
+    await expect(claimOf(reversible, 'call-2-0', 'reversible_write', 0)).resolves.toMatchObject({ claimed: true, replaced: { callId: 'call-0-0' } });
+    const irreversible = unique();
+    const sent = await claimOf(irreversible, 'call-0-0', 'irreversible_write', 0);
+    if (sent.claimed) await store.endLease({ key: irreversible, owner: sent.owner });
+    await expect(claimOf(irreversible, 'call-1-0', 'irreversible_write', 0)).resolves.toMatchObject({ claimed: false, record: { state: 'started' } });
+  });
+
+  it('releases only its own started attempt, and prunes only old committed intents', async () => {
     const started = unique();
-    await store.markStarted({ key: started, taskId: 't', tool: 'x', callId: 'c' });
-    await store.forget(started);
+    const claim = await claimOf(started, 'c');
+    if (!claim.claimed) throw new Error('expected the claim');
+    await expect(store.release({ key: started, owner: 'someone-else' })).resolves.toBe(false);
+    await expect(store.release({ key: started, owner: claim.owner })).resolves.toBe(true);
     await expect(store.get(started)).resolves.toBeUndefined();
     const committed = unique();
-    await store.markCommitted(committed, receipt);
-    await store.forget(committed);
-    await expect(store.get(committed)).resolves.toMatchObject({ state: 'committed', receipt });
+    const again = await claimOf(committed, 'c');
+    if (again.claimed) await store.commit({ key: committed, owner: again.owner, receipt });
+    const old = unique();
+    await claimOf(old, 'c');
+    const report = await store.prune({ committedBefore: new Date(Date.now() + 60_000) });
+    expect(report.deleted).toBeGreaterThanOrEqual(1);
+    expect(report.startedKept).toBeGreaterThanOrEqual(1);
+    await expect(store.get(committed)).resolves.toBeUndefined();
+    await expect(store.get(old)).resolves.toMatchObject({ state: 'started' });
+  });
+
+  it('refuses a bad claim with what was wrong', async () => {
+    await expect(store.claim({ key: '', taskId: 't', tool: 'x', callId: 'c', argsDigest: 'd', effect: 'irreversible_write', leaseMs: 1 })).rejects.toThrow('claim: key must be a non-empty string');
+    await expect(claimOf(unique(), 'c', 'read' as never)).rejects.toThrow('claim: effect must be reversible_write or irreversible_write');
+  });
+
+  it('runs the handler of one intent once when two workers claim it at the same moment', async () => {
+    for (const effect of ['irreversible_write', 'reversible_write'] as const) {
+      let executions = 0;
+      const tool = defineTool({
+        name: 'pay',
+        description: 'pays',
+        input: z.strictObject({ amount: z.number().describe('amount') }),
+        effect,
+        status: () => 'not_applied',
+        handler: async () => {
+          executions++;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          return 'paid';
+        },
+      });
+      const registry = createToolRegistry({ tools: [tool] });
+      const workers = [createRunTool({ registry, store }), createRunTool({ registry, store })];
+      const taskId = unique();
+      const results = await Promise.all(workers.map((runTool, index) => new MockActivityEnvironment().run(runTool, { taskId, callId: `call-${index}-0`, tool: 'pay', args: { amount: 1 } })));
+      expect(executions).toBe(1);
+      expect(results.map((result) => (result as RunToolResult).code ?? (result as RunToolResult).status).sort()).toEqual(['outcome_unknown', 'success']);
+    }
   });
 
   it('keeps the boundary from writing one intent twice, and from sending a started, unconfirmed one again', async () => {
@@ -81,7 +138,7 @@ describe.each(backends)('the %s idempotency store', (_name, open) => {
     await expect(new MockActivityEnvironment().run(lookupStatus, { taskId, callId: 'c', tool: 'save_draft', args: draft })).resolves.toMatchObject({ state: 'applied', source: 'store' });
     expect(writes).toBe(1);
     const message = { to: 'ops', subject: 'Hi', body: 'Body' };
-    await store.markStarted({ key: intentKey(send, message, taskId), taskId, tool: 'send_message', callId: 'call-2-0' });
+    await store.claim({ key: intentKey(send, message, taskId), taskId, tool: 'send_message', callId: 'call-2-0', argsDigest: 'digest', effect: 'irreversible_write', leaseMs: 0 });
     await expect(call('send_message', message, 'call-3-0')).resolves.toMatchObject({ status: 'error', code: 'outcome_unknown', attempt: 0 });
     expect(existsSync(path.join(root, 'outbox')) ? readdirSync(path.join(root, 'outbox')) : []).toEqual([]);
   });

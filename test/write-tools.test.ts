@@ -10,6 +10,7 @@ import { checkToolCall } from '../activities/boundary/check-tool-call';
 import { defineTool } from '../tools/define-tool';
 import { openSqliteStore } from '../activities/intents/sqlite-store';
 import { intentKey } from '../tools/intent-key';
+import { argsDigest } from '../tools/canonical-json';
 import { createLookupStatus } from '../activities/boundary/lookup-status';
 import { createRunTool } from '../activities/boundary/run-tool';
 import { createToolRegistry } from '../tools/tool-registry';
@@ -116,7 +117,7 @@ describe('send_message', () => {
     const { runTool, store } = boundary([send]);
     const args = { to: 'ops', subject: 'Hi', body: 'Body' };
     // As a worker that died after recording the intent and before confirming it leaves the store.
-    await store.markStarted({ key: intentKey(send, args, 'task-7'), taskId: 'task-7', tool: 'send_message', callId: 'call-0-0' });
+    await store.claim({ key: intentKey(send, args, 'task-7'), taskId: 'task-7', tool: 'send_message', callId: 'call-0-0', argsDigest: argsDigest(args), effect: 'irreversible_write', leaseMs: 10_000 });
     await expect(call(runTool, 'send_message', args, 'call-2-0')).resolves.toMatchObject({ status: 'error', code: 'outcome_unknown', attempt: 0 });
     expect(existsSync(path.join(root, 'outbox'))).toBe(false);
   });

@@ -1,13 +1,40 @@
 import { Context } from '@temporalio/activity';
 import type { LookupStatusInput, StatusLookup, ToolResult } from '../../common/types';
-import type { IdempotencyStore } from '../intents/intent-store';
+import { IntentStoreError, type IdempotencyStore, type IntentRecord } from '../intents/intent-store';
+import { argsDigest } from '../../tools/canonical-json';
+import type { ToolDefinition } from '../../tools/define-tool';
 import { intentKey } from '../../tools/intent-key';
 import type { ToolRegistry } from '../../tools/tool-registry';
 
+/** Whether a started attempt may still be applying: its lease (the call's timeout plus the store's grace) has not run out. */
+export function inFlight(record: IntentRecord | undefined, now = Date.now()): boolean {
+  return record?.state === 'started' && record.leaseExpiresAt !== undefined && Date.parse(record.leaseExpiresAt) > now;
+}
+
+/** The tool's own status check, asked once: a throw is `unknown`, never a guess. */
+export async function askStatusCheck({ tool, args, taskId, idempotencyKey }: { tool: ToolDefinition; args: unknown; taskId: string; idempotencyKey: string }): Promise<StatusLookup> {
+  if (!tool.status) return { state: 'unknown', reason: `${tool.name} has no status check` };
+  let answer;
+  try {
+    answer = await tool.status(args, { taskId, tool: tool.name, idempotencyKey });
+  } catch (error) {
+    Context.current().log.warn('status check threw', { tool: tool.name, stack: (error as Error)?.stack });
+    return { state: 'unknown', reason: `the status check failed: ${String((error as Error)?.message ?? error).split('\n')[0]}` };
+  }
+  if (answer === 'not_applied') return { state: 'not_applied' };
+  if (answer === 'applied' || (typeof answer === 'object' && answer !== null && answer.state === 'applied')) {
+    const data = typeof answer === 'object' && answer.data !== undefined ? answer.data : { applied: true, idempotencyKey };
+    return { state: 'applied', receipt: { status: 'success', data }, source: 'tool' };
+  }
+  return { state: 'unknown', reason: 'the tool cannot tell whether it took effect' };
+}
+
 /**
- * The `lookupStatus` activity: asks the store and then the tool's own status check whether a
- * write intent already took effect. It only reads, so it may be retried freely. "applied" comes
- * with the receipt the model then sees instead of a second write.
+ * The `lookupStatus` activity: whether a write intent already took effect. The tool's own status
+ * check decides; the store's receipt answers only when the check agrees, cannot tell, or the tool
+ * has none. A started attempt still inside its lease is in flight, so "not applied" becomes
+ * `unknown` for it; a store that cannot be reached is `unknown` too, never a workflow failure.
+ * It only reads (and records a receipt the check found), so it may be retried freely.
  */
 export function createLookupStatus({ registry, store }: { registry: ToolRegistry; store: IdempotencyStore }) {
   return async function lookupStatus({ taskId, callId, tool: name, args }: LookupStatusInput): Promise<StatusLookup> {
@@ -16,23 +43,36 @@ export function createLookupStatus({ registry, store }: { registry: ToolRegistry
     const parsed = tool.input.safeParse(args);
     if (!parsed.success) return { state: 'unknown', reason: 'the arguments no longer fit the tool schema' };
     const idempotencyKey = intentKey(tool, parsed.data, taskId);
-    const record = await store.get(idempotencyKey);
-    if (record?.state === 'committed' && record.receipt) return { state: 'applied', receipt: record.receipt, source: 'store' };
-    if (!tool.status) {
-      return record?.state === 'started' ? { state: 'unknown', reason: 'started earlier and never confirmed' } : { state: 'not_applied' };
-    }
-    let answer;
+    let record: IntentRecord | undefined;
     try {
-      answer = await tool.status(parsed.data, { taskId, tool: name, idempotencyKey });
+      record = await store.get(idempotencyKey);
     } catch (error) {
-      Context.current().log.warn('status check threw', { tool: name, callId, stack: (error as Error)?.stack });
-      return { state: 'unknown', reason: `the status check failed: ${(error as Error).message.split('\n')[0]}` };
+      if (!(error instanceof IntentStoreError)) throw error;
+      Context.current().log.warn('idempotency store unreachable during a status lookup', { tool: name, callId, message: error.message });
+      return { state: 'unknown', reason: error.message };
     }
-    if (answer === 'not_applied') return { state: 'not_applied' };
-    if (answer === 'unknown') return { state: 'unknown', reason: 'the tool cannot tell whether it took effect' };
-    const data = typeof answer === 'object' && answer.data !== undefined ? answer.data : { applied: true, idempotencyKey };
-    const receipt: ToolResult = { status: 'success', data };
-    await store.markCommitted(idempotencyKey, receipt);
-    return { state: 'applied', receipt, source: 'tool' };
+    const stored: ToolResult | undefined = record?.state === 'committed' ? record.receipt : undefined;
+    if (!tool.status) {
+      if (stored) return { state: 'applied', receipt: stored, source: 'store' };
+      return record ? { state: 'unknown', reason: `started earlier (call ${record.callId}) and never confirmed` } : { state: 'not_applied' };
+    }
+    const checked = await askStatusCheck({ tool, args: parsed.data, taskId, idempotencyKey });
+    if (checked.state === 'applied') {
+      if (stored) return { state: 'applied', receipt: stored, source: 'store' };
+      try {
+        await store.recordApplied({ key: idempotencyKey, taskId, tool: name, argsDigest: argsDigest(parsed.data), receipt: checked.receipt });
+      } catch (error) {
+        // The check is the authority; a receipt that could not be recorded costs only a later check.
+        if (!(error instanceof IntentStoreError)) throw error;
+        Context.current().log.warn('could not record a receipt the status check found', { tool: name, callId, message: error.message });
+      }
+      return checked;
+    }
+    if (checked.state === 'not_applied') {
+      if (inFlight(record)) return { state: 'unknown', reason: `call ${record!.callId} started this intent at ${record!.startedAt} and may still be applying it (until ${record!.leaseExpiresAt})` };
+      return checked;
+    }
+    if (stored) return { state: 'applied', receipt: stored, source: 'store' };
+    return checked;
   };
 }

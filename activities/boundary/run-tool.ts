@@ -4,7 +4,9 @@ import { checkToolCall } from './check-tool-call';
 import { classifyError } from './classify-error';
 import { ToolError } from '../../tools/tool-error';
 import type { ToolDefinition } from '../../tools/define-tool';
-import type { IdempotencyStore } from '../intents/intent-store';
+import { IntentStoreError, type ClaimResult, type IdempotencyStore, type WriteEffect } from '../intents/intent-store';
+import { askStatusCheck, inFlight } from './lookup-status';
+import { argsDigest } from '../../tools/canonical-json';
 import { intentKey } from '../../tools/intent-key';
 import { DEFAULT_SECRET_PATTERNS, redactText, redactValue } from './redact';
 import { Semaphore } from './semaphore';
@@ -111,32 +113,73 @@ export function createRunTool({
 
   async function runWrite(tool: ToolDefinition, args: unknown, input: RunToolInput): Promise<RunToolResult> {
     if (!store) throw new Error(`tool ${tool.name} is a write, and this worker has no idempotency store`);
-    const attempt = Context.current().info.attempt;
+    const context = Context.current();
+    const attempt = context.info.attempt;
     const key = intentKey(tool, args, input.taskId);
-    const record = await store.get(key);
-    if (record?.state === 'committed' && record.receipt) {
-      return { ...record.receipt, attempt: 0, originalSize: 0, truncated: false };
+    const effect = tool.effect as WriteEffect;
+    const notRun = (message: string): RunToolResult => ({ status: 'error', code: 'outcome_unknown', retryable: false, message, attempt: 0, originalSize: 0, truncated: false });
+    const fromReceipt = (receipt: ToolResult): RunToolResult => ({ ...receipt, attempt: 0, originalSize: 0, truncated: false });
+    const check = () => askStatusCheck({ tool, args, taskId: input.taskId, idempotencyKey: key });
+    const claimFor = (supersede?: string) =>
+      store.claim({ key, taskId: input.taskId, tool: tool.name, callId: input.callId, argsDigest: argsDigest(args), effect, leaseMs: tool.timeoutMs, supersede });
+    let claim: ClaimResult;
+    try {
+      claim = await claimFor();
+      // A receipt answers a reversible write only while the tool's own check agrees: the world may have changed since (X, then Y, then X again).
+      if (!claim.claimed && claim.record.state === 'committed' && claim.record.owner && effect === 'reversible_write' && tool.status) {
+        if ((await check()).state === 'not_applied') claim = await claimFor(claim.record.owner);
+      }
+      if (!claim.claimed) {
+        const { record } = claim;
+        if (record.state === 'committed' && record.receipt) return fromReceipt(record.receipt);
+        if (effect === 'reversible_write' && tool.status) {
+          const checked = await check();
+          if (checked.state === 'applied') {
+            await store.recordApplied({ key, taskId: input.taskId, tool: tool.name, argsDigest: argsDigest(args), receipt: checked.receipt });
+            return fromReceipt(checked.receipt);
+          }
+        }
+        return notRun(
+          inFlight(record)
+            ? `${tool.name} is being run by call ${record.callId} (started ${record.startedAt}); it is not run a second time`
+            : `${tool.name} was started before (call ${record.callId}) and never confirmed; it is not run again`,
+        );
+      }
+      // Another call's attempt whose lease ran out without a verdict: only the tool's own check may let it run again.
+      // (A retry of the same call follows the workflow's own status lookup, which just asked it.)
+      if (claim.replaced?.state === 'started' && claim.replaced.callId !== input.callId) {
+        const checked = await check();
+        if (checked.state === 'applied') {
+          await store.commit({ key, owner: claim.owner, receipt: checked.receipt });
+          return fromReceipt(checked.receipt);
+        }
+        if (checked.state === 'unknown') {
+          await store.endLease({ key, owner: claim.owner });
+          return notRun(`${tool.name} was started before (call ${claim.replaced.callId}) and ${checked.reason}; it is not run again`);
+        }
+      }
+    } catch (error) {
+      if (!(error instanceof IntentStoreError)) throw error;
+      context.log.warn('idempotency store failed before a write', { tool: tool.name, callId: input.callId, message: error.message });
+      return notRun(`${tool.name} was not run: ${error.message}`);
     }
-    if (record?.state === 'started' && tool.effect === 'irreversible_write') {
-      return {
-        status: 'error',
-        code: 'outcome_unknown',
-        retryable: false,
-        message: `${tool.name} was started before (call ${record.callId}) and never confirmed; it is not run again`,
-        attempt: 0,
-        originalSize: 0,
-        truncated: false,
-      };
-    }
-    await store.markStarted({ key, taskId: input.taskId, tool: tool.name, callId: input.callId });
+    const { owner } = claim;
     const end = await runHandler(tool, args, input, key);
     if (end.interrupted) {
+      // A handler that threw has stopped, so the attempt is no longer in flight; one cut off by the timeout may still be applying.
+      if ((end.error as Error | undefined)?.name !== 'TimeoutError') await store.endLease({ key, owner }).catch((error: unknown) => context.log.warn('could not end a lease', { key, message: String(error) }));
       const details: ToolFailureDetails = { attempt, originalSize: 0 };
       throw ApplicationFailure.create({ type: WRITE_INTERRUPTED, message: redactText(end.outcome.ok ? 'interrupted' : end.outcome.message, secretPatterns), nonRetryable: true, details: [details] });
     }
     const { result, originalSize, truncated } = normalize(tool, end.outcome);
-    if (result.status === 'success') await store.markCommitted(key, result);
-    else await store.forget(key);
+    try {
+      if (result.status === 'success') await store.commit({ key, owner, receipt: result });
+      else await store.release({ key, owner });
+    } catch (error) {
+      // The handler's verdict stands; the intent stays started, so a later lookup says unknown rather than not applied.
+      if (!(error instanceof IntentStoreError)) throw error;
+      context.log.warn('idempotency store failed after a write', { tool: tool.name, callId: input.callId, message: error.message });
+    }
     return { ...result, attempt: Math.max(attempt, 1), originalSize, truncated };
   }
 

@@ -1,27 +1,112 @@
 import type { ToolResult } from '../../common/types';
 
+/** The effects whose calls are recorded as intents. */
+export type WriteEffect = 'reversible_write' | 'irreversible_write';
+
 /** One write intent as the store knows it. */
 export interface IntentRecord {
   key: string;
   taskId: string;
   tool: string;
+  /** The call that holds (or last held) the attempt. */
   callId: string;
+  /** The effect the intent was claimed under; `unknown` for rows written before effects were recorded (never claimable again while started). */
+  effect: WriteEffect | 'unknown';
+  /** SHA-256 of the canonical arguments, when the claimant gave it. */
+  argsDigest?: string;
+  /** The claim token of the attempt that holds (or last held) the intent; commit and release name it. */
+  owner?: string;
   /** `started` is written before the side effect, `committed` with its receipt after it. */
   state: 'started' | 'committed';
   receipt?: ToolResult;
   startedAt: string;
+  /** Until when a started attempt may still be applying (its timeout plus a grace); after it, a reversible intent may be claimed again. */
+  leaseExpiresAt?: string;
   committedAt?: string;
+}
+
+/** What a claimant asks for: the attempt at one intent, for at most `leaseMs`. */
+export interface ClaimRequest {
+  key: string;
+  taskId: string;
+  tool: string;
+  callId: string;
+  argsDigest: string;
+  effect: WriteEffect;
+  /** How long the attempt may run: the call's timeout. The store adds its in-flight grace; until then nobody else may claim a reversible intent, and a lookup reports it in flight. */
+  leaseMs: number;
+  /**
+   * The owner of a committed record that the tool's own status check proved stale (the world no
+   * longer holds what it recorded): the claim replaces exactly that record, and no newer one.
+   */
+  supersede?: string;
+}
+
+/** Who owns the attempt after a claim. */
+export type ClaimResult =
+  | {
+      claimed: true;
+      /** The token that commit and release must name. */
+      owner: string;
+      record: IntentRecord;
+      /** The record this claim replaced: a reversible attempt whose lease expired, or a stale committed one. */
+      replaced?: IntentRecord;
+    }
+  | {
+      claimed: false;
+      /** The record that holds the intent: committed (with its receipt), or started by someone else. */
+      record: IntentRecord;
+    };
+
+/** What a retention pass did. */
+export interface PruneReport {
+  /** Committed intents deleted because they were older than the retention period. */
+  deleted: number;
+  /** Started intents older than the retention period: kept, since nobody knows whether they took effect. */
+  startedKept: number;
+}
+
+/** How long after a call's timeout its attempt still counts as in flight: a handler that ignores its abort signal may still be applying. */
+export const DEFAULT_IN_FLIGHT_GRACE_MS = 10_000;
+
+/** Options both stores take. */
+export interface IntentStoreOptions {
+  /** Added to every claim's lease (default `DEFAULT_IN_FLIGHT_GRACE_MS`). */
+  inFlightGraceMs?: number;
+}
+
+/** A store call that failed (the store cannot be reached, or answered with an error): the boundary reports it, never guesses. */
+export class IntentStoreError extends Error {
+  override name = 'IntentStoreError';
+  constructor(
+    readonly operation: string,
+    cause: unknown,
+  ) {
+    super(`the idempotency store could not ${operation}: ${cause instanceof Error ? cause.message.split('\n')[0] : String(cause)}`, { cause });
+  }
 }
 
 /** Where write intents are recorded durably, so that no retry and no repeat writes twice. */
 export interface IdempotencyStore {
   get(key: string): Promise<IntentRecord | undefined>;
-  /** Records that the side effect is about to happen. */
-  markStarted(record: { key: string; taskId: string; tool: string; callId: string }): Promise<void>;
-  /** Records that it happened, with the result the model saw. */
-  markCommitted(key: string, receipt: ToolResult): Promise<void>;
-  /** Forgets a started intent whose tool said, definitely, that it did nothing. */
-  forget(key: string): Promise<void>;
+  /**
+   * Claims the attempt at an intent, atomically: exactly one of any number of concurrent claimants
+   * gets `claimed: true`. An absent intent is claimable; a started reversible one only after its
+   * lease expired; a started irreversible one never again; a committed one only by `supersede`.
+   */
+  claim(request: ClaimRequest): Promise<ClaimResult>;
+  /** Records that the intent took effect, with the result the model saw; false when it was already committed. */
+  commit(commit: { key: string; owner: string; receipt: ToolResult }): Promise<boolean>;
+  /** Records a receipt for an intent the tool's own status check found applied; an existing started row is committed, a committed one kept. */
+  recordApplied(record: { key: string; taskId: string; tool: string; argsDigest?: string; receipt: ToolResult }): Promise<void>;
+  /** Ends the lease of an attempt whose handler returned or threw without a verdict: it stays started (nobody knows whether it took effect) but is no longer in flight. */
+  endLease(lease: { key: string; owner: string }): Promise<boolean>;
+  /** Gives up an attempt whose tool said, definitely, that it did nothing; only its owner can, and only while started. */
+  release(release: { key: string; owner: string }): Promise<boolean>;
+  /** The intents of one task, oldest first. */
+  listTask(taskId: string): Promise<IntentRecord[]>;
+  /** Deletes committed intents committed before `committedBefore`; started ones are never deleted, only counted. */
+  prune(options: { committedBefore: Date }): Promise<PruneReport>;
   close(): Promise<void>;
 }
 
@@ -35,6 +120,11 @@ export interface IntentRow {
   receipt: string | null;
   started_at: string;
   committed_at: string | null;
+  effect: string | null;
+  args_digest: string | null;
+  owner: string | null;
+  /** Milliseconds since the epoch; a string when PostgreSQL returns a BIGINT. */
+  lease_until: number | string | null;
 }
 
 /** The columns of the intents table, the same in both stores. */
@@ -47,18 +137,39 @@ export const INTENT_COLUMNS_SQL = `key TEXT PRIMARY KEY,
     started_at TEXT NOT NULL,
     committed_at TEXT`;
 
+/** Columns added after the first release; both stores add them to an older table when they open it. */
+export const ADDED_COLUMNS: ReadonlyArray<{ name: string; sqliteType: string; postgresType: string }> = [
+  { name: 'effect', sqliteType: 'TEXT', postgresType: 'TEXT' },
+  { name: 'args_digest', sqliteType: 'TEXT', postgresType: 'TEXT' },
+  { name: 'owner', sqliteType: 'TEXT', postgresType: 'TEXT' },
+  { name: 'lease_until', sqliteType: 'INTEGER', postgresType: 'BIGINT' },
+];
+
 /** A row as the record the boundary reads. */
 export function recordFromRow(row: IntentRow | undefined): IntentRecord | undefined {
-  return (
-    row && {
-      key: row.key,
-      taskId: row.task_id,
-      tool: row.tool,
-      callId: row.call_id,
-      state: row.state,
-      receipt: row.receipt ? (JSON.parse(row.receipt) as ToolResult) : undefined,
-      startedAt: row.started_at,
-      committedAt: row.committed_at ?? undefined,
-    }
-  );
+  if (!row) return undefined;
+  const effect = row.effect === 'reversible_write' || row.effect === 'irreversible_write' ? row.effect : 'unknown';
+  return {
+    key: row.key,
+    taskId: row.task_id,
+    tool: row.tool,
+    callId: row.call_id,
+    effect,
+    ...(row.args_digest ? { argsDigest: row.args_digest } : {}),
+    ...(row.owner ? { owner: row.owner } : {}),
+    state: row.state,
+    receipt: row.receipt ? (JSON.parse(row.receipt) as ToolResult) : undefined,
+    startedAt: row.started_at,
+    ...(row.lease_until !== null && row.lease_until !== undefined ? { leaseExpiresAt: new Date(Number(row.lease_until)).toISOString() } : {}),
+    committedAt: row.committed_at ?? undefined,
+  };
+}
+
+/** Checks a claim before it reaches a store, so that a bad one is refused with what was wrong. */
+export function checkClaimRequest(request: ClaimRequest): void {
+  for (const field of ['key', 'taskId', 'tool', 'callId', 'argsDigest'] as const) {
+    if (typeof request[field] !== 'string' || request[field].length === 0) throw new TypeError(`claim: ${field} must be a non-empty string`);
+  }
+  if (request.effect !== 'reversible_write' && request.effect !== 'irreversible_write') throw new TypeError(`claim: effect must be reversible_write or irreversible_write, got "${String(request.effect)}"`);
+  if (!Number.isFinite(request.leaseMs) || request.leaseMs < 0) throw new TypeError(`claim: leaseMs must be a non-negative number of milliseconds, got ${String(request.leaseMs)}`);
 }

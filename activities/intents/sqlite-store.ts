@@ -1,39 +1,130 @@
+import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { INTENT_COLUMNS_SQL, recordFromRow, type IdempotencyStore, type IntentRow } from './intent-store';
+import {
+  ADDED_COLUMNS,
+  checkClaimRequest,
+  DEFAULT_IN_FLIGHT_GRACE_MS,
+  INTENT_COLUMNS_SQL,
+  IntentStoreError,
+  recordFromRow,
+  type ClaimRequest,
+  type ClaimResult,
+  type IdempotencyStore,
+  type IntentRow,
+  type IntentStoreOptions,
+} from './intent-store';
 
-/** The embedded store: one SQLite file (WAL), safe for several workers on one machine. */
-export function openSqliteStore(file: string): IdempotencyStore {
+/**
+ * The embedded store: one SQLite file (WAL), safe for several workers on one machine. A claim runs
+ * in one `BEGIN IMMEDIATE` transaction, which holds the file's write lock from its first read, so
+ * claimants in other processes are serialized by SQLite itself.
+ */
+export function openSqliteStore(file: string, { inFlightGraceMs = DEFAULT_IN_FLIGHT_GRACE_MS }: IntentStoreOptions = {}): IdempotencyStore {
   if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 5000');
   db.exec(`CREATE TABLE IF NOT EXISTS intents (${INTENT_COLUMNS_SQL})`);
+  const present = new Set((db.pragma('table_info(intents)') as Array<{ name: string }>).map((column) => column.name));
+  for (const column of ADDED_COLUMNS) if (!present.has(column.name)) db.exec(`ALTER TABLE intents ADD COLUMN ${column.name} ${column.sqliteType}`);
+  db.exec('CREATE INDEX IF NOT EXISTS intents_by_task ON intents (task_id, started_at)');
+  db.exec('CREATE INDEX IF NOT EXISTS intents_by_commit ON intents (state, committed_at)');
+
   const select = db.prepare<[string], IntentRow>('SELECT * FROM intents WHERE key = ?');
   const insertStarted = db.prepare(
-    `INSERT INTO intents (key, task_id, tool, call_id, state, started_at) VALUES (@key, @taskId, @tool, @callId, 'started', @now)
-     ON CONFLICT (key) DO UPDATE SET call_id = excluded.call_id, started_at = excluded.started_at WHERE intents.state = 'started'`,
-  );
-  const commit = db.prepare(`UPDATE intents SET state = 'committed', receipt = @receipt, committed_at = @now WHERE key = @key`);
-  const insertCommitted = db.prepare(
-    `INSERT INTO intents (key, task_id, tool, call_id, state, receipt, started_at, committed_at) VALUES (@key, '', '', '', 'committed', @receipt, @now, @now)
+    `INSERT INTO intents (key, task_id, tool, call_id, state, started_at, effect, args_digest, owner, lease_until)
+     VALUES (@key, @taskId, @tool, @callId, 'started', @now, @effect, @argsDigest, @owner, @leaseUntil)
      ON CONFLICT (key) DO NOTHING`,
   );
-  const remove = db.prepare(`DELETE FROM intents WHERE key = ? AND state = 'started'`);
+  const takeOver = db.prepare(
+    `UPDATE intents SET task_id = @taskId, tool = @tool, call_id = @callId, state = 'started', receipt = NULL, committed_at = NULL,
+       started_at = @now, effect = @effect, args_digest = @argsDigest, owner = @owner, lease_until = @leaseUntil
+     WHERE key = @key AND owner IS @previousOwner AND state = @previousState`,
+  );
+  const commit = db.prepare(`UPDATE intents SET state = 'committed', receipt = @receipt, committed_at = @now WHERE key = @key AND state = 'started'`);
+  const insertCommitted = db.prepare(
+    `INSERT INTO intents (key, task_id, tool, call_id, state, receipt, started_at, committed_at, args_digest, owner)
+     VALUES (@key, @taskId, @tool, '', 'committed', @receipt, @now, @now, @argsDigest, @owner)
+     ON CONFLICT (key) DO NOTHING`,
+  );
+  const endLease = db.prepare(`UPDATE intents SET lease_until = @now WHERE key = @key AND owner = @owner AND state = 'started'`);
+  const remove = db.prepare(`DELETE FROM intents WHERE key = @key AND owner = @owner AND state = 'started'`);
+  const byTask = db.prepare<[string], IntentRow>('SELECT * FROM intents WHERE task_id = ? ORDER BY started_at, key');
+  const pruneCommitted = db.prepare(`DELETE FROM intents WHERE state = 'committed' AND committed_at < ?`);
+  const countOldStarted = db.prepare<[string], { count: number }>(`SELECT count(*) AS count FROM intents WHERE state = 'started' AND started_at < ?`);
+
+  /** Decides, inside the write lock, whether this claimant owns the attempt. */
+  const claimLocked = db
+    .transaction((request: ClaimRequest, now: number): ClaimResult => {
+      const owner = randomUUID();
+      const values = {
+        key: request.key,
+        taskId: request.taskId,
+        tool: request.tool,
+        callId: request.callId,
+        effect: request.effect,
+        argsDigest: request.argsDigest,
+        owner,
+        now: new Date(now).toISOString(),
+        leaseUntil: now + request.leaseMs + inFlightGraceMs,
+      };
+      if (insertStarted.run(values).changes === 1) return { claimed: true, owner, record: recordFromRow(select.get(request.key))! };
+      const existing = select.get(request.key)!;
+      const record = recordFromRow(existing)!;
+      const leaseExpired = record.state === 'started' && record.effect === 'reversible_write' && existing.lease_until !== null && Number(existing.lease_until) <= now;
+      const stale = record.state === 'committed' && request.supersede !== undefined && request.supersede === record.owner;
+      if (!leaseExpired && !stale) return { claimed: false, record };
+      takeOver.run({ ...values, previousOwner: existing.owner, previousState: existing.state });
+      return { claimed: true, owner, record: recordFromRow(select.get(request.key))!, replaced: record };
+    });
+
+  const guarded = <T>(operation: string, work: () => T): Promise<T> => {
+    try {
+      return Promise.resolve(work());
+    } catch (error) {
+      return Promise.reject(error instanceof TypeError ? error : new IntentStoreError(operation, error));
+    }
+  };
+
   return {
-    async get(key) {
-      return recordFromRow(select.get(key));
+    get(key) {
+      return guarded(`read intent ${key}`, () => recordFromRow(select.get(key)));
     },
-    async markStarted({ key, taskId, tool, callId }) {
-      insertStarted.run({ key, taskId, tool, callId, now: new Date().toISOString() });
+    claim(request) {
+      return guarded(`claim intent ${request?.key}`, () => {
+        checkClaimRequest(request);
+        return claimLocked.immediate(request, Date.now());
+      });
     },
-    async markCommitted(key, receipt) {
-      const values = { key, receipt: JSON.stringify(receipt), now: new Date().toISOString() };
-      if (commit.run(values).changes === 0) insertCommitted.run(values);
+    commit({ key, owner, receipt }) {
+      return guarded(`commit intent ${key}`, () => {
+        const values = { key, owner, receipt: JSON.stringify(receipt), now: new Date().toISOString(), taskId: '', tool: '', argsDigest: null };
+        if (commit.run(values).changes === 1) return true;
+        return insertCommitted.run(values).changes === 1;
+      });
     },
-    async forget(key) {
-      remove.run(key);
+    recordApplied({ key, taskId, tool, argsDigest, receipt }) {
+      return guarded(`record applied intent ${key}`, () => {
+        const values = { key, owner: randomUUID(), receipt: JSON.stringify(receipt), now: new Date().toISOString(), taskId, tool, argsDigest: argsDigest ?? null };
+        if (commit.run(values).changes === 0) insertCommitted.run(values);
+      });
+    },
+    endLease({ key, owner }) {
+      return guarded(`end the lease of intent ${key}`, () => endLease.run({ key, owner, now: Date.now() }).changes === 1);
+    },
+    release({ key, owner }) {
+      return guarded(`release intent ${key}`, () => remove.run({ key, owner }).changes === 1);
+    },
+    listTask(taskId) {
+      return guarded(`list the intents of task ${taskId}`, () => byTask.all(taskId).map((row) => recordFromRow(row)!));
+    },
+    prune({ committedBefore }) {
+      return guarded('prune committed intents', () => {
+        const before = committedBefore.toISOString();
+        return { deleted: pruneCommitted.run(before).changes, startedKept: countOldStarted.get(before)!.count };
+      });
     },
     async close() {
       db.close();
