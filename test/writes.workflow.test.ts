@@ -246,19 +246,30 @@ describe('approvals of irreversible writes', () => {
   });
 
   it('answers the decide update synchronously: a forged decision is rejected, a valid one accepted, a replay rejected', async () => {
-    const { result, delivered, state } = await outboxTurn(async (handle) => {
-      const { callId, digest } = await firstPending(handle);
-      const forged = await handle.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve', argsDigest: 'f'.repeat(64) }] }).catch((error) => error);
-      expect(forged).toBeInstanceOf(WorkflowUpdateFailedError);
-      expect(forged.cause.message).toBe(`argsDigest does not match the arguments of call ${callId}`);
-      await expect(handle.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve', argsDigest: digest }] })).resolves.toEqual({ callId, decision: 'approve', accepted: true });
-      const replayed = await handle.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve' }] }).catch((error) => error);
-      expect(replayed.cause.message).toMatch(/already decided|no call .* waits for approval/);
-      await handle.signal(approvalSignal, { callId, decision: 'approve' });
-      await waitForState(handle, (current) => current.rejectedDecisions.length === 1);
-    });
+    // Two messages in one step: the second waits for its own decision, so the turn is still running
+    // when the first call's decision is replayed (a finished turn would refuse any update at all).
+    const second = { to: 'ops', subject: 'Follow-up', body: 'Second.' };
+    const twoSends = scripted([{ toolCalls: [{ tool: 'send_message', args: { to: 'ops', subject: 'Hello', body: 'The brief.' } }, { tool: 'send_message', args: second }] }, { text: 'done' }]);
+    const { result, delivered, state } = await outboxTurn(
+      async (handle) => {
+        const { callId, digest } = await firstPending(handle);
+        const forged = await handle.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve', argsDigest: 'f'.repeat(64) }] }).catch((error) => error);
+        expect(forged).toBeInstanceOf(WorkflowUpdateFailedError);
+        expect(forged.cause.message).toBe(`argsDigest does not match the arguments of call ${callId}`);
+        await expect(handle.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve', argsDigest: digest }] })).resolves.toEqual({ callId, decision: 'approve', accepted: true });
+        const next = await waitForState(handle, (current) => current.pendingApprovals.some((pending) => pending.callId !== callId));
+        const replayed = await handle.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve' }] }).catch((error) => error);
+        expect(replayed).toBeInstanceOf(WorkflowUpdateFailedError);
+        expect(replayed.cause.message).toMatch(/already decided|no call .* waits for approval/);
+        await handle.signal(approvalSignal, { callId, decision: 'approve' });
+        await waitForState(handle, (current) => current.rejectedDecisions.length === 1);
+        const waiting = next.pendingApprovals.find((pending) => pending.callId !== callId)!;
+        await handle.signal(approvalSignal, { callId: waiting.callId, decision: 'deny', argsDigest: waiting.argsDigest, reason: 'one message is enough' });
+      },
+      { model: twoSends },
+    );
     expect(state.rejectedDecisions).toEqual([expect.objectContaining({ why: expect.stringMatching(/already decided|no call .* waits for approval/) })]);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 }), expect.objectContaining({ status: 'denied', attempts: 0 })]);
     expect(delivered).toBe(1);
   });
 });
