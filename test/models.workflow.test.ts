@@ -2,7 +2,7 @@ import { openSqliteStore } from '../activities/intents/sqlite-store';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../activities';
-import type { AgentTurnResult, ModelStepInput } from '../common/types';
+import type { AgentTurnResult, ModelStepInput, TurnMessage } from '../common/types';
 import { createWorker } from '../worker/create-worker';
 import { historyQuery, sendUpdate, closeConversationSignal } from '../workflows/messages';
 import { openaiStream, startFakeProvider, type FakeProvider } from './helpers/fake-provider';
@@ -156,6 +156,57 @@ describe('conversation', () => {
       ]);
       await latest.signal(closeConversationSignal);
       expect(await latest.result()).toMatchObject({ closed: true, turns: 3 });
+    });
+  });
+
+  it('runs three sends made at once one after another: each turn sees the answers before it, and they complete in order', async () => {
+    const { env, workflowBundle } = environment;
+    const taskQueue = `test-${randomUUID()}`;
+    const base = testConfig();
+    const config = { ...base, temporal: { ...base.temporal, taskQueue } };
+    const activities = createActivities({ config, store: openSqliteStore(':memory:') });
+    const reply = (prompt: string) => `noted: ${prompt}`;
+    const said = (message: TurnMessage) =>
+      message.role === 'user' ? [message.content] : message.role === 'assistant' ? [message.text ?? ''] : [];
+    const spoken = (messages: TurnMessage[]) => messages.flatMap(said);
+    // The scripted model answers each prompt with its own reply, so an answer shows which turn it came from.
+    const modelInputs: ModelStepInput[] = [];
+    const modelStep = async (stepInput: ModelStepInput) => {
+      modelInputs.push(structuredClone(stepInput));
+      const prompt = spoken(stepInput.messages.filter((message) => message.role === 'user')).at(-1) ?? '';
+      return activities.modelStep({ ...stepInput, model: scripted([{ text: reply(prompt) }]) });
+    };
+    const observed = { ...activities, modelStep };
+    const worker = await createWorker({ config, connection: env.nativeConnection, activities: observed, workflowBundle });
+    const conversationId = `conversation-${randomUUID()}`;
+    await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start('conversation', { workflowId: conversationId, taskQueue, args: [{ conversationId }] });
+      const prompts = ['My name is Ada.', 'I work on billing.', 'What do you know about me?'];
+      const results = await Promise.all(
+        prompts.map((text, index) => handle.executeUpdate(sendUpdate, { args: [{ text }], updateId: `send-${index}` })),
+      );
+      expect(results.map((result) => result.answer)).toEqual(prompts.map(reply));
+
+      // The order the server accepted the three sends in is the order the turns must run in.
+      const events = (await handle.fetchHistory()).events ?? [];
+      const accepted = events.flatMap(({ workflowExecutionUpdateAcceptedEventAttributes: accept }) => accept?.acceptedRequest?.meta?.updateId ?? []);
+      const completed = events.flatMap(({ workflowExecutionUpdateCompletedEventAttributes: update }) => update?.meta?.updateId ?? []);
+      expect([...accepted].sort()).toEqual(['send-0', 'send-1', 'send-2']);
+      expect(completed).toEqual(accepted);
+      const inOrder = accepted.map((updateId) => prompts[Number(updateId.slice('send-'.length))]);
+      const exchanges = inOrder.flatMap((prompt) => [prompt, reply(prompt)]);
+
+      // Turn n was sent the n - 1 exchanges before it, whole and in order, then its own prompt.
+      expect(modelInputs).toHaveLength(3);
+      inOrder.forEach((prompt, index) => {
+        const input = modelInputs.find((candidate) => spoken(candidate.messages).at(-1) === prompt)!;
+        expect(spoken(input.messages), `turn ${index + 1}`).toEqual([...exchanges.slice(0, 2 * index), prompt]);
+      });
+      const state = await handle.query(historyQuery);
+      expect(state.turns).toBe(3);
+      expect(spoken(state.history)).toEqual(exchanges);
+      await handle.signal(closeConversationSignal);
+      expect(await handle.result()).toMatchObject({ closed: true, turns: 3 });
     });
   });
 });

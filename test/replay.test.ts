@@ -3,7 +3,13 @@ import path from 'node:path';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
-import { HISTORY_FOLDER, PRE_PATCH_HISTORY, RECORDED_HISTORY } from './helpers/histories';
+import {
+  CONCURRENT_SENDS_BEFORE_PATCH_HISTORY,
+  CONCURRENT_SENDS_SERIAL_HISTORY,
+  HISTORY_FOLDER,
+  PRE_PATCH_HISTORY,
+  RECORDED_HISTORY,
+} from './helpers/histories';
 import { bundleWorkflows, quietRuntime } from './helpers/servers';
 
 const history = JSON.parse(readFileSync(RECORDED_HISTORY, 'utf8'));
@@ -32,6 +38,38 @@ describe('replay of recorded turns', () => {
     const workflowBundle = await bundleWorkflows();
     await expect(Worker.runReplayHistory({ workflowBundle }, before, 'before-patch')).resolves.toBeUndefined();
     await expect(Worker.runReplayHistory({ workflowBundle }, after, 'after-patch')).resolves.toBeUndefined();
+  });
+
+  it('replays conversations from both sides of the serial-sends patch: turns started together before it, one by one after', async () => {
+    quietRuntime();
+    type Recorded = {
+      events: Array<{
+        eventType: string;
+        startChildWorkflowExecutionInitiatedEventAttributes?: { workflowId: string };
+        markerRecordedEventAttributes?: { markerName: string };
+      }>;
+    };
+    // The turn events in order: 'start' when a child turn is started, 'end' when one completes.
+    const turnEvent = (event: Recorded['events'][number]) => {
+      if (event.startChildWorkflowExecutionInitiatedEventAttributes) return ['start'];
+      return event.eventType.endsWith('CHILD_WORKFLOW_EXECUTION_COMPLETED') ? ['end'] : [];
+    };
+    const turnEvents = (recorded: Recorded) => recorded.events.flatMap(turnEvent);
+    const isPatchMarker = (event: Recorded['events'][number]) => event.markerRecordedEventAttributes?.markerName === 'core_patch';
+    const patchMarkers = (recorded: Recorded) => recorded.events.filter(isPatchMarker);
+    // Child ids derive from the conversation's workflow id, so each history replays under its own id.
+    const workflowId = (recorded: Recorded) => {
+      const firstTurn = recorded.events.find((event) => event.startChildWorkflowExecutionInitiatedEventAttributes);
+      return firstTurn!.startChildWorkflowExecutionInitiatedEventAttributes!.workflowId.replace(/-turn-1$/, '');
+    };
+    const before = JSON.parse(readFileSync(CONCURRENT_SENDS_BEFORE_PATCH_HISTORY, 'utf8')) as Recorded;
+    const after = JSON.parse(readFileSync(CONCURRENT_SENDS_SERIAL_HISTORY, 'utf8')) as Recorded;
+    expect([turnEvents(before), patchMarkers(before)]).toEqual([['start', 'start', 'start', 'end', 'end', 'end'], []]);
+    expect([turnEvents(after), patchMarkers(after).length]).toEqual([['start', 'end', 'start', 'end', 'start', 'end'], 1]);
+    const workflowBundle = await bundleWorkflows();
+    for (const recorded of [before, after]) {
+      await expect(Worker.runReplayHistory({ workflowBundle }, recorded, workflowId(recorded))).resolves.toBeUndefined();
+    }
   });
 
   it('catches a deliberately non-deterministic change of the workflow', async () => {

@@ -1,10 +1,27 @@
-import { allHandlersFinished, ApplicationFailure, condition, continueAsNew, executeChild, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  continueAsNew,
+  executeChild,
+  patched,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { Mutex } from 'async-mutex';
 import type { AgentTurnResult, ConversationInput, ConversationState, TurnMessage } from '../common/types';
 import { agentTurn } from './agent-turn';
 import { closeConversationSignal, historyQuery, sendUpdate } from './messages';
 
 /** The default budget of earlier messages passed to a turn, in characters of their JSON. */
 const DEFAULT_CONTEXT_BUDGET_CHARS = 24_000;
+
+/**
+ * Patch id: each `send` takes the conversation's mutex, so sends made at once run their turns one
+ * after another, in the order they were accepted. Runs recorded before it (whose waiting sends could
+ * start their turns together) replay without the mutex.
+ */
+export const SERIAL_SENDS_PATCH = 'conversation-serial-sends';
 
 /**
  * The earlier messages a turn gets: the newest ones that fit the budget, whole user/answer pairs,
@@ -26,7 +43,8 @@ export function boundedHistory(history: TurnMessage[], budgetChars: number): Tur
 
 /**
  * A conversation: it keeps the message history, runs one child `agentTurn` for each user message
- * (update `send`, answered with the turn's result), and continues as new when Temporal suggests it
+ * (update `send`, answered with the turn's result; concurrent sends run one at a time, in the order
+ * they were accepted), and continues as new when Temporal suggests it
  * (or after `maxTurnsPerRun` turns), carrying the whole history into the new run.
  */
 export async function conversation(input: ConversationInput): Promise<ConversationState> {
@@ -38,28 +56,35 @@ export async function conversation(input: ConversationInput): Promise<Conversati
   let turnsThisRun = 0;
   let busy = false;
 
+  // One turn for one message. The busy flag alone does not serialize sends: when it clears, every send
+  // waiting on it is unblocked in the same activation. It stays so that a locked send also waits for a
+  // turn that a run from before the patch started without the lock.
+  const runTurn = async (text: string): Promise<AgentTurnResult> => {
+    await condition(() => !busy);
+    busy = true;
+    try {
+      const turn = ++state.turns;
+      turnsThisRun++;
+      const result = await executeChild(agentTurn, {
+        workflowId: `${workflowInfo().workflowId}-turn-${turn}`,
+        args: [{ taskId: conversationId, prompt: text, model, tools, limits, history: boundedHistory(state.history, contextBudgetChars) }],
+      });
+      state.history.push({ role: 'user', content: text }, { role: 'assistant', text: result.answer ?? `(the turn ended with status ${result.status})`, toolCalls: [] });
+      return result;
+    } finally {
+      busy = false;
+    }
+  };
+  // First in, first out: the send accepted first runs its turn first, and each turn sees the answers of all before it.
+  const sendLock = new Mutex();
+
   setHandler(historyQuery, () => state);
   setHandler(closeConversationSignal, () => {
     state.closed = true;
   });
   setHandler(
     sendUpdate,
-    async ({ text }): Promise<AgentTurnResult> => {
-      await condition(() => !busy);
-      busy = true;
-      try {
-        const turn = ++state.turns;
-        turnsThisRun++;
-        const result = await executeChild(agentTurn, {
-          workflowId: `${workflowInfo().workflowId}-turn-${turn}`,
-          args: [{ taskId: conversationId, prompt: text, model, tools, limits, history: boundedHistory(state.history, contextBudgetChars) }],
-        });
-        state.history.push({ role: 'user', content: text }, { role: 'assistant', text: result.answer ?? `(the turn ended with status ${result.status})`, toolCalls: [] });
-        return result;
-      } finally {
-        busy = false;
-      }
-    },
+    ({ text }): Promise<AgentTurnResult> => (patched(SERIAL_SENDS_PATCH) ? sendLock.runExclusive(() => runTurn(text)) : runTurn(text)),
     {
       validator: (message) => {
         if (!message || typeof message.text !== 'string' || message.text.trim() === '') throw new Error('send: text must be a non-empty string');
@@ -68,7 +93,8 @@ export async function conversation(input: ConversationInput): Promise<Conversati
     },
   );
 
-  await condition(() => state.closed || (!busy && (workflowInfo().continueAsNewSuggested || turnsThisRun >= maxTurnsPerRun)));
+  const idle = () => !busy && !sendLock.isLocked();
+  await condition(() => state.closed || (idle() && (workflowInfo().continueAsNewSuggested || turnsThisRun >= maxTurnsPerRun)));
   await condition(allHandlersFinished);
   if (state.closed) return state;
   return continueAsNew<typeof conversation>({ ...input, history: state.history, turns: state.turns });

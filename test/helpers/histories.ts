@@ -15,3 +15,12 @@ export const RECORDED_PROVIDER_HISTORY = path.join(HISTORY_FOLDER, 'agent-turn-o
  * `status-lookup-local-activity`): turns started before that change must still replay.
  */
 export const PRE_PATCH_HISTORY = path.join(HISTORY_FOLDER, 'agent-turn-built-in-plan-lookup-as-activity.json');
+
+/**
+ * A conversation sent three messages at once, recorded before the `send` mutex (patch
+ * `conversation-serial-sends`): its three turns started together and must still replay that way.
+ */
+export const CONCURRENT_SENDS_BEFORE_PATCH_HISTORY = path.join(HISTORY_FOLDER, 'conversation', 'concurrent-sends-before-serial-patch.json');
+
+/** The same three sends recorded after the patch: the turns ran one after another. */
+export const CONCURRENT_SENDS_SERIAL_HISTORY = path.join(HISTORY_FOLDER, 'conversation', 'concurrent-sends-serial.json');
