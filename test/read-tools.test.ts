@@ -6,7 +6,8 @@ import { checkToolCall } from '../activities/boundary/check-tool-call';
 import { openCorpus } from '../tools/corpus';
 import { createToolRegistry } from '../tools/tool-registry';
 import { getDocumentTool } from '../tools/built-in/get-document';
-import { searchLocalSourcesTool } from '../tools/built-in/search-local-sources';
+import { countMatches, searchCorpus, searchLocalSourcesTool } from '../tools/built-in/search-local-sources';
+import { countRegexMatches } from '../tools/built-in/regex-search-worker';
 import { ToolOutcome } from '../tools/tool-outcome';
 import { PROJECT_ROOT } from '../config/load-config';
 
@@ -15,6 +16,8 @@ const search = searchLocalSourcesTool(corpus);
 const getDocument = getDocumentTool(corpus);
 const registry = createToolRegistry({ tools: [search, getDocument] });
 const context = { taskId: 't', callId: 'c', attempt: 1, signal: new AbortController().signal };
+/** Backtracks exponentially on any run of words not followed by 30 digits: every document of the corpus. */
+const CATASTROPHIC = '([a-z]+\\s?)+\\d{30}';
 
 async function runSearch(args: unknown) {
   const outcome = await search.handler(search.input.parse(args), context);
@@ -42,6 +45,41 @@ describe('search_local_sources', () => {
   it('finds documents by a regular expression', async () => {
     const matches = await runSearch({ query: 'SEV[12]', mode: 'regex' });
     expect(matches.map((match) => match.id)).toEqual(expect.arrayContaining(['incident-severity', 'release-process']));
+  });
+
+  it('counts the matches of a regular expression on its worker thread exactly as on this thread', async () => {
+    const documents = corpus.documents();
+    for (const source of ['SEV[12]', 'on-?call', 'refund|return', 'x*', '^#']) {
+      const threaded = await countRegexMatches(source, documents, new AbortController().signal);
+      expect(threaded, source).toEqual(documents.map((document) => countMatches(new RegExp(source, 'i'), document)));
+    }
+  });
+
+  it('stops a catastrophically backtracking pattern when its signal aborts, and the event loop keeps turning meanwhile', async () => {
+    const controller = new AbortController();
+    const reason = new Error('the call timed out');
+    setTimeout(() => controller.abort(reason), 500);
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 20);
+    const started = Date.now();
+    try {
+      await expect(searchCorpus(corpus, { query: CATASTROPHIC, mode: 'regex', limit: 5 }, controller.signal)).rejects.toBe(reason);
+    } finally {
+      clearInterval(ticker);
+    }
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(ticks).toBeGreaterThanOrEqual(10);
+    // A thread left backtracking would spend about a second of CPU per second; a terminated one spends none.
+    const before = process.cpuUsage();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const spent = process.cpuUsage(before);
+    expect((spent.user + spent.system) / 1000).toBeLessThan(100);
+  });
+
+  it('never starts a regular expression search whose signal has already aborted', async () => {
+    const controller = new AbortController();
+    controller.abort(new Error('cancelled'));
+    await expect(countRegexMatches('SEV', corpus.documents(), controller.signal)).rejects.toThrow('cancelled');
   });
 
   it('returns an empty list, as a success, when nothing matches', async () => {
