@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { checkToolCall } from '../activities/boundary/check-tool-call';
 import { openCorpus } from '../tools/corpus';
@@ -11,6 +13,7 @@ import { countRegexMatches } from '../tools/built-in/regex-search-worker';
 import { ToolOutcome } from '../tools/tool-outcome';
 import { PROJECT_ROOT } from '../config/load-config';
 
+const run = promisify(execFile);
 const corpus = openCorpus(path.join(PROJECT_ROOT, 'examples', 'corpus'));
 const search = searchLocalSourcesTool(corpus);
 const getDocument = getDocumentTool(corpus);
@@ -74,6 +77,28 @@ describe('search_local_sources', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     const spent = process.cpuUsage(before);
     expect((spent.user + spent.system) / 1000).toBeLessThan(100);
+  });
+
+  it('searches normally again right after a hostile pattern was stopped', async () => {
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('the call timed out')), 200);
+    await expect(countRegexMatches(CATASTROPHIC, corpus.documents(), controller.signal)).rejects.toThrow('the call timed out');
+    expect((await runSearch({ query: 'SEV[12]', mode: 'regex' }))[0].id).toBe('incident-severity');
+    expect((await runSearch({ query: 'SEV[12]', mode: 'regex' }))[0].id).toBe('incident-severity');
+  });
+
+  it('leaves no search thread that keeps a finished program alive', async () => {
+    const script = [
+      "const { openCorpus } = require('./tools/corpus');",
+      "const { searchCorpus } = require('./tools/built-in/search-local-sources');",
+      "const corpus = openCorpus('examples/corpus');",
+      "searchCorpus(corpus, { query: 'SEV[12]', mode: 'regex', limit: 5 }, new AbortController().signal)",
+      "  .then((matches) => console.log(matches[0].id));",
+    ].join('\n');
+    const started = Date.now();
+    const { stdout } = await run(process.execPath, ['--require', require.resolve('tsx/cjs'), '-e', script], { cwd: PROJECT_ROOT, timeout: 30_000 });
+    expect(stdout.trim()).toBe('incident-severity');
+    expect(Date.now() - started).toBeLessThan(20_000);
   });
 
   it('never starts a regular expression search whose signal has already aborted', async () => {

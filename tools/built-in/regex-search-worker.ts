@@ -13,12 +13,15 @@ export interface MatchTarget {
   content: string;
 }
 
+/** What a search thread answers: the counts, one per document, or why the pattern failed. */
+type ThreadAnswer = { counts: MatchCount[] } | { error: string };
+
 /**
- * The worker thread's code, plain CommonJS so that it runs the same under any TypeScript loader.
- * It counts the matches of one case-insensitive pattern in every document and posts the counts back.
+ * The search thread's code, plain CommonJS so that it runs the same under any TypeScript loader.
+ * For each request it counts the matches of one case-insensitive pattern in every document.
  */
-const WORKER_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
+const THREAD_SOURCE = `
+const { parentPort } = require('node:worker_threads');
 function count(pattern, text) {
   pattern.lastIndex = 0;
   let matches = 0;
@@ -30,40 +33,71 @@ function count(pattern, text) {
   }
   return { matches, firstIndex };
 }
-const pattern = new RegExp(workerData.source, 'gi');
-parentPort.postMessage(workerData.documents.map(({ title, content }) => {
-  const inContent = count(pattern, content);
-  return { inTitle: count(pattern, title).matches, inContent: inContent.matches, firstIndex: inContent.firstIndex };
-}));
+parentPort.on('message', ({ source, documents }) => {
+  try {
+    const pattern = new RegExp(source, 'gi');
+    parentPort.postMessage({ counts: documents.map(({ title, content }) => {
+      const inContent = count(pattern, content);
+      return { inTitle: count(pattern, title).matches, inContent: inContent.matches, firstIndex: inContent.firstIndex };
+    }) });
+  } catch (error) {
+    parentPort.postMessage({ error: String(error && error.message || error) });
+  }
+});
 `;
+
+/** Threads kept ready between searches, so that most searches skip a thread's start-up. */
+const MAX_IDLE_THREADS = 2;
+const idleThreads: Worker[] = [];
+
+/** An idle thread, or a new one; it keeps the process alive while it works. */
+function takeThread(): Worker {
+  const thread = idleThreads.pop()?.removeAllListeners('exit') ?? new Worker(THREAD_SOURCE, { eval: true, stdout: true, stderr: true });
+  thread.ref();
+  return thread;
+}
+
+/** Keeps a thread that answered for the next search; an idle thread never keeps the process alive. */
+function returnThread(thread: Worker): void {
+  thread.removeAllListeners('message').removeAllListeners('error').removeAllListeners('exit');
+  if (idleThreads.length >= MAX_IDLE_THREADS) {
+    void thread.terminate();
+    return;
+  }
+  thread.unref();
+  // An idle thread that dies (out of memory, say) is simply forgotten.
+  thread.once('exit', () => idleThreads.splice(idleThreads.indexOf(thread), 1));
+  idleThreads.push(thread);
+}
 
 /**
  * Counts the matches of a case-insensitive regular expression in every document on a worker
  * thread, so that a pattern that backtracks without end never blocks the event loop. The thread
  * is terminated as soon as `signal` aborts (the call's timeout or cancellation), and the promise
- * then rejects with the signal's reason.
+ * then rejects with the signal's reason; a thread that answered is kept for the next search.
  */
 export function countRegexMatches(source: string, documents: readonly MatchTarget[], signal: AbortSignal): Promise<MatchCount[]> {
   if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise<MatchCount[]>((resolve, reject) => {
-    const worker = new Worker(WORKER_SOURCE, {
-      eval: true,
-      workerData: { source, documents: documents.map(({ title, content }) => ({ title, content })) },
-      stdout: true,
-      stderr: true,
-    });
+    const thread = takeThread();
     let settled = false;
-    const finish = (end: () => void) => {
+    const finish = (keep: boolean, end: () => void) => {
       if (settled) return;
       settled = true;
       signal.removeEventListener('abort', onAbort);
-      void worker.terminate();
+      if (keep) returnThread(thread);
+      else void thread.terminate();
       end();
     };
-    const onAbort = () => finish(() => reject(signal.reason));
+    const onAbort = () => finish(false, () => reject(signal.reason));
     signal.addEventListener('abort', onAbort);
-    worker.once('message', (counts: MatchCount[]) => finish(() => resolve(counts)));
-    worker.once('error', (error) => finish(() => reject(new Error(`the regular expression search failed: ${error.message}`))));
-    worker.once('exit', (code) => finish(() => reject(new Error(`the regular expression search stopped (exit code ${code}) before it answered`))));
+    thread.once('message', (answer: ThreadAnswer) =>
+      'counts' in answer
+        ? finish(true, () => resolve(answer.counts))
+        : finish(true, () => reject(new Error(`the regular expression failed: ${answer.error}`))),
+    );
+    thread.once('error', (error) => finish(false, () => reject(new Error(`the regular expression search failed: ${error.message}`))));
+    thread.once('exit', (code) => finish(false, () => reject(new Error(`the regular expression search stopped (exit code ${code}) before it answered`))));
+    thread.postMessage({ source, documents: documents.map(({ title, content }) => ({ title, content })) });
   });
 }
