@@ -96,7 +96,8 @@ describe('search_local_sources', () => {
       "  .then((matches) => console.log(matches[0].id));",
     ].join('\n');
     const started = Date.now();
-    const { stdout } = await run(process.execPath, ['--require', require.resolve('tsx/cjs'), '-e', script], { cwd: PROJECT_ROOT, timeout: 30_000 });
+    const args = ['--require', require.resolve('tsx/cjs'), '-e', script];
+    const { stdout } = await run(process.execPath, args, { cwd: PROJECT_ROOT, timeout: 30_000 });
     expect(stdout.trim()).toBe('incident-severity');
     expect(Date.now() - started).toBeLessThan(20_000);
   });

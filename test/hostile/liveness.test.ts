@@ -75,7 +75,11 @@ describe('a worker facing a catastrophically backtracking regular expression', (
     // A plain client, so that waiting for a result never lets the test server skip time.
     const client = new Client({ connection: env.connection, namespace: 'default' });
     const start = (taskId: string, script: ScriptStep[]): Promise<WorkflowHandle> =>
-      client.workflow.start('agentTurn', { workflowId: `turn-${randomUUID()}`, taskQueue, args: [{ taskId, prompt: 'search', model: scripted(script) }] });
+      client.workflow.start('agentTurn', {
+        workflowId: `turn-${randomUUID()}`,
+        taskQueue,
+        args: [{ taskId, prompt: 'search', model: scripted(script) }],
+      });
     const worker = await createWorker({ config, connection: env.nativeConnection, activities: observed, workflowBundle });
     const probe = eventLoopProbe();
     try {
@@ -113,15 +117,23 @@ describe('a worker facing a catastrophically backtracking regular expression', (
         const hostileStarted = Date.now();
         const hostileResult = (await hostile.result()) as AgentTurnResult;
         expect(hostileResult).toMatchObject({ status: 'completed', answer: 'That pattern took too long.' });
-        expect(hostileResult.toolCalls).toEqual([expect.objectContaining({ tool: 'search_local_sources', status: 'error', code: 'transient_failure', attempts: 2 })]);
+        expect(hostileResult.toolCalls).toEqual([
+          expect.objectContaining({ tool: 'search_local_sources', status: 'error', code: 'transient_failure', attempts: 2 }),
+        ]);
         expect(Date.now() - hostileStarted).toBeLessThan(2 * SEARCH_TIMEOUT_MS + 5_000);
         const seen = modelInputs.filter((input) => input.taskId === 'hostile').at(-1)?.messages.find((message) => message.role === 'tool');
         expect(seen).toMatchObject({
           role: 'tool',
           tool: 'search_local_sources',
-          result: { status: 'error', code: 'transient_failure', retryable: true, message: `search_local_sources timed out after ${SEARCH_TIMEOUT_MS} ms` },
+          result: {
+            status: 'error',
+            code: 'transient_failure',
+            retryable: true,
+            message: `search_local_sources timed out after ${SEARCH_TIMEOUT_MS} ms`,
+          },
         });
-        const found = modelInputs.filter((input) => input.taskId === 'normal').at(-1)?.messages.filter((message) => message.role === 'tool');
+        const lastNormalInput = modelInputs.filter((input) => input.taskId === 'normal').at(-1);
+        const found = lastNormalInput?.messages.filter((message) => message.role === 'tool');
         expect(JSON.stringify(found)).toContain('refund-policy');
         expect(JSON.stringify(found)).toContain('incident-severity');
       });

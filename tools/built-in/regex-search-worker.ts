@@ -97,7 +97,9 @@ export function countRegexMatches(source: string, documents: readonly MatchTarge
         : finish(true, () => reject(new Error(`the regular expression failed: ${answer.error}`))),
     );
     thread.once('error', (error) => finish(false, () => reject(new Error(`the regular expression search failed: ${error.message}`))));
-    thread.once('exit', (code) => finish(false, () => reject(new Error(`the regular expression search stopped (exit code ${code}) before it answered`))));
+    thread.once('exit', (code) =>
+      finish(false, () => reject(new Error(`the regular expression search stopped (exit code ${code}) before it answered`))),
+    );
     thread.postMessage({ source, documents: documents.map(({ title, content }) => ({ title, content })) });
   });
 }

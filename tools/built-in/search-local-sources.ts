@@ -72,7 +72,12 @@ function scoreCounts(counts: MatchCount[]): { score: number; firstIndex: number 
  * The counts of every document, one list per document: the words' patterns are matched here, a
  * regular expression from the model on a worker thread that `signal` terminates.
  */
-async function countDocuments(documents: CorpusDocument[], query: string, mode: 'words' | 'regex', signal: AbortSignal): Promise<MatchCount[][]> {
+async function countDocuments(
+  documents: CorpusDocument[],
+  query: string,
+  mode: 'words' | 'regex',
+  signal: AbortSignal,
+): Promise<MatchCount[][]> {
   if (mode === 'regex') return (await countRegexMatches(query, documents, signal)).map((count) => [count]);
   const patterns = queryWords(query).map((word) => new RegExp(`\\b${escapeRegExp(wordStem(word))}`, 'i'));
   if (patterns.length === 0) return documents.map(() => []);
