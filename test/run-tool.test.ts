@@ -66,6 +66,17 @@ describe('runTool', () => {
     expect(aborted).toBe(true);
   });
 
+  it('abandons a handler that ignores its signal and never settles, at its timeout, as any timeout', async () => {
+    let started = 0;
+    const deaf = echoTool(() => { started = Date.now(); return new Promise(() => {}); }, { timeout: 300 });
+    const failure = await runWith(deaf).catch((error) => error);
+    const elapsed = Date.now() - started;
+    expect(failure).toBeInstanceOf(ApplicationFailure);
+    expect(failure).toMatchObject({ type: 'transient_failure', nonRetryable: false, message: 'echo timed out after 300 ms' });
+    expect(elapsed).toBeGreaterThanOrEqual(290);
+    expect(elapsed).toBeLessThan(2_000);
+  });
+
   it('maps a permission error to forbidden and a ToolError to its code', async () => {
     const denied = Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' });
     await expect(runWith(echoTool(() => { throw denied; }))).resolves.toMatchObject({ status: 'error', code: 'forbidden' });

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Corpus, CorpusDocument } from '../corpus';
 import { defineTool, type ToolDefinition } from '../define-tool';
 import { ToolOutcome } from '../tool-outcome';
+import { countRegexMatches, type MatchCount, type MatchTarget } from './regex-search-worker';
 
 const STOP_WORDS = new Set(['a', 'an', 'and', 'are', 'as', 'at', 'be', 'by', 'do', 'for', 'from', 'how', 'i', 'in', 'is', 'it', 'of', 'on', 'or', 'our', 'the', 'to', 'we', 'what', 'when', 'which', 'who', 'with', 'you']);
 
@@ -50,26 +51,52 @@ function snippetAround(content: string, index: number): string {
   return `${start > 0 ? '…' : ''}${text}${start + 160 < content.length ? '…' : ''}`;
 }
 
-function scoreDocument(document: CorpusDocument, patterns: RegExp[]): { score: number; firstIndex: number } {
+/** Counts the matches of a pattern on this thread: only for patterns built here, which run in linear time. */
+export function countMatches(pattern: RegExp, { title, content }: MatchTarget): MatchCount {
+  const global = new RegExp(pattern.source, 'gi');
+  const inContent = [...content.matchAll(global)];
+  return { inTitle: title.match(global)?.length ?? 0, inContent: inContent.length, firstIndex: inContent[0]?.index ?? -1 };
+}
+
+function scoreCounts(counts: MatchCount[]): { score: number; firstIndex: number } {
   let score = 0;
   let firstIndex = -1;
-  for (const pattern of patterns) {
-    const inTitle = document.title.match(new RegExp(pattern.source, 'gi'))?.length ?? 0;
-    const inContent = [...document.content.matchAll(new RegExp(pattern.source, 'gi'))];
-    score += inTitle * 3 + inContent.length;
-    if (inContent.length > 0 && (firstIndex === -1 || inContent[0].index < firstIndex)) firstIndex = inContent[0].index;
+  for (const { inTitle, inContent, firstIndex: index } of counts) {
+    score += inTitle * 3 + inContent;
+    if (index !== -1 && (firstIndex === -1 || index < firstIndex)) firstIndex = index;
   }
   return { score, firstIndex };
 }
 
-/** Searches the corpus for words or a regular expression; no match is a success with an empty list. */
-export function searchCorpus(corpus: Corpus, { query, mode, limit }: z.output<typeof searchLocalSourcesInput>): SearchMatch[] {
-  const patterns =
-    mode === 'regex' ? [new RegExp(query, 'i')] : queryWords(query).map((word) => new RegExp(`\\b${escapeRegExp(wordStem(word))}`, 'i'));
-  if (patterns.length === 0) return [];
-  return corpus
-    .documents()
-    .map((document) => ({ document, ...scoreDocument(document, patterns) }))
+/**
+ * The counts of every document, one list per document: the words' patterns are matched here, a
+ * regular expression from the model on a worker thread that `signal` terminates.
+ */
+async function countDocuments(
+  documents: CorpusDocument[],
+  query: string,
+  mode: 'words' | 'regex',
+  signal: AbortSignal,
+): Promise<MatchCount[][]> {
+  if (mode === 'regex') return (await countRegexMatches(query, documents, signal)).map((count) => [count]);
+  const patterns = queryWords(query).map((word) => new RegExp(`\\b${escapeRegExp(wordStem(word))}`, 'i'));
+  if (patterns.length === 0) return documents.map(() => []);
+  return documents.map((document) => patterns.map((pattern) => countMatches(pattern, document)));
+}
+
+/**
+ * Searches the corpus for words or a regular expression; no match is a success with an empty list.
+ * A regular expression still running when `signal` aborts is stopped, and the search rejects with the signal's reason.
+ */
+export async function searchCorpus(
+  corpus: Corpus,
+  { query, mode, limit }: z.output<typeof searchLocalSourcesInput>,
+  signal: AbortSignal,
+): Promise<SearchMatch[]> {
+  const documents = corpus.documents();
+  const counts = await countDocuments(documents, query, mode, signal);
+  return documents
+    .map((document, index) => ({ document, ...scoreCounts(counts[index]) }))
     .filter(({ score }) => score > 0)
     .sort((left, right) => right.score - left.score || left.document.id.localeCompare(right.document.id))
     .slice(0, limit)
@@ -91,6 +118,6 @@ export function searchLocalSourcesTool(corpus: Corpus): ToolDefinition {
     timeout: '10s',
     maxAttempts: 3,
     maxOutputChars: 4_000,
-    handler: (args) => ToolOutcome.ok({ matches: searchCorpus(corpus, args) }),
+    handler: async (args, { signal }) => ToolOutcome.ok({ matches: await searchCorpus(corpus, args, signal) }),
   });
 }

@@ -1,0 +1,146 @@
+import { randomUUID } from 'node:crypto';
+import { Client, type WorkflowHandle } from '@temporalio/client';
+import { describe, expect, it } from 'vitest';
+import { createActivities } from '../../activities';
+import { openConfiguredStore } from '../../activities/intents/open-store';
+import type { AgentTurnResult, ModelStepInput, RunToolInput, ScriptStep } from '../../common/types';
+import type { TollgateConfig } from '../../config/config-schema';
+import { createWorker } from '../../worker/create-worker';
+import { stateQuery } from '../../workflows/messages';
+import { scripted, useTimeSkippingEnvironment } from '../helpers/turn-runner';
+import { testConfig } from '../helpers/test-config';
+
+/** Backtracks exponentially on every run of words not followed by 30 digits, which is every document of the corpus. */
+const CATASTROPHIC = '([a-z]+\\s?)+\\d{30}';
+const SEARCH_TIMEOUT_MS = 3_000;
+const PROBE_INTERVAL_MS = 50;
+
+const environment = useTimeSkippingEnvironment();
+
+/** The longest delay, beyond its interval, that a repeating timer saw while it ran: how long the event loop was blocked at most. */
+function eventLoopProbe() {
+  let last = performance.now();
+  let worstDelayMs = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    worstDelayMs = Math.max(worstDelayMs, now - last - PROBE_INTERVAL_MS);
+    last = now;
+  }, PROBE_INTERVAL_MS);
+  return {
+    stop(): number {
+      clearInterval(timer);
+      return worstDelayMs;
+    },
+  };
+}
+
+/** Waits in real time until `ready` holds, failing with `what` after `timeoutMs`. */
+async function until(ready: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!ready()) {
+    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe('a worker facing a catastrophically backtracking regular expression', () => {
+  it('keeps serving other turns and its event loop while the hostile search runs, and ends that search at its timeout', async () => {
+    const { env, workflowBundle } = environment;
+    const taskQueue = `liveness-${randomUUID()}`;
+    const base = testConfig({
+      retry: { initialInterval: '100ms', maximumInterval: '1s' },
+      tools: { search_local_sources: { timeout: `${SEARCH_TIMEOUT_MS}ms`, maxAttempts: 2 } },
+    });
+    const config: TollgateConfig = { ...base, temporal: { ...base.temporal, taskQueue } };
+    const store = openConfiguredStore(config);
+    const activities = createActivities({ config, store });
+    const runs: Array<{ taskId: string; ended: boolean }> = [];
+    const modelInputs: ModelStepInput[] = [];
+    const observed = {
+      ...activities,
+      modelStep: async (input: ModelStepInput) => {
+        modelInputs.push(structuredClone(input));
+        return activities.modelStep(input);
+      },
+      runTool: async (input: RunToolInput) => {
+        const run = { taskId: input.taskId, ended: false };
+        runs.push(run);
+        try {
+          return await activities.runTool(input);
+        } finally {
+          run.ended = true;
+        }
+      },
+    };
+    // A plain client, so that waiting for a result never lets the test server skip time.
+    const client = new Client({ connection: env.connection, namespace: 'default' });
+    const start = (taskId: string, script: ScriptStep[]): Promise<WorkflowHandle> =>
+      client.workflow.start('agentTurn', {
+        workflowId: `turn-${randomUUID()}`,
+        taskQueue,
+        args: [{ taskId, prompt: 'search', model: scripted(script) }],
+      });
+    const worker = await createWorker({ config, connection: env.nativeConnection, activities: observed, workflowBundle });
+    const probe = eventLoopProbe();
+    try {
+      await worker.runUntil(async () => {
+        const hostile = await start('hostile', [
+          { toolCalls: [{ tool: 'search_local_sources', args: { query: CATASTROPHIC, mode: 'regex' } }] },
+          { text: 'That pattern took too long.' },
+        ]);
+        await until(() => runs.some((run) => run.taskId === 'hostile'), 'the hostile search started');
+        await new Promise((resolve) => setTimeout(resolve, 300));
+
+        const normalStarted = Date.now();
+        const normal = await start('normal', [
+          {
+            toolCalls: [
+              { tool: 'search_local_sources', args: { query: 'refund annual plans' } },
+              { tool: 'search_local_sources', args: { query: 'SEV[12]', mode: 'regex' } },
+            ],
+          },
+          { text: 'Found them.' },
+        ]);
+        const normalResult = (await normal.result()) as AgentTurnResult;
+        const normalElapsedMs = Date.now() - normalStarted;
+        const hostileState = await hostile.query(stateQuery);
+
+        expect(normalResult).toMatchObject({ status: 'completed', answer: 'Found them.' });
+        expect(normalResult.toolCalls.map(({ status, attempts }) => ({ status, attempts }))).toEqual([
+          { status: 'success', attempts: 1 },
+          { status: 'success', attempts: 1 },
+        ]);
+        expect(normalElapsedMs).toBeLessThan(SEARCH_TIMEOUT_MS - 300);
+        expect(hostileState).toMatchObject({ status: 'running', phase: 'tools' });
+        expect(runs.filter((run) => run.taskId === 'hostile' && !run.ended)).toHaveLength(1);
+
+        const hostileStarted = Date.now();
+        const hostileResult = (await hostile.result()) as AgentTurnResult;
+        expect(hostileResult).toMatchObject({ status: 'completed', answer: 'That pattern took too long.' });
+        expect(hostileResult.toolCalls).toEqual([
+          expect.objectContaining({ tool: 'search_local_sources', status: 'error', code: 'transient_failure', attempts: 2 }),
+        ]);
+        expect(Date.now() - hostileStarted).toBeLessThan(2 * SEARCH_TIMEOUT_MS + 5_000);
+        const seen = modelInputs.filter((input) => input.taskId === 'hostile').at(-1)?.messages.find((message) => message.role === 'tool');
+        expect(seen).toMatchObject({
+          role: 'tool',
+          tool: 'search_local_sources',
+          result: {
+            status: 'error',
+            code: 'transient_failure',
+            retryable: true,
+            message: `search_local_sources timed out after ${SEARCH_TIMEOUT_MS} ms`,
+          },
+        });
+        const lastNormalInput = modelInputs.filter((input) => input.taskId === 'normal').at(-1);
+        const found = lastNormalInput?.messages.filter((message) => message.role === 'tool');
+        expect(JSON.stringify(found)).toContain('refund-policy');
+        expect(JSON.stringify(found)).toContain('incident-severity');
+      });
+    } finally {
+      const worstDelayMs = probe.stop();
+      await store.close();
+      expect(worstDelayMs, 'the event loop was blocked this long at most').toBeLessThan(500);
+    }
+  });
+});
