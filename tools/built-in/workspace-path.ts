@@ -261,24 +261,20 @@ export interface BoundedRead {
 const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW;
 
 /**
- * Reads at most `maxBytes` of `name` in the folder without ever blocking: opened with O_NONBLOCK and
- * O_NOFOLLOW, and refused (`forbidden`) unless `fstat` shows a regular file with one link, so a FIFO
- * or device answers at once. Answers `undefined` when there is no such file.
+ * Reads at most `maxBytes` of a file without ever blocking: opened with O_NONBLOCK and O_NOFOLLOW,
+ * and refused (`forbidden`, naming it `relative`) unless `fstat` shows a regular file with one link,
+ * so a FIFO or device answers at once. Answers `undefined` when there is no such file.
  */
-export async function readBounded(folder: ConfinedFolder, name: string, maxBytes: number): Promise<BoundedRead | undefined> {
-  verifyFolder(folder, 'before');
-  const relative = `${folder.relative}/${name}`;
-  if (!checkEntry(folder, name)) return undefined;
+export async function readRegular(file: string, relative: string, maxBytes: number): Promise<BoundedRead | undefined> {
   let handle;
   try {
-    handle = await open(path.join(folder.path, name), READ_FLAGS);
+    handle = await open(file, READ_FLAGS);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return undefined;
     if (code === 'ELOOP') forbidden(`${relative} is a symbolic link`);
     throw error;
   }
-  let result: BoundedRead;
   try {
     const stats = await handle.stat();
     checkRegular(stats, relative);
@@ -289,10 +285,21 @@ export async function readBounded(folder: ConfinedFolder, name: string, maxBytes
       if (bytesRead === 0) break;
       filled += bytesRead;
     }
-    result = { data: data.subarray(0, filled), size: stats.size, truncated: stats.size > maxBytes };
+    return { data: data.subarray(0, filled), size: stats.size, truncated: stats.size > maxBytes };
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * Reads at most `maxBytes` of `name` in the folder, as `readRegular` does, after checking what is
+ * at its place; the folders are re-verified before and after. Answers `undefined` when there is no such file.
+ */
+export async function readBounded(folder: ConfinedFolder, name: string, maxBytes: number): Promise<BoundedRead | undefined> {
+  verifyFolder(folder, 'before');
+  const relative = `${folder.relative}/${name}`;
+  if (!checkEntry(folder, name)) return undefined;
+  const result = await readRegular(path.join(folder.path, name), relative, maxBytes);
   verifyFolder(folder, 'after');
   return result;
 }
