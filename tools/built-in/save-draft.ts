@@ -22,7 +22,11 @@ function draftPlace(taskId: string, relative: string): { segments: string[]; nam
  * folder (`drafts/<task>/<path>`), written atomically through the workspace guard.
  */
 export function saveDraftTool({ workspace }: { workspace: string }): ToolDefinition {
-  const receipt = (folder: string, name: string, content: string) => ({ path: `${folder}/${name}`, bytes: Buffer.byteLength(content), sha256: sha256(content) });
+  const receipt = (folder: string, name: string, content: string) => ({
+    path: `${folder}/${name}`,
+    bytes: Buffer.byteLength(content),
+    sha256: sha256(content),
+  });
   return defineTool({
     name: 'save_draft',
     description: 'Save a text draft in the workspace drafts folder (creates or replaces the file). Saving the same content again changes nothing.',
@@ -31,7 +35,9 @@ export function saveDraftTool({ workspace }: { workspace: string }): ToolDefinit
     timeout: '10s',
     maxAttempts: 3,
     maxOutputChars: 1_000,
-    authorize: ({ path: relative }, { taskId }) => pathRefusal(workspace, taskId === undefined ? ['drafts'] : ['drafts', taskFolderName(taskId)], relative),
+    // Without a task id only the shared drafts folder can be looked at; the handler checks the task's folder at the moment of use.
+    authorize: ({ path: relative }, { taskId }) =>
+      pathRefusal(workspace, taskId === undefined ? ['drafts'] : ['drafts', taskFolderName(taskId)], relative),
     summary: ({ path: relative }) => `drafts/${relative}`,
     idempotencyKey: ({ path: relative, content }, { taskId }) => `${taskSlug(taskId)}.save_draft.${sha256(relative).slice(0, 12)}.${sha256(content).slice(0, 20)}`,
     status: async ({ path: relative, content }, { taskId }) => {
@@ -41,7 +47,8 @@ export function saveDraftTool({ workspace }: { workspace: string }): ToolDefinit
       // Read one byte more than the draft holds: a longer file is a different draft, and nothing larger is ever read.
       const current = await readBounded(folder, name, Buffer.byteLength(content) + 1);
       if (!current || current.truncated) return 'not_applied';
-      return current.data.equals(Buffer.from(content)) ? { state: 'applied', data: receipt(folder.relative, name, content) } : 'not_applied';
+      if (!current.data.equals(Buffer.from(content))) return 'not_applied';
+      return { state: 'applied', data: receipt(folder.relative, name, content) };
     },
     handler: async ({ path: relative, content }, { idempotencyKey, taskId }) => {
       const { segments, name } = draftPlace(taskId, relative);

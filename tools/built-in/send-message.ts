@@ -39,7 +39,9 @@ export function sendMessageTool({ workspace }: { workspace: string }): ToolDefin
         return ToolOutcome.ok({ delivered: `${folder.relative}/${name}`, sentAt: message.sentAt });
       }
       const existing = await readBounded(folder, name, MAX_MESSAGE_BYTES);
-      if (!existing || existing.truncated) throw new ToolError(`${folder.relative}/${name} exists but cannot be read back as a delivered message`, 'tool_failure');
+      if (!existing || existing.truncated) {
+        throw new ToolError(`${folder.relative}/${name} exists but cannot be read back as a delivered message`, 'tool_failure');
+      }
       const delivered = JSON.parse(existing.data.toString('utf8'));
       return ToolOutcome.ok({ delivered: `${folder.relative}/${name}`, sentAt: delivered.sentAt, alreadyDelivered: true });
     },

@@ -28,11 +28,14 @@ function segmentRefusal(segment: string): string | undefined {
   if (segment === '..') return 'the path may not contain ".."';
   if (segment === '.') return 'the path may not contain "." as a segment';
   const folded = segment.normalize('NFKC');
-  if (folded === '.' || folded === '..') return `the path segment "${segment}" reads as "${folded}" once Unicode look-alikes are folded (NFKC)`;
+  if (folded === '.' || folded === '..') {
+    return `the path segment "${segment}" reads as "${folded}" once Unicode look-alikes are folded (NFKC)`;
+  }
   if (/[\\/]/.test(folded)) return `the path segment "${segment}" holds a character that reads as a path separator once folded (NFKC)`;
   const bytes = Buffer.byteLength(segment);
   if (bytes > MAX_SEGMENT_BYTES) {
-    return `a path segment is longer than ${MAX_SEGMENT_BYTES} bytes (${bytes} bytes in UTF-8), so its temporary file would pass the ${NAME_MAX_BYTES}-byte name limit`;
+    const why = `so its temporary file would pass the ${NAME_MAX_BYTES}-byte name limit`;
+    return `a path segment is longer than ${MAX_SEGMENT_BYTES} bytes (${bytes} bytes in UTF-8), ${why}`;
   }
   return undefined;
 }
