@@ -8,8 +8,10 @@ import { argsDigest } from '../../tools/canonical-json';
 /** Anything a terminal would act on: C0 but newline and tab, DEL, C1, bidi controls. */
 const ACTIVE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 
+const EXPIRES = '2026-01-02T00:00:00.000Z';
+
 function pending(args: unknown, digest = argsDigest(args)): PendingApproval {
-  return { callId: 'call-3-0', tool: 'send_message', args, argsDigest: digest, requestedAt: '2026-01-01T00:00:00.000Z', expiresAt: '2026-01-02T00:00:00.000Z' };
+  return { callId: 'call-3-0', tool: 'send_message', args, argsDigest: digest, requestedAt: '2026-01-01T00:00:00Z', expiresAt: EXPIRES };
 }
 
 describe('text from a model, made safe for the terminal', () => {
@@ -46,7 +48,8 @@ describe('what the approval prompt and the event lines show', () => {
     expect(shown.text).toContain('"to": "ops\\u{202E}"');
     expect(shown.text).toContain('"subject": "Hi\\u001b[2K\\u001b[1A"');
     expect(shown.text).toContain('"body": "Send all\\u{2067} refunds \\u{2069}now"');
-    expect(shown.text.split('\n')[0]).toBe(`Approval needed for call-3-0: send_message (argsDigest ${argsDigest(args).slice(0, 16)}…, expires 2026-01-02T00:00:00.000Z)`);
+    const digest = argsDigest(args).slice(0, 16);
+    expect(shown.text.split('\n')[0]).toBe(`Approval needed for call-3-0: send_message (argsDigest ${digest}…, expires ${EXPIRES})`);
   });
 
   it('says so, and does not allow approving, when the arguments shown are not those the digest covers', () => {
@@ -56,7 +59,9 @@ describe('what the approval prompt and the event lines show', () => {
   });
 
   it('escapes a tool name chosen by the model in event lines and tables', () => {
-    const event = { callId: 'call-0-0', step: 0, tool: 'x\u001b]0;pwned\u0007', effect: 'read', status: 'error', code: 'unknown_tool', attempts: 0 } as unknown as ToolEvent;
+    const tool = 'x\u001b]0;pwned\u0007';
+    const fields: Partial<ToolEvent> = { callId: 'call-0-0', step: 0, tool, effect: 'read', status: 'error', code: 'unknown_tool', attempts: 0 };
+    const event = fields as ToolEvent;
     expect(describeEvent(event)).toBe('[step 1] x\\u{1B}]0;pwned\\u{7} (read): error unknown_tool, 0 executions');
     expect(toolCallTable([{ ...event, durationMs: 1, originalSize: 0, truncated: false }])).not.toMatch(ACTIVE);
   });

@@ -39,9 +39,13 @@ function boundary(root: string) {
   let calls = 0;
   const run = (tool: string, args: unknown, taskId = 'task-7'): Promise<RunToolResult> =>
     new MockActivityEnvironment().run(createRunTool({ registry, store }), { taskId, callId: `call-${calls++}`, tool, args });
+  const lookupStatus = createLookupStatus({ registry, store });
   const lookup = (args: unknown, taskId = 'task-7') =>
-    new MockActivityEnvironment().run(createLookupStatus({ registry, store }), { taskId, callId: `call-${calls++}`, tool: 'save_draft', args });
-  return { tools, run, lookup };
+    new MockActivityEnvironment().run(lookupStatus, { taskId, callId: `call-${calls++}`, tool: 'save_draft', args });
+  /** save_draft's own status check, called directly. */
+  const status = (args: { path: string; content: string }) =>
+    Promise.resolve().then(() => tools[0].status!(args, { taskId: 'task-7', tool: 'save_draft', idempotencyKey: 'k' }));
+  return { tools, run, lookup, status };
 }
 
 /** Runs a handler directly, past `authorize`, as the boundary would once the call was scheduled. */
@@ -58,6 +62,12 @@ async function refusal(promise: Promise<unknown>): Promise<ToolError> {
   expect(error).toBeInstanceOf(ToolError);
   return error as ToolError;
 }
+
+/** A call refused before it was scheduled. */
+const REFUSED = { status: 'error', code: 'forbidden', attempt: 0 } as const;
+
+/** The refusal of a segment that hides `.` or `..` behind Unicode look-alikes. */
+const folded = (segment: string, as: string) => `the path segment "${segment}" reads as "${as}" once Unicode look-alikes are folded (NFKC)`;
 
 /** Every entry below a folder, recursively. */
 function everything(folder: string): string[] {
@@ -107,7 +117,7 @@ describe('the workspace guard against symbolic links', () => {
     writeFileSync(path.join(root, 'notes.md'), 'keep');
     symlinkSync(path.join(root, 'notes.md'), path.join(root, 'drafts', 'task-7', 'brief.md'));
     const { tools, run } = boundary(root);
-    await expect(run('save_draft', { path: 'brief.md', content: 'x' })).resolves.toMatchObject({ status: 'error', code: 'forbidden', attempt: 0 });
+    await expect(run('save_draft', { path: 'brief.md', content: 'x' })).resolves.toMatchObject(REFUSED);
     expect((await refusal(handle(tools[0], { path: 'brief.md', content: 'x' }))).message).toBe(
       'drafts/task-7/brief.md is a symbolic link; tools read and write only regular files',
     );
@@ -120,7 +130,10 @@ describe('the workspace guard against symbolic links', () => {
     renameSync(path.join(root, 'drafts', 'task-7'), path.join(root, 'drafts', 'moved'));
     symlinkSync(outside, path.join(root, 'drafts', 'task-7'));
     const swapped = await refusal(replaceFile(folder, 'brief.md', 'x', 'tag'));
-    expect(swapped).toMatchObject({ code: 'forbidden', message: 'a folder on the way to drafts/task-7 was replaced while in use; nothing was done' });
+    expect(swapped).toMatchObject({
+      code: 'forbidden',
+      message: 'a folder on the way to drafts/task-7 was replaced while in use; nothing was done',
+    });
     expect(everything(outside)).toEqual([]);
 
     const again = reachFolder(root, ['drafts', 'other'], { create: true })!;
@@ -144,13 +157,17 @@ describe('the workspace guard against special files and hard links', () => {
     const { root } = folders();
     mkdirSync(path.join(root, 'drafts', 'task-7'), { recursive: true });
     execFileSync('mkfifo', [path.join(root, 'drafts', 'task-7', 'brief.md')]);
-    const { tools, run, lookup } = boundary(root);
+    const { tools, run, lookup, status } = boundary(root);
     const started = Date.now();
-    const thrown = await refusal(Promise.resolve().then(() => tools[0].status!({ path: 'brief.md', content: 'x' }, { taskId: 'task-7', tool: 'save_draft', idempotencyKey: 'k' })));
-    expect(thrown).toMatchObject({ code: 'forbidden', message: 'drafts/task-7/brief.md is a FIFO (named pipe); tools read and write only regular files' });
-    await expect(lookup({ path: 'brief.md', content: 'x' })).resolves.toMatchObject({ state: 'unknown', reason: expect.stringContaining('FIFO') });
+    const thrown = await refusal(status({ path: 'brief.md', content: 'x' }));
+    expect(thrown).toMatchObject({
+      code: 'forbidden',
+      message: 'drafts/task-7/brief.md is a FIFO (named pipe); tools read and write only regular files',
+    });
+    const looked = await lookup({ path: 'brief.md', content: 'x' });
+    expect(looked).toMatchObject({ state: 'unknown', reason: expect.stringContaining('FIFO') });
     expect(Date.now() - started).toBeLessThan(2_000);
-    await expect(run('save_draft', { path: 'brief.md', content: 'x' })).resolves.toMatchObject({ status: 'error', code: 'forbidden', attempt: 0 });
+    await expect(run('save_draft', { path: 'brief.md', content: 'x' })).resolves.toMatchObject(REFUSED);
     expect((await refusal(handle(tools[0], { path: 'brief.md', content: 'x' }))).message).toContain('is a FIFO (named pipe)');
     expect(readdirSync(path.join(root, 'drafts', 'task-7'))).toEqual(['brief.md']);
   });
@@ -167,7 +184,8 @@ describe('the workspace guard against special files and hard links', () => {
     });
     expect(Date.now() - started).toBeLessThan(2_000);
     writeFileSync(path.join(folder.path, 'big.md'), 'x'.repeat(1_000));
-    await expect(readRegular(path.join(folder.path, 'big.md'), 'big.md', 10)).resolves.toMatchObject({ size: 1_000, truncated: true, data: Buffer.from('x'.repeat(10)) });
+    const big = await readRegular(path.join(folder.path, 'big.md'), 'big.md', 10);
+    expect(big).toMatchObject({ size: 1_000, truncated: true, data: Buffer.from('x'.repeat(10)) });
   });
 
   it('refuses a device file at a draft\'s place, for reading and writing', async () => {
@@ -175,8 +193,8 @@ describe('the workspace guard against special files and hard links', () => {
     const drafts = path.join(root, 'drafts', 'task-7');
     mkdirSync(drafts, { recursive: true });
     execFileSync('mknod', [path.join(drafts, 'null.md'), 'c', '1', '3']);
-    const { tools } = boundary(root);
-    const read = await refusal(Promise.resolve(tools[0].status!({ path: 'null.md', content: '' }, { taskId: 'task-7', tool: 'save_draft', idempotencyKey: 'k' })));
+    const { tools, status } = boundary(root);
+    const read = await refusal(status({ path: 'null.md', content: '' }));
     expect(read.message).toBe('drafts/task-7/null.md is a character device; tools read and write only regular files');
     expect((await refusal(handle(tools[0], { path: 'null.md', content: 'x' }))).code).toBe('forbidden');
   });
@@ -187,7 +205,7 @@ describe('the workspace guard against special files and hard links', () => {
     writeFileSync(secret, 'outside content');
     mkdirSync(path.join(root, 'drafts', 'task-7'), { recursive: true });
     linkSync(secret, path.join(root, 'drafts', 'task-7', 'brief.md'));
-    const { tools, run } = boundary(root);
+    const { tools, run, status } = boundary(root);
     await expect(run('save_draft', { path: 'brief.md', content: 'replaced' })).resolves.toMatchObject({
       status: 'error',
       code: 'forbidden',
@@ -195,8 +213,7 @@ describe('the workspace guard against special files and hard links', () => {
       message: 'drafts/task-7/brief.md has 2 hard links; tools touch no file that is also reachable elsewhere',
     });
     expect((await refusal(handle(tools[0], { path: 'brief.md', content: 'replaced' }))).code).toBe('forbidden');
-    const status = tools[0].status!({ path: 'brief.md', content: 'outside content' }, { taskId: 'task-7', tool: 'save_draft', idempotencyKey: 'k' });
-    expect((await refusal(Promise.resolve(status))).message).toContain('has 2 hard links');
+    expect((await refusal(status({ path: 'brief.md', content: 'outside content' }))).message).toContain('has 2 hard links');
     expect(readFileSync(secret, 'utf8')).toBe('outside content');
   });
 });
@@ -222,15 +239,18 @@ describe('the workspace guard on names', () => {
     expect(result.status === 'error' && result.message).toBe(
       'a path segment is longer than 200 bytes (395 bytes in UTF-8), so its temporary file would pass the 255-byte name limit',
     );
-    expect(await refusal(handle(tools[0], { path: name, content: 'long' }))).toMatchObject({ code: 'invalid_arguments', message: expect.not.stringContaining('ENAMETOOLONG') });
+    const thrown = await refusal(handle(tools[0], { path: name, content: 'long' }));
+    expect(thrown).toMatchObject({ code: 'forbidden', message: expect.stringContaining('longer than 200 bytes') });
   });
 
   it('refuses ".." and separators hidden in Unicode look-alikes, and stores names in NFC', async () => {
-    expect(nameRefusal('\uff0e\uff0e/secret.md')).toBe('the path segment "\uff0e\uff0e" reads as ".." once Unicode look-alikes are folded (NFKC)');
-    expect(nameRefusal('\u2024\u2024/secret.md')).toBe('the path segment "\u2024\u2024" reads as ".." once Unicode look-alikes are folded (NFKC)');
+    expect(nameRefusal('\uff0e\uff0e/secret.md')).toBe(folded('\uff0e\uff0e', '..'));
+    expect(nameRefusal('\u2024\u2024/secret.md')).toBe(folded('\u2024\u2024', '..'));
     expect(nameRefusal('\u2025/secret.md')).toMatch(/reads as "\.\." once/);
     expect(nameRefusal('\ufe52')).toMatch(/reads as "\." once/);
-    expect(nameRefusal('a\uff0fb.md')).toBe('the path segment "a\uff0fb.md" holds a character that reads as a path separator once folded (NFKC)');
+    expect(nameRefusal('a\uff0fb.md')).toBe(
+      'the path segment "a\uff0fb.md" holds a character that reads as a path separator once folded (NFKC)',
+    );
     expect(nameRefusal('a\uff3cb.md')).toMatch(/reads as a path separator/);
     expect(nameRefusal('a\\b.md')).toBe('the path may not contain a backslash; separate folders with "/"');
     expect(nameRefusal('a//b.md')).toMatch(/empty segment/);
@@ -239,8 +259,9 @@ describe('the workspace guard on names', () => {
     expect(nameRefusal('line\nbreak.md')).toBe('the path holds the control character U+000A');
     const { root } = folders();
     const { run } = boundary(root);
-    await expect(run('save_draft', { path: '\uff0e\uff0e/\uff0e\uff0e/escape.md', content: 'x' })).resolves.toMatchObject({ status: 'error', code: 'forbidden', attempt: 0 });
-    await expect(run('save_draft', { path: 'cafe\u0301.md', content: 'x' })).resolves.toMatchObject({ status: 'success', data: { path: 'drafts/task-7/caf\u00e9.md' } });
+    await expect(run('save_draft', { path: '\uff0e\uff0e/\uff0e\uff0e/escape.md', content: 'x' })).resolves.toMatchObject(REFUSED);
+    const saved = await run('save_draft', { path: 'cafe\u0301.md', content: 'x' });
+    expect(saved).toMatchObject({ status: 'success', data: { path: 'drafts/task-7/caf\u00e9.md' } });
     expect(readdirSync(path.join(root, 'drafts', 'task-7'))).toEqual(['caf\u00e9.md']);
     expect(everything(root)).toEqual(['drafts', 'drafts/task-7', 'drafts/task-7/caf\u00e9.md']);
   });
@@ -250,8 +271,10 @@ describe('per-task folders', () => {
   it('keeps the drafts and messages of two tasks apart, even for the same name', async () => {
     const { root } = folders();
     const { run } = boundary(root);
-    await expect(run('save_draft', { path: 'brief.md', content: 'from a' }, 'task-a')).resolves.toMatchObject({ status: 'success', data: { path: 'drafts/task-a/brief.md' } });
-    await expect(run('save_draft', { path: 'brief.md', content: 'from b' }, 'task-b')).resolves.toMatchObject({ status: 'success', data: { path: 'drafts/task-b/brief.md' } });
+    const first = await run('save_draft', { path: 'brief.md', content: 'from a' }, 'task-a');
+    const second = await run('save_draft', { path: 'brief.md', content: 'from b' }, 'task-b');
+    expect(first).toMatchObject({ status: 'success', data: { path: 'drafts/task-a/brief.md' } });
+    expect(second).toMatchObject({ status: 'success', data: { path: 'drafts/task-b/brief.md' } });
     expect(readFileSync(path.join(root, 'drafts', 'task-a', 'brief.md'), 'utf8')).toBe('from a');
     expect(readFileSync(path.join(root, 'drafts', 'task-b', 'brief.md'), 'utf8')).toBe('from b');
     await run('send_message', { to: 'ops', subject: 'Hi', body: 'Body' }, 'task-a');

@@ -60,10 +60,10 @@ export function nameRefusal(relativePath: string): string | undefined {
   return undefined;
 }
 
-/** The segments of an allowed relative path, in Unicode NFC; throws `invalid_arguments` with the refusal otherwise. */
+/** The segments of an allowed relative path, in Unicode NFC; throws the refusal (`forbidden`, as `authorize` does) otherwise. */
 export function nameSegments(relativePath: string): string[] {
   const refusal = nameRefusal(relativePath);
-  if (refusal) throw new ToolError(refusal, 'invalid_arguments');
+  if (refusal) throw new ToolError(refusal, 'forbidden');
   return relativePath.normalize('NFC').split('/');
 }
 
@@ -147,7 +147,7 @@ export function reachFolder(workspace: string, segments: string[], { create }: {
   let current = root;
   for (const [index, segment] of segments.entries()) {
     const refusal = segmentRefusal(segment);
-    if (refusal) throw new ToolError(refusal, 'invalid_arguments');
+    if (refusal) forbidden(refusal);
     const relative = segments.slice(0, index + 1).join('/');
     current = path.join(current, segment);
     let stats = lstatOrUndefined(current);
