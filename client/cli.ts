@@ -12,6 +12,7 @@ import { ensureServer } from '../server/dev-server';
 import { probeServer } from '../connection/temporal-connection';
 import { runWorker } from '../worker/run-worker';
 import { followTurn, toolCallTable } from './follow-turn';
+import { forTerminal } from './terminal-text';
 import { formatTable } from './format-table';
 import { TollgateClient, TurnEndedError } from './tollgate-client';
 
@@ -98,7 +99,7 @@ turnOptions(program.command('run').description('start a turn and follow it live;
       if (!json()) console.log(`Started ${handle.workflowId}.`);
       return json() ? client.result(handle.workflowId) : followTurn(client, handle.workflowId, { mode: options.approve ? 'approve' : options.deny ? 'deny' : 'ask' });
     });
-    print(result, () => `\n${result.status}${result.answer ? `\n\n${result.answer}` : ''}\n\n${toolCallTable(result.toolCalls)}`);
+    print(result, () => `\n${result.status}${result.answer ? `\n\n${forTerminal(result.answer)}` : ''}\n\n${toolCallTable(result.toolCalls)}`);
     if (result.status !== 'completed') process.exitCode = 1;
   });
 
@@ -122,7 +123,7 @@ program
   .argument('<workflowId>')
   .action(async (workflowId: string) => {
     const result = await withClient((client) => (json() ? client.result(workflowId) : followTurn(client, workflowId, { mode: 'wait' })));
-    print(result, () => `\n${result.status}${result.answer ? `\n\n${result.answer}` : ''}`);
+    print(result, () => `\n${result.status}${result.answer ? `\n\n${forTerminal(result.answer)}` : ''}`);
     if (result.status !== 'completed') process.exitCode = 1;
   });
 

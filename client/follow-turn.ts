@@ -1,7 +1,9 @@
 import os from 'node:os';
 import { createInterface } from 'node:readline/promises';
 import type { AgentTurnResult, PendingApproval, ToolEvent } from '../common/types';
+import { argsDigest } from '../tools/canonical-json';
 import { formatTable } from './format-table';
+import { forTerminal } from './terminal-text';
 import type { TollgateClient } from './tollgate-client';
 
 /** What to do with a call that waits for approval while a turn is followed. */
@@ -24,17 +26,37 @@ async function decide(pending: PendingApproval, mode: ApprovalMode): Promise<{ d
   return /^y(es)?$/i.test(answer.trim()) ? { decision: 'approve', reason: 'approved at the terminal' } : { decision: 'deny', reason: 'denied at the terminal' };
 }
 
-/** One line for a finished tool call. */
+/** One line for a finished tool call, safe to print. */
 export function describeEvent(event: ToolEvent): string {
-  return `[step ${event.step + 1}] ${event.tool} (${event.effect}): ${event.status}${event.code ? ` ${event.code}` : ''}, ${event.attempts} execution${event.attempts === 1 ? '' : 's'}`;
+  const executions = `${event.attempts} execution${event.attempts === 1 ? '' : 's'}`;
+  const code = event.code ? ` ${event.code}` : '';
+  return forTerminal(`[step ${event.step + 1}] ${event.tool} (${event.effect}): ${event.status}${code}, ${executions}`);
 }
 
-/** The tool calls of a turn as a table. */
+/** The tool calls of a turn as a table, safe to print. */
 export function toolCallTable(events: ToolEvent[]): string {
   return formatTable(
     ['call', 'tool', 'effect', 'status', 'code', 'attempts', 'ms', 'size', 'truncated'],
-    events.map((event) => [event.callId, event.tool, event.effect, event.status, event.code ?? '-', event.attempts, event.durationMs, event.originalSize, event.truncated ? 'yes' : '-']),
+    events.map((event) => {
+      const cells = [event.callId, event.tool, event.effect, event.status, event.code ?? '-', event.attempts, event.durationMs];
+      return [...cells, event.originalSize, event.truncated ? 'yes' : '-'].map((cell) => forTerminal(String(cell)));
+    }),
   );
+}
+
+/**
+ * What the terminal shows of a call waiting for approval, safe to print: the tool and the whole
+ * arguments as JSON, exactly those the digest covers (`matches` is false when they are not, and
+ * then the call must not be approved from this view).
+ */
+export function describeApproval(pending: PendingApproval): { text: string; matches: boolean } {
+  const matches = argsDigest(pending.args) === pending.argsDigest;
+  const digest = `argsDigest ${pending.argsDigest.slice(0, 16)}…`;
+  const header = `Approval needed for ${pending.callId}: ${pending.tool} (${digest}, expires ${pending.expiresAt})`;
+  const args = JSON.stringify(pending.args, null, 2) ?? 'undefined';
+  const lines = [header, ...args.split('\n').map((line) => `  ${line}`)];
+  if (!matches) lines.push('These arguments do not match the digest of the call, so it cannot be approved from here.');
+  return { text: forTerminal(lines.join('\n')), matches };
 }
 
 /**
@@ -57,7 +79,7 @@ export async function followTurn(client: TollgateClient, workflowId: string, { m
   const timer = spinning
     ? setInterval(() => {
         if (streamed.length > 0) return;
-        process.stdout.write(`\r\x1b[2K${SPINNER[frame++ % SPINNER.length]} ${waitingLine || 'working…'}`);
+        process.stdout.write(`\r\x1b[2K${SPINNER[frame++ % SPINNER.length]} ${forTerminal(waitingLine) || 'working…'}`);
         spinnerShown = true;
       }, 120)
     : undefined;
@@ -73,16 +95,18 @@ export async function followTurn(client: TollgateClient, workflowId: string, { m
       shownEvents = state.toolCalls.length;
       if (modelText && (state.step !== streamed.step || modelText.length > streamed.length)) {
         if (state.step !== streamed.step) streamed = { step: state.step, length: 0 };
-        process.stdout.write(`${streamed.length === 0 ? `[step ${state.step + 1}] model: ` : ''}${modelText.slice(streamed.length)}`);
+        const label = streamed.length === 0 ? `[step ${state.step + 1}] model: ` : '';
+        process.stdout.write(`${label}${forTerminal(modelText.slice(streamed.length))}`);
         streamed.length = modelText.length;
       }
       for (const pending of state.pendingApprovals.filter((entry) => !decided.has(entry.callId))) {
         decided.add(pending.callId);
         if (streamed.length > 0) process.stdout.write('\n');
         streamed = { step: state.step, length: 0 };
-        console.log(`Approval needed for ${pending.callId}: ${pending.tool} (argsDigest ${pending.argsDigest.slice(0, 16)}…, expires ${pending.expiresAt})`);
-        console.log(JSON.stringify(pending.args, null, 2).split('\n').map((line) => `  ${line}`).join('\n'));
-        const choice = await decide(pending, mode);
+        const shown = describeApproval(pending);
+        console.log(shown.text);
+        const mismatch = { decision: 'deny' as const, reason: 'the arguments shown did not match their digest' };
+        const choice = shown.matches || mode === 'wait' ? await decide(pending, mode) : mismatch;
         if (!choice) {
           console.log(`Waiting; decide with: tollgate approve ${workflowId} ${pending.callId}   (or deny)`);
           continue;

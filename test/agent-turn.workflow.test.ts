@@ -51,8 +51,8 @@ describe('agentTurn', () => {
       ['save_draft', 'reversible_write', 'success', 1],
       ['send_message', 'irreversible_write', 'success', 1],
     ]);
-    expect(readdirSync(path.join(config.workspace, 'outbox'))).toHaveLength(1);
-    expect(readFileSync(path.join(config.workspace, 'drafts', 'brief-task-1.md'), 'utf8')).toContain('acknowledges a page within 15 minutes');
+    expect(readdirSync(path.join(config.workspace, 'outbox'), { recursive: true }).filter((name) => String(name).endsWith('.json'))).toHaveLength(1);
+    expect(readFileSync(path.join(config.workspace, 'drafts', 'task-1', 'brief-task-1.md'), 'utf8')).toContain('acknowledges a page within 15 minutes');
     expect(result.usage.inputTokens).toBeGreaterThan(0);
     expect(state).toMatchObject({ taskId: 'task-1', status: 'completed', pendingApprovals: [], toolCalls: result.toolCalls });
     expect(state.decisions).toEqual([{ callId: 'call-3-0', decision: 'approve', approver: 'tester' }]);

@@ -124,7 +124,7 @@ describe('the tollgate CLI', () => {
       'send_message:success:1',
     ]);
     expect((await tollgate(['history', workflowId])).stdout).toMatch(/call-3-0\s+send_message\s+irreversible_write\s+success/);
-    expect(readdirSync(path.join(config.workspace, 'outbox'))).toHaveLength(1);
+    expect(readdirSync(path.join(config.workspace, 'outbox'), { recursive: true }).filter((name) => String(name).endsWith('.json'))).toHaveLength(1);
   });
 
   it('runs a turn live and exits by its status', async () => {

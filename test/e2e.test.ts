@@ -64,7 +64,7 @@ describe('a turn end to end on the dev server', () => {
       'save_draft:success:1',
       'send_message:success:1',
     ]);
-    expect(readdirSync(path.join(config.workspace, 'outbox'))).toHaveLength(1);
+    expect(readdirSync(path.join(config.workspace, 'outbox'), { recursive: true }).filter((name) => String(name).endsWith('.json'))).toHaveLength(1);
 
     // The Temporal CLI sees the turn's activities in its history.
     const shown = await temporalCli<{

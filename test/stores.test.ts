@@ -140,7 +140,7 @@ describe.each(backends)('the %s idempotency store', (_name, open) => {
     const message = { to: 'ops', subject: 'Hi', body: 'Body' };
     await store.claim({ key: intentKey(send, message, taskId), taskId, tool: 'send_message', callId: 'call-2-0', argsDigest: 'digest', effect: 'irreversible_write', leaseMs: 0 });
     await expect(call('send_message', message, 'call-3-0')).resolves.toMatchObject({ status: 'error', code: 'outcome_unknown', attempt: 0 });
-    expect(existsSync(path.join(root, 'outbox')) ? readdirSync(path.join(root, 'outbox')) : []).toEqual([]);
+    expect(existsSync(path.join(root, 'outbox')) ? readdirSync(path.join(root, 'outbox'), { recursive: true }) : []).toEqual([]);
   });
 });
 

@@ -44,20 +44,21 @@ describe('defineTool', () => {
 });
 
 describe('the workspace path guard', () => {
-  it('refuses .., absolute paths, NUL bytes, overlong paths and symlinks leading out', () => {
+  it('refuses .., absolute paths, NUL bytes, overlong paths and symlinks on the way', () => {
     const root = workspace();
     const drafts = path.join(root, 'drafts');
     mkdirSync(drafts, { recursive: true });
     const outside = mkdtempSync(path.join(os.tmpdir(), 'tollgate-outside-'));
     symlinkSync(outside, path.join(drafts, 'exit'));
-    expect(pathRefusal(drafts, '../secrets.md')).toBe('the path may not contain ".."');
-    expect(pathRefusal(drafts, 'a/../../b.md')).toBe('the path may not contain ".."');
-    expect(pathRefusal(drafts, '/etc/passwd')).toBe('the path must be relative to the folder');
-    expect(pathRefusal(drafts, 'a\u0000b')).toBe('the path holds a NUL byte');
-    expect(pathRefusal(drafts, 'x'.repeat(600))).toMatch(/longer than 512/);
-    expect(pathRefusal(drafts, `${'y'.repeat(300)}.md`)).toMatch(/segment is longer than 255/);
-    expect(pathRefusal(drafts, 'exit/note.md')).toBe('the path leads out of the folder through a symbolic link');
-    expect(pathRefusal(drafts, 'fine/brief.md')).toBeUndefined();
+    const refusal = (relative: string) => pathRefusal(root, ['drafts'], relative);
+    expect(refusal('../secrets.md')).toBe('the path may not contain ".."');
+    expect(refusal('a/../../b.md')).toBe('the path may not contain ".."');
+    expect(refusal('/etc/passwd')).toBe('the path must be relative to the folder');
+    expect(refusal('a\u0000b')).toBe('the path holds a NUL byte');
+    expect(refusal('x'.repeat(600))).toMatch(/longer than 512/);
+    expect(refusal(`${'y'.repeat(300)}.md`)).toMatch(/segment is longer than 200 bytes/);
+    expect(refusal('exit/note.md')).toBe('drafts/exit is a symbolic link; tools follow no links in the workspace');
+    expect(refusal('fine/brief.md')).toBeUndefined();
   });
 });
 
@@ -68,9 +69,10 @@ describe('save_draft', () => {
     const args = { path: 'brief.md', content: '# Brief\n' };
     const lookup = () => new MockActivityEnvironment().run(lookupStatus, { taskId: 'task-7', callId: 'c', tool: 'save_draft', args });
     await expect(lookup()).resolves.toEqual({ state: 'not_applied' });
-    await expect(call(runTool, 'save_draft', args)).resolves.toMatchObject({ status: 'success', attempt: 1, data: { path: 'drafts/brief.md', bytes: 8 } });
-    expect(readFileSync(path.join(root, 'drafts', 'brief.md'), 'utf8')).toBe('# Brief\n');
-    expect(readdirSync(path.join(root, 'drafts'))).toEqual(['brief.md']);
+    await expect(call(runTool, 'save_draft', args)).resolves.toMatchObject({ status: 'success', attempt: 1, data: { path: 'drafts/task-7/brief.md', bytes: 8 } });
+    expect(readFileSync(path.join(root, 'drafts', 'task-7', 'brief.md'), 'utf8')).toBe('# Brief\n');
+    expect(readdirSync(path.join(root, 'drafts'))).toEqual(['task-7']);
+    expect(readdirSync(path.join(root, 'drafts', 'task-7'))).toEqual(['brief.md']);
     await expect(lookup()).resolves.toMatchObject({ state: 'applied', source: 'store' });
     await expect(call(runTool, 'save_draft', args, 'call-1-0')).resolves.toMatchObject({ status: 'success', attempt: 0 });
     await store.close();
@@ -78,18 +80,18 @@ describe('save_draft', () => {
 
   it('finds a draft written before the store knew of it, through its own status check', async () => {
     const root = workspace();
-    mkdirSync(path.join(root, 'drafts'));
-    writeFileSync(path.join(root, 'drafts', 'old.md'), 'same');
+    mkdirSync(path.join(root, 'drafts', 't'), { recursive: true });
+    writeFileSync(path.join(root, 'drafts', 't', 'old.md'), 'same');
     const { lookupStatus } = boundary([saveDraftTool({ workspace: root })]);
     const found = await new MockActivityEnvironment().run(lookupStatus, { taskId: 't', callId: 'c', tool: 'save_draft', args: { path: 'old.md', content: 'same' } });
-    expect(found).toMatchObject({ state: 'applied', source: 'tool', receipt: { status: 'success', data: { path: 'drafts/old.md' } } });
+    expect(found).toMatchObject({ state: 'applied', source: 'tool', receipt: { status: 'success', data: { path: 'drafts/t/old.md' } } });
   });
 
   it('refuses a symlink escape as forbidden and writes nothing outside', async () => {
     const root = workspace();
     const outside = mkdtempSync(path.join(os.tmpdir(), 'tollgate-outside-'));
-    mkdirSync(path.join(root, 'drafts'));
-    symlinkSync(outside, path.join(root, 'drafts', 'link'));
+    mkdirSync(path.join(root, 'drafts', 'task-7'), { recursive: true });
+    symlinkSync(outside, path.join(root, 'drafts', 'task-7', 'link'));
     const { runTool } = boundary([saveDraftTool({ workspace: root })]);
     await expect(call(runTool, 'save_draft', { path: 'link/x.md', content: 'x' })).resolves.toMatchObject({ status: 'error', code: 'forbidden', attempt: 0 });
     expect(readdirSync(outside)).toEqual([]);
@@ -103,12 +105,14 @@ describe('send_message', () => {
     const args = { to: 'ops', subject: 'Hi', body: 'Body' };
     const first = await call(runTool, 'send_message', args);
     expect(first).toMatchObject({ status: 'success', attempt: 1 });
-    const files = readdirSync(path.join(root, 'outbox'));
+    expect(readdirSync(path.join(root, 'outbox'))).toEqual(['task-7']);
+    const files = readdirSync(path.join(root, 'outbox', 'task-7'));
     expect(files).toHaveLength(1);
     expect(files[0]).toMatch(/^task-7\.send_message\.[0-9a-f]{24}\.json$/);
-    expect(JSON.parse(readFileSync(path.join(root, 'outbox', files[0]), 'utf8'))).toMatchObject({ to: 'ops', subject: 'Hi', body: 'Body' });
+    expect(first).toMatchObject({ data: { delivered: `outbox/task-7/${files[0]}` } });
+    expect(JSON.parse(readFileSync(path.join(root, 'outbox', 'task-7', files[0]), 'utf8'))).toMatchObject({ to: 'ops', subject: 'Hi', body: 'Body' });
     await expect(call(runTool, 'send_message', args, 'call-5-0')).resolves.toMatchObject({ status: 'success', attempt: 0 });
-    expect(readdirSync(path.join(root, 'outbox'))).toHaveLength(1);
+    expect(readdirSync(path.join(root, 'outbox', 'task-7'))).toHaveLength(1);
   });
 
   it('never runs again an intent that was started and never confirmed', async () => {

@@ -8,6 +8,7 @@ import { defineTool, type StatusAnswer, type ToolDefinition } from '../tools/def
 import { openSqliteStore } from '../activities/intents/sqlite-store';
 import { saveDraftTool } from '../tools/built-in/save-draft';
 import { sendMessageTool } from '../tools/built-in/send-message';
+import { taskFolderName } from '../tools/built-in/workspace-path';
 import type { TurnState } from '../common/types';
 import { approvalSignal, decideUpdate } from '../workflows/messages';
 import { testConfig } from './helpers/test-config';
@@ -177,9 +178,10 @@ describe('the failure matrix for writes', () => {
     ]);
     // Another turn of the same task with the same intent: still no second write.
     const second = await runTurn({ config, store, tools: [counted], input: { prompt: 'x', model: scripted([save, { text: 'done' }]) } });
+    const taskFolder = taskFolderName('task-1');
     expect(second.result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 0 })]);
     expect(writes).toBe(1);
-    expect(readdirSync(path.join(config.workspace, 'drafts', 'notes'))).toEqual(['plan.md']);
+    expect(readdirSync(path.join(config.workspace, 'drafts'), { recursive: true }).map(String).sort()).toEqual([taskFolder, `${taskFolder}/notes`, `${taskFolder}/notes/plan.md`]);
     await store.close();
   });
 });
@@ -190,7 +192,7 @@ describe('approvals of irreversible writes', () => {
     const send = sendMessageTool({ workspace: config.workspace });
     const outbox = path.join(config.workspace, 'outbox');
     const step = { toolCalls: [{ tool: 'send_message', args: { to: 'ops', subject: 'Hello', body: 'The brief.' } }] };
-    const delivered = () => (existsSync(outbox) ? readdirSync(outbox).length : 0);
+    const delivered = () => (existsSync(outbox) ? readdirSync(outbox, { recursive: true }).filter((name) => String(name).endsWith('.json')).length : 0);
     return runTurn({ config, tools: [send], interact, input: { prompt: 'x', model: scripted([step, { text: 'done' }]), ...extra } }).then((run) => ({ ...run, delivered: delivered() }));
   }
 

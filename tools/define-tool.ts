@@ -25,6 +25,11 @@ export interface IntentContext {
   idempotencyKey: string;
 }
 
+/** What a tool's `authorize` learns about the call. */
+export interface AuthorizeContext {
+  taskId?: string;
+}
+
 /** A tool as declared once: what the model reads, the runtime policy, and the handler. */
 export interface ToolSpec<Schema extends z.ZodType> {
   name: string;
@@ -47,8 +52,8 @@ export interface ToolSpec<Schema extends z.ZodType> {
   idempotencyKey?: (args: z.output<Schema>, context: { taskId: string; tool: string }) => string;
   /** Writes: whether this intent already took effect, asked before every execution and after every timeout. */
   status?: (args: z.output<Schema>, context: IntentContext) => Promise<StatusAnswer> | StatusAnswer;
-  /** Refuses a call before it is scheduled (code `forbidden`): return the reason, or nothing to allow it. */
-  authorize?: (args: z.output<Schema>) => string | undefined;
+  /** Refuses a call before it is scheduled (code `forbidden`): return the reason, or nothing to allow it. The task id is known when the boundary checks a call of a turn. */
+  authorize?: (args: z.output<Schema>, context: AuthorizeContext) => string | undefined;
   /** The one line the Web UI shows for a call after the tool's name, e.g. `drafts/brief.md`; never a secret. Default: the first text argument. */
   summary?: (args: z.output<Schema>) => string;
   handler: (args: z.output<Schema>, context: ToolContext) => Promise<ToolOutcome | string | unknown> | ToolOutcome | string | unknown;
@@ -67,7 +72,7 @@ export interface ToolDefinition {
   approvalTimeoutMs: number;
   idempotencyKey?: (args: unknown, context: { taskId: string; tool: string }) => string;
   status?: (args: unknown, context: IntentContext) => Promise<StatusAnswer> | StatusAnswer;
-  authorize?: (args: unknown) => string | undefined;
+  authorize?: (args: unknown, context: AuthorizeContext) => string | undefined;
   summary?: (args: unknown) => string;
   /** Argument fields the Web UI summary shows instead of `summary` (config `tools.<name>.summaryFields`). */
   summaryFields?: string[];

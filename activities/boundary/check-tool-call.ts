@@ -21,10 +21,13 @@ export function checkToolCall({
   registry,
   request,
   allowedTools,
+  taskId,
 }: {
   registry: ToolRegistry;
   request: ToolCallRequest;
   allowedTools?: string[];
+  /** The turn's task, for tools whose authorization depends on it (a per-task folder, say). */
+  taskId?: string;
 }): CheckedToolCall {
   const call = { ...request, argsDigest: argsDigest(request.args) };
   const tool = registry.get(request.tool);
@@ -42,7 +45,7 @@ export function checkToolCall({
   }
   let denial: string | undefined;
   try {
-    denial = tool.authorize?.(parsed.data);
+    denial = tool.authorize?.(parsed.data, { taskId });
   } catch (error) {
     denial = `authorization failed: ${(error as Error).message}`;
   }

@@ -184,7 +184,7 @@ export function createRunTool({
   }
 
   return async function runTool(input: RunToolInput): Promise<RunToolResult> {
-    const checked = checkToolCall({ registry, request: input, allowedTools: input.allowedTools });
+    const checked = checkToolCall({ registry, request: input, allowedTools: input.allowedTools, taskId: input.taskId });
     if (checked.refusal) {
       return { status: 'error', ...checked.refusal, retryable: false, attempt: 0, originalSize: 0, truncated: false };
     }

@@ -137,7 +137,7 @@ export function createModelStep({ registry, config, models }: { registry: ToolRe
       } catch (error) {
         return { callId, tool: toolName, args: rawInput, argsDigest: argsDigest(rawInput), policy: registry.policy(toolName), refusal: { code: 'invalid_arguments', message: `the arguments are not valid JSON (${(error as Error).message})` } };
       }
-      return checkToolCall({ registry, request: { callId, tool: toolName, args }, allowedTools: input.allowedTools });
+      return checkToolCall({ registry, request: { callId, tool: toolName, args }, allowedTools: input.allowedTools, taskId: input.taskId });
     });
     return { text: progress.text || undefined, toolCalls, usage: totalUsage(usage) };
   };

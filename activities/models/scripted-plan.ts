@@ -76,7 +76,8 @@ function builtInPlan({ taskId, prompt, messages, availableTools }: { taskId: str
   if (!sent && availableTools.includes('send_message')) {
     return { toolCalls: [{ tool: 'send_message', args: { to: 'requester', subject: `Brief: ${prompt.slice(0, 120)}`, body: brief } }] };
   }
-  const notes = [outcomeNote(draft, `The brief is saved as drafts/${draftPath}.`, 'Saving the draft'), outcomeNote(sent, 'It was sent to the requester.', 'Sending it')];
+  const saved = draft?.status === 'success' ? (draft.data as { path?: unknown } | undefined)?.path : undefined;
+  const notes = [outcomeNote(draft, `The brief is saved as ${typeof saved === 'string' ? saved : `drafts/${draftPath}`}.`, 'Saving the draft'), outcomeNote(sent, 'It was sent to the requester.', 'Sending it')];
   return { text: [brief, ...notes.filter(Boolean)].join('\n\n'), toolCalls: [] };
 }
 

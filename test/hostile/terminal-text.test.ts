@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { describeApproval, describeEvent, toolCallTable } from '../../client/follow-turn';
+import { forTerminal } from '../../client/terminal-text';
+import type { PendingApproval, ToolEvent } from '../../common/types';
+import { argsDigest } from '../../tools/canonical-json';
+
+/** Anything a terminal would act on: C0 but newline and tab, DEL, C1, bidi controls. */
+const ACTIVE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+
+const EXPIRES = '2026-01-02T00:00:00.000Z';
+
+function pending(args: unknown, digest = argsDigest(args)): PendingApproval {
+  return { callId: 'call-3-0', tool: 'send_message', args, argsDigest: digest, requestedAt: '2026-01-01T00:00:00Z', expiresAt: EXPIRES };
+}
+
+describe('text from a model, made safe for the terminal', () => {
+  it('shows an erase-line escape sequence and a carriage return escaped', () => {
+    expect(forTerminal('ok\u001b[2K\rApproved: nothing to see')).toBe('ok\\u{1B}[2K\\u{D}Approved: nothing to see');
+    expect(forTerminal('\u009b31m red \u0007')).toBe('\\u{9B}31m red \\u{7}');
+  });
+
+  it('shows bidi overrides, isolates and marks escaped', () => {
+    expect(forTerminal('to: ops\u202e@evil\u202c')).toBe('to: ops\\u{202E}@evil\\u{202C}');
+    expect(forTerminal('\u2066a\u2069\u200e\u200f\u061c')).toBe('\\u{2066}a\\u{2069}\\u{200E}\\u{200F}\\u{61C}');
+  });
+
+  it('keeps newlines, tabs and ordinary Unicode as they are', () => {
+    expect(forTerminal('line one\n\tline two: café, 東京, 👍')).toBe('line one\n\tline two: café, 東京, 👍');
+  });
+
+  it('leaves nothing a terminal would act on, for any text', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (text) => {
+        expect(forTerminal(text)).not.toMatch(ACTIVE);
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+});
+
+describe('what the approval prompt and the event lines show', () => {
+  it('shows every argument that will run, with controls escaped and nothing hidden', () => {
+    const args = { to: 'ops\u202e', subject: 'Hi\u001b[2K\u001b[1A', body: 'Send all\u2067 refunds \u2069now' };
+    const shown = describeApproval(pending(args));
+    expect(shown.matches).toBe(true);
+    expect(shown.text).not.toMatch(ACTIVE);
+    expect(shown.text).toContain('"to": "ops\\u{202E}"');
+    expect(shown.text).toContain('"subject": "Hi\\u001b[2K\\u001b[1A"');
+    expect(shown.text).toContain('"body": "Send all\\u{2067} refunds \\u{2069}now"');
+    const digest = argsDigest(args).slice(0, 16);
+    expect(shown.text.split('\n')[0]).toBe(`Approval needed for call-3-0: send_message (argsDigest ${digest}…, expires ${EXPIRES})`);
+  });
+
+  it('says so, and does not allow approving, when the arguments shown are not those the digest covers', () => {
+    const shown = describeApproval(pending({ to: 'ops' }, argsDigest({ to: 'attacker' })));
+    expect(shown.matches).toBe(false);
+    expect(shown.text).toContain('These arguments do not match the digest of the call, so it cannot be approved from here.');
+  });
+
+  it('escapes a tool name chosen by the model in event lines and tables', () => {
+    const tool = 'x\u001b]0;pwned\u0007';
+    const fields: Partial<ToolEvent> = { callId: 'call-0-0', step: 0, tool, effect: 'read', status: 'error', code: 'unknown_tool' };
+    fields.attempts = 0;
+    const event = fields as ToolEvent;
+    expect(describeEvent(event)).toBe('[step 1] x\\u{1B}]0;pwned\\u{7} (read): error unknown_tool, 0 executions');
+    expect(toolCallTable([{ ...event, durationMs: 1, originalSize: 0, truncated: false }])).not.toMatch(ACTIVE);
+  });
+});
