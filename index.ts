@@ -1,16 +1,70 @@
 // Tollgate's library API: declare tools, run workers, start and decide on turns from your own code.
-export { createActivities, type Activities, type ActivityDependencies } from './activities';
-export { builtInTools } from './tools/built-in';
-export { ToolError } from './tools/tool-error';
+// Every name here is part of the public contract; internal activity types live in common/activity-types.ts.
+
+// Declaring tools
+/** Declares a tool once: schema, description, effect level, timeout, attempts, output limit, handler. */
 export { defineTool, type IntentContext, type StatusAnswer, type ToolContext, type ToolDefinition, type ToolSpec } from './tools/define-tool';
-export { openSqliteStore } from './activities/intents/sqlite-store';
-export type { IdempotencyStore, IntentRecord } from './activities/intents/intent-store';
+/** What a handler returns when it wants to say more than "this data": ok, error with a code. */
 export { ToolOutcome } from './tools/tool-outcome';
-export { TollgateClient, TurnEndedError, type DecisionOptions, type InboxEntry, type LiveView, type TurnHandle } from './client/tollgate-client';
-export type { ErrorCode, ToolCallStatus, ToolEffect, TurnStatus } from './common/codes';
-export { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from './common/search-attributes';
-export type * from './common/types';
-export type { TollgateConfig } from './config/config-schema';
-export { ConfigError, loadConfig, parseConfig } from './config/load-config';
+/** A handler's own verdict with a stable code (never retried as a transient failure). */
+export { ToolError } from './tools/tool-error';
+/** The built-in tools of the embedded default (search, documents, drafts, messages, shell), built from a config. */
+export { builtInTools } from './tools/built-in';
+
+// Running workers
+/** Builds and runs a worker with the configured tools, models and idempotency store; closes what it opened. */
+export { createWorker, TollgateWorker, type CreateWorkerOptions } from './worker/create-worker';
+/** The activities a worker registers, for workers assembled by hand. */
+export { createActivities, type Activities, type ActivityDependencies } from './activities';
+/** The idempotency store on one machine (SQLite); PostgreSQL is chosen by config for several machines. */
+export { openSqliteStore } from './activities/intents/sqlite-store';
+/** The interface of an idempotency store and its records. */
+export type { IdempotencyStore, IntentRecord } from './activities/intents/intent-store';
+/** Starts Temporal's dev server from the installed binaries, or reuses one that answers. */
 export { ensureServer, startDevServer, type DevServer, type ServerLease } from './server/dev-server';
-export { createWorker, type CreateWorkerOptions } from './worker/create-worker';
+
+// Starting and deciding on turns
+/** The typed client: start, follow, query, approve and deny turns over Temporal's client SDK. */
+export { TollgateClient, TurnEndedError, type DecisionOptions, type InboxEntry, type LiveView, type TurnHandle } from './client/tollgate-client';
+/** The turn workflow, for `client.workflow.start<typeof agentTurn>` from any Temporal client code. */
+export { agentTurn } from './workflows/agent-turn';
+/** The long-lived conversation workflow: one turn per `send`, one at a time, with the earlier answers. */
+export { conversation } from './workflows/conversation';
+/** The turn's messages: `state` query, `approval` signal, `decide` update; the conversation's `send`, `history`, `close`. */
+export { approvalSignal, closeConversationSignal, decideUpdate, historyQuery, sendUpdate, stateQuery } from './workflows/messages';
+/** The task queue and workflow type other programs start turns with. */
+export { AGENT_TURN_WORKFLOW_TYPE, DEFAULT_TASK_QUEUE } from './common/defaults';
+/** The search attributes a turn sets: its task id, and whether a call waits for approval. */
+export { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from './common/search-attributes';
+
+// The contract's data
+/** Effect levels, error codes, call and turn statuses. */
+export { ERROR_CODES, TOOL_EFFECTS, type ErrorCode, type ToolCallStatus, type ToolEffect, type TurnStatus } from './common/codes';
+/** A turn's input and result, its events, state and messages; a conversation's input and state. */
+export type {
+  AgentTurnInput,
+  AgentTurnResult,
+  ApprovalDecision,
+  ConversationInput,
+  ConversationState,
+  DecisionReceipt,
+  ModelInterruption,
+  ModelSelection,
+  PendingApproval,
+  RejectedDecision,
+  ScriptStep,
+  ToolCallRequest,
+  ToolEvent,
+  ToolResult,
+  TurnLimits,
+  TurnMessage,
+  TurnPhase,
+  TurnState,
+  Usage,
+} from './common/types';
+
+// Configuration
+/** The validated config: temporal.config.yaml, a Temporal profile and the environment, layered. */
+export type { TollgateConfig } from './config/config-schema';
+/** Loads and validates the config; a bad key is a ConfigError naming it. */
+export { ConfigError, loadConfig, parseConfig } from './config/load-config';

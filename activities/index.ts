@@ -7,6 +7,7 @@ import { createModelStep } from './models/model-step';
 import { createConfiguredModels, type ModelEnvironment } from './models/language-model';
 import { DEFAULT_SECRET_PATTERNS } from './boundary/redact';
 import { createRunTool } from './boundary/run-tool';
+import { createTurnSettings } from './turn-settings';
 import { createToolRegistry, retryBackoffFromConfig, type ToolRegistry } from '../tools/tool-registry';
 
 /** What the activities are built from; tests pass their own tools and store. */
@@ -33,6 +34,7 @@ export function createActivities({ config, tools, store, modelEnvironment }: Act
     modelStep: createModelStep({ registry, config, models }),
     runTool: createRunTool({ registry, store, secretPatterns }),
     lookupStatus: createLookupStatus({ registry, store }),
+    turnSettings: createTurnSettings(config),
   };
 }
 

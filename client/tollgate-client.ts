@@ -4,11 +4,11 @@ import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@tempo
 import { codecFromEnvironment } from '../codec/aes-gcm-codec';
 import { AGENT_TURN_WORKFLOW_TYPE } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
-import { toMilliseconds } from '../common/duration';
 import type { AgentTurnInput, AgentTurnResult, ApprovalDecision, DecisionReceipt, PendingApproval, TurnLimits, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import type { agentTurn } from '../workflows';
 import { decideUpdate, stateQuery } from '../workflows/messages';
+import { ACTIVITY_NAMES, type StreamProgress } from '../common/activity-types';
 
 /** A decision was sent to a turn that is no longer running. */
 export class TurnEndedError extends Error {
@@ -46,12 +46,6 @@ function firstLine(text: string, maxChars = 120): string {
   return line.length > maxChars ? `${line.slice(0, maxChars - 1)}…` : line;
 }
 
-/** The config's turn limits in the workflow input's form. */
-export function limitsFromConfig(config: TollgateConfig): TurnLimits {
-  const { deadline, ...counts } = config.limits;
-  return { ...counts, deadlineMs: toMilliseconds(deadline) };
-}
-
 /** A workflow id for a new turn of a task: readable, unique per start. */
 export function newTurnId(taskId: string, now = Date.now()): string {
   const slug = taskId.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').slice(0, 80);
@@ -75,12 +69,13 @@ export class TollgateClient {
     return new TollgateClient(client, config, codec);
   }
 
-  /** Starts one turn; limits the input leaves out come from the config. */
+  /** Starts one turn; limits the input leaves out come from the worker's config, read by the turn itself. */
   async startTurn(input: AgentTurnInput, { workflowId = newTurnId(input.taskId) }: { workflowId?: string } = {}): Promise<TurnHandle> {
     const handle = await this.client.workflow.start<typeof agentTurn>(AGENT_TURN_WORKFLOW_TYPE, {
       workflowId,
       taskQueue: this.config.temporal.taskQueue,
-      args: [{ ...input, limits: { ...limitsFromConfig(this.config), ...input.limits } }],
+      // The turn asks the worker's config for its limits; the input carries only the caller's own.
+      args: [input],
       // Set here, the turn need not record an upsert for them (it still does for turns other clients start).
       typedSearchAttributes: [
         { key: TASK_ID_SEARCH_ATTRIBUTE, value: input.taskId },
@@ -125,10 +120,10 @@ export class TollgateClient {
     let last = '';
     while (!finished) {
       const [state, description] = await Promise.all([handle.query(stateQuery), handle.describe()]);
-      const modelActivity = description.raw.pendingActivities?.find((activity) => activity.activityType?.name === 'modelStep');
+      const modelActivity = description.raw.pendingActivities?.find((activity) => activity.activityType?.name === ACTIVITY_NAMES.modelStep);
       const encoded = modelActivity?.heartbeatDetails?.payloads?.[0];
       const payload = encoded && this.codec ? (await this.codec.decode([encoded as Payload]))[0] : encoded;
-      const progress = payload ? (defaultPayloadConverter.fromPayload(payload as Payload) as { text?: string } | undefined) : undefined;
+      const progress = payload ? (defaultPayloadConverter.fromPayload(payload as Payload) as StreamProgress | undefined) : undefined;
       const view: LiveView = { state, modelText: state.phase === 'model' ? (progress?.text ?? '') : '' };
       const key = JSON.stringify(view);
       if (key !== last) {

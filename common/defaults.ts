@@ -1,5 +1,24 @@
-/** Built-in turn limits, used when neither the turn's input nor the config sets them. */
+// Every default of Tollgate in one place. The config schema takes its defaults from here, and so do
+// tool declarations and the workflows (which cannot read the config file), so a value is never
+// written twice. Durations are in milliseconds.
+
+/** Turn limits when neither the turn's input nor the worker's config sets them. */
 export const DEFAULT_TURN_LIMITS = { maxSteps: 10, maxToolCalls: 20, errorBudget: 3, deadlineMs: 3_600_000 } as const;
+
+/** A tool's policy when its declaration and the config leave it out. */
+export const TOOL_DEFAULTS = { timeoutMs: 30_000, maxAttempts: 3, maxOutputChars: 8_000, concurrency: 8, approvalTimeoutMs: 24 * 3_600_000 } as const;
+
+/** The backoff between attempts of a retried call when the config's `retry` sets none. */
+export const DEFAULT_RETRY_BACKOFF = { initialIntervalMs: 200, backoffCoefficient: 2, maximumIntervalMs: 5_000 } as const;
+
+/** A conversation's defaults: the characters of earlier messages a turn is given, and turns per run before continue-as-new. */
+export const CONVERSATION_DEFAULTS = { contextBudgetChars: 24_000, maxTurnsPerRun: 100 } as const;
+
+/** How long a provider's Retry-After is honoured at most. */
+export const DEFAULT_MAX_RETRY_DELAY_MS = 30_000;
+
+/** Anthropic's API requires an output cap on every request; this one applies when the config sets none. */
+export const DEFAULT_ANTHROPIC_MAX_OUTPUT_TOKENS = 4_096;
 
 /** The task queue of the public contract. */
 export const DEFAULT_TASK_QUEUE = 'tollgate';

@@ -1,15 +1,25 @@
-const UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+import ms, { type StringValue } from 'ms';
 
-/** The text form of a duration accepted in config and tool declarations, such as `500ms`, `10s`, `24h`. */
-export const DURATION_PATTERN = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/;
+/**
+ * Durations are read the way Temporal's SDK reads them (the `ms` format): a number of
+ * milliseconds, or a text such as `500ms`, `10s`, `5 minutes`, `24h` or `7d`.
+ */
+export type Duration = number | string;
 
-/** A duration in milliseconds from a number of milliseconds or a text such as `10s`; throws on anything else. */
-export function toMilliseconds(duration: number | string): number {
-  if (typeof duration === 'number') {
-    if (!Number.isFinite(duration) || duration < 0) throw new Error(`a duration must be a non-negative number of milliseconds, got ${duration}`);
-    return duration;
+/** Milliseconds in a duration, or undefined when it is not one (negative, not finite, or not in the `ms` format). */
+export function parseDuration(duration: Duration): number | undefined {
+  let value: number | undefined;
+  try {
+    value = typeof duration === 'number' ? duration : ms(duration.trim() as StringValue);
+  } catch {
+    return undefined;
   }
-  const match = DURATION_PATTERN.exec(duration.trim());
-  if (!match) throw new Error(`"${duration}" is not a duration; write it like 500ms, 10s, 5m, 24h or 7d`);
-  return Math.round(Number(match[1]) * UNITS_MS[match[2]]);
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.round(value) : undefined;
+}
+
+/** A duration in milliseconds; throws an error naming the bad value on anything else. */
+export function toMilliseconds(duration: Duration): number {
+  const value = parseDuration(duration);
+  if (value === undefined) throw new Error(`${JSON.stringify(duration)} is not a duration; write it like 500ms, 10s, 5 minutes, 24h or 7d`);
+  return value;
 }

@@ -69,76 +69,10 @@ export type TurnMessage =
   | { role: 'assistant'; text?: string; toolCalls: ToolCallRequest[] }
   | { role: 'tool'; callId: string; tool: string; result: ToolResult };
 
-/** What the workflow needs to run a tool: data recorded in history, never the handler itself. */
-export interface ToolPolicy {
-  effect: ToolEffect;
-  timeoutMs: number;
-  maxAttempts: number;
-  /** How long an irreversible write waits for a human decision. */
-  approvalTimeoutMs: number;
-  /** The backoff between attempts, from the worker's config. */
-  retry: RetryBackoff;
-}
-
-/** The backoff between attempts of a retried call, in milliseconds. */
-export interface RetryBackoff {
-  initialIntervalMs: number;
-  backoffCoefficient: number;
-  maximumIntervalMs: number;
-}
-
-/** A tool call after the boundary's first checks: either runnable with its policy, or refused. */
-export type CheckedToolCall = ToolCallRequest & {
-  /** SHA-256 of the canonical JSON of the arguments: what an approval must name. */
-  argsDigest: string;
-  /** One line for the Web UI, e.g. `save_draft drafts/brief.md`: the tool and chosen fields, redacted. */
-  summary?: string;
-} & ({ policy: ToolPolicy; refusal?: undefined } | { policy?: ToolPolicy; refusal: { code: ErrorCode; message: string } });
-
 /** Token counts, summed per turn. */
 export interface Usage {
   inputTokens: number;
   outputTokens: number;
-}
-
-/** The input of the `modelStep` activity. */
-export interface ModelStepInput {
-  taskId: string;
-  step: number;
-  model?: ModelSelection;
-  messages: TurnMessage[];
-  /** The tools this turn may call; all registered tools when left out. */
-  allowedTools?: string[];
-}
-
-/** What one model step produced, its tool calls already checked against schema and authorization. */
-export interface ModelStepResult {
-  text?: string;
-  toolCalls: CheckedToolCall[];
-  usage: Usage;
-}
-
-/** The input of the `runTool` activity. */
-export interface RunToolInput {
-  taskId: string;
-  callId: string;
-  tool: string;
-  args: unknown;
-  allowedTools?: string[];
-}
-
-/** What `runTool` returns when the handler finished (successfully or with a final error). */
-export interface RunToolResult extends ToolResult {
-  /** The activity attempt that ran the handler; 0 when the handler did not run (refused, or served from a receipt). */
-  attempt: number;
-  originalSize: number;
-  truncated: boolean;
-}
-
-/** Details attached to a retryable tool failure, so the workflow knows how often the handler ran. */
-export interface ToolFailureDetails {
-  attempt: number;
-  originalSize: number;
 }
 
 /** The result of the `agentTurn` workflow. */
@@ -187,20 +121,6 @@ export interface DecisionReceipt {
   callId: string;
   decision: 'approve' | 'deny';
   accepted: true;
-}
-
-/** What the status lookup of a write found. */
-export type StatusLookup =
-  | { state: 'applied'; receipt: ToolResult; source: 'store' | 'tool' }
-  | { state: 'not_applied' }
-  | { state: 'unknown'; reason: string };
-
-/** The input of the `lookupStatus` activity. */
-export interface LookupStatusInput {
-  taskId: string;
-  callId: string;
-  tool: string;
-  args: unknown;
 }
 
 /** What a turn does now: asks the model, runs tools, waits for a human, or is done. */

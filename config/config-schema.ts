@@ -1,10 +1,10 @@
 import type { ClientConfigProfile } from '@temporalio/envconfig';
 import { z } from 'zod';
-import { DURATION_PATTERN } from '../common/duration';
-import { DEFAULT_TASK_QUEUE, DEFAULT_TURN_LIMITS } from '../common/defaults';
+import { parseDuration } from '../common/duration';
+import { DEFAULT_ANTHROPIC_MAX_OUTPUT_TOKENS, DEFAULT_MAX_RETRY_DELAY_MS, DEFAULT_RETRY_BACKOFF, DEFAULT_TASK_QUEUE, DEFAULT_TURN_LIMITS } from '../common/defaults';
 
 const duration = z
-  .union([z.number().nonnegative(), z.string().regex(DURATION_PATTERN, 'expected a duration like 500ms, 10s, 5m, 24h')])
+  .union([z.number().nonnegative(), z.string().refine((text) => parseDuration(text) !== undefined, 'expected a duration like 500ms, 10s, 5 minutes, 24h')])
   .describe('milliseconds, or a text such as 10s');
 
 function isRegExp(source: string): boolean {
@@ -38,6 +38,8 @@ export const temporalSchema = z.strictObject({
 
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected the name of an environment variable');
 const httpUrl = z.string().regex(/^https?:\/\/\S+$/, 'expected an http(s) URL');
+/** The most tokens one model step may generate; sent to the provider with every request. */
+const maxOutputTokens = z.number().int().min(1);
 
 /** A model the config names by a key of `model.models`: an AI SDK provider, or the embedded scripted model. */
 export const modelEntrySchema = z.discriminatedUnion('provider', [
@@ -47,13 +49,15 @@ export const modelEntrySchema = z.discriminatedUnion('provider', [
     model: z.string().min(1),
     apiKeyEnv: envName.default('OPENAI_API_KEY'),
     baseURL: httpUrl.optional(),
+    maxOutputTokens: maxOutputTokens.optional(),
   }),
   z.strictObject({
     provider: z.literal('anthropic'),
     model: z.string().min(1),
     apiKeyEnv: envName.default('ANTHROPIC_API_KEY'),
     baseURL: httpUrl.optional(),
-    maxOutputTokens: z.number().int().min(1).default(4096),
+    /** Anthropic's API requires a cap on every request. */
+    maxOutputTokens: maxOutputTokens.default(DEFAULT_ANTHROPIC_MAX_OUTPUT_TOKENS),
   }),
   z.strictObject({
     provider: z.literal('openai-compatible'),
@@ -61,6 +65,7 @@ export const modelEntrySchema = z.discriminatedUnion('provider', [
     baseURL: httpUrl,
     /** Local servers (Ollama, vLLM, llama.cpp) usually need no key. */
     apiKeyEnv: envName.optional(),
+    maxOutputTokens: maxOutputTokens.optional(),
   }),
 ]);
 
@@ -81,9 +86,9 @@ export const toolOverrideSchema = z.strictObject({
 
 /** How read tools are retried between attempts (the number of attempts is per tool). */
 export const retrySchema = z.strictObject({
-  initialInterval: duration.default('200ms'),
-  backoffCoefficient: z.number().min(1).default(2),
-  maximumInterval: duration.default('5s'),
+  initialInterval: duration.default(DEFAULT_RETRY_BACKOFF.initialIntervalMs),
+  backoffCoefficient: z.number().min(1).default(DEFAULT_RETRY_BACKOFF.backoffCoefficient),
+  maximumInterval: duration.default(DEFAULT_RETRY_BACKOFF.maximumIntervalMs),
 });
 
 /** The whole `temporal.config.yaml`. */
@@ -94,7 +99,7 @@ export const configSchema = z.strictObject({
       default: z.string().min(1).default('scripted'),
       models: z.record(z.string(), modelEntrySchema).default({ scripted: { provider: 'scripted' } }),
       /** A provider's Retry-After is honoured up to this long. */
-      maxRetryDelay: duration.default('30s'),
+      maxRetryDelay: duration.default(DEFAULT_MAX_RETRY_DELAY_MS),
     })
     .prefault({}),
   workspace: z.string().default('.tollgate/workspace'),
@@ -104,7 +109,7 @@ export const configSchema = z.strictObject({
       maxSteps: z.number().int().min(1).default(DEFAULT_TURN_LIMITS.maxSteps),
       maxToolCalls: z.number().int().min(1).default(DEFAULT_TURN_LIMITS.maxToolCalls),
       errorBudget: z.number().int().min(0).default(DEFAULT_TURN_LIMITS.errorBudget),
-      deadline: duration.default('1h'),
+      deadline: duration.default(DEFAULT_TURN_LIMITS.deadlineMs),
     })
     .prefault({}),
   retry: retrySchema.prefault({}),

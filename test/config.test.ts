@@ -2,7 +2,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { limitsFromConfig } from '../activities/turn-settings';
+import { toMilliseconds } from '../common/duration';
 import { ConfigError, loadConfig, parseConfig, PROJECT_ROOT } from '../config/load-config';
+import { builtInTools } from '../tools/built-in';
+import { defineTool } from '../tools/define-tool';
+import { createToolRegistry } from '../tools/tool-registry';
 
 function writeConfig(text: string): string {
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'tollgate-config-')), 'temporal.config.yaml');
@@ -22,8 +28,8 @@ describe('loadConfig', () => {
 
   it('fills every default for an empty file', () => {
     const config = loadConfig({ file: writeConfig(''), env: {} });
-    expect(config.limits).toEqual({ maxSteps: 10, maxToolCalls: 20, errorBudget: 3, deadline: '1h' });
-    expect(config.retry).toEqual({ initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '5s' });
+    expect(config.limits).toEqual({ maxSteps: 10, maxToolCalls: 20, errorBudget: 3, deadline: 3_600_000 });
+    expect(config.retry).toEqual({ initialInterval: 200, backoffCoefficient: 2, maximumInterval: 5_000 });
   });
 
   it('names an unknown key and the file', () => {
@@ -41,6 +47,19 @@ describe('loadConfig', () => {
     expect(() => parseConfig({ tools: { get_document: { timeout: 'soon' } } }, { source: 'x.yaml', baseDir: '/', env: {} })).toThrow(
       /x\.yaml: tools\.get_document\.timeout: /,
     );
+  });
+
+  it('reads every duration the way Temporal does: 5 minutes, 300s, 5m and 300000 mean the same in config, tools and turns', () => {
+    const timeouts = ['5 minutes', '300s', '5m', 300_000].map((timeout) => {
+      const config = parseConfig({ tools: { get_document: { timeout } }, limits: { deadline: timeout } }, { source: 'x.yaml', baseDir: '/', env: {} });
+      const registry = createToolRegistry({ tools: builtInTools(config), overrides: config.tools });
+      const tool = defineTool({ name: 'probe', description: 'probe', input: z.strictObject({}), effect: 'read', timeout, handler: () => 'ok' });
+      return [registry.get('get_document')!.timeoutMs, limitsFromConfig(config).deadlineMs, tool.timeoutMs, toMilliseconds(timeout)];
+    });
+    expect(new Set(timeouts.flat())).toEqual(new Set([300_000]));
+    expect(toMilliseconds('24h')).toBe(86_400_000);
+    expect(toMilliseconds('10 s')).toBe(10_000);
+    for (const bad of ['soon', '-1s', '', '10 parsecs']) expect(() => toMilliseconds(bad), bad).toThrow(/is not a duration/);
   });
 
   it('names an invalid redaction pattern', () => {

@@ -63,8 +63,16 @@ describe('payload encryption', () => {
     const text = JSON.stringify(shown);
     const payloads = payloadsIn(shown.events);
     expect(payloads.length).toBeGreaterThan(10);
-    const plain = payloads.filter((payload) => Buffer.from(payload.metadata!.encoding, 'base64').toString() !== ENCRYPTED_ENCODING).map((payload) => payload.where);
-    expect(plain).toEqual([]);
+    const plain = payloads.filter((payload) => Buffer.from(payload.metadata!.encoding, 'base64').toString() !== ENCRYPTED_ENCODING);
+    // Temporal's core writes two markers' bookkeeping itself, past every codec: a patch marker's
+    // patch id and a local activity marker's type and sequence number. They hold no user data
+    // (the whole history is searched for the secrets below); the local activity's result is encrypted.
+    const bookkeeping = plain.filter((payload) => /\.markerRecordedEventAttributes\.details\.(patch-data|data)\.payloads\[0\]$/.test(payload.where));
+    for (const payload of bookkeeping) {
+      const fields = Object.keys(JSON.parse(Buffer.from(payload.data ?? '', 'base64').toString('utf8')) as object);
+      expect(fields.every((field) => ['id', 'deprecated', 'seq', 'attempt', 'activity_id', 'activity_type', 'complete_time', 'backoff', 'original_schedule_time'].includes(field)), fields.join()).toBe(true);
+    }
+    expect(plain.filter((payload) => !bookkeeping.includes(payload)).map((payload) => payload.where)).toEqual([]);
     const decodedData = payloads.map((payload) => Buffer.from(payload.data ?? '', 'base64').toString('latin1')).join('\n');
     for (const secret of ['refund', 'annual plans', 'refunded in full', 'search_local_sources']) {
       expect(text).not.toContain(secret);

@@ -9,8 +9,9 @@ import { openSqliteStore } from '../activities/intents/sqlite-store';
 import { createModelStep } from '../activities/models/model-step';
 import { createRunTool } from '../activities/boundary/run-tool';
 import { createToolRegistry } from '../tools/tool-registry';
-import type { ModelStepResult, RunToolResult } from '../common/types';
+import type { ModelStepResult } from '../common/activity-types';
 import { testConfig } from './helpers/test-config';
+import { runToolOnce, type FlatBoundaryResult } from './helpers/run-tool-once';
 
 /** Three tools, one per effect, whose handlers only count: any execution on invalid input is a failure. */
 const executions = { read: 0, reversible: 0, irreversible: 0 };
@@ -96,8 +97,8 @@ describe('the boundary under malformed input', () => {
     await fc.assert(
       fc.asyncProperty(toolNames, badArguments, async (tool, args) => {
         fc.pre(!isValid(tool, args));
-        const result: RunToolResult = await new MockActivityEnvironment().run(runTool, { taskId: 'fuzz', callId: 'c', tool, args });
-        expect(result).toMatchObject({ status: 'error', attempt: 0 });
+        const result: FlatBoundaryResult = await runToolOnce(runTool, { taskId: 'fuzz', callId: 'c', tool, args });
+        expect(result).toMatchObject({ status: 'error', executions: 0 });
         expect(['invalid_arguments', 'unknown_tool']).toContain(result.code);
         refusedAtRun++;
       }),

@@ -25,9 +25,19 @@ afterAll(async () => {
 
 describe('the library API', () => {
   it('exports what embedding Tollgate needs from one entry point', () => {
-    for (const name of ['defineTool', 'ToolOutcome', 'createWorker', 'TollgateClient', 'builtInTools', 'loadConfig', 'startDevServer'] as const) {
-      expect(tollgate[name], name).toBeDefined();
-    }
+    const names = ['defineTool', 'ToolOutcome', 'createWorker', 'TollgateClient', 'builtInTools', 'loadConfig', 'startDevServer'] as const;
+    const contract = ['agentTurn', 'conversation', 'stateQuery', 'approvalSignal', 'decideUpdate', 'sendUpdate', 'historyQuery', 'AGENT_TURN_WORKFLOW_TYPE', 'ERROR_CODES'] as const;
+    for (const name of [...names, ...contract]) expect(tollgate[name], name).toBeDefined();
+    expect(tollgate.stateQuery.name).toBe('state');
+    expect(tollgate.approvalSignal.name).toBe('approval');
+  });
+
+  it('documents every export of the entry point in one line, and re-exports no module wholesale', () => {
+    const lines = readFileSync(path.join(PROJECT_ROOT, 'index.ts'), 'utf8').split('\n');
+    const exports = lines.flatMap((line, index) => (line.startsWith('export ') ? [index] : []));
+    expect(exports.length).toBeGreaterThan(10);
+    for (const index of exports) expect(lines[index - 1], lines[index]).toMatch(/^\/\*\* .+ \*\/$/);
+    expect(lines.filter((line) => /^export (type )?\*/.test(line))).toEqual([]);
   });
 
   it('runs the README\'s "add your own tool" example, which is the file examples/add-your-own-tool.ts', async () => {

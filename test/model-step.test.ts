@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../activities';
 import { parseRetryAfter } from '../activities/models/model-errors';
 import type { StreamProgress } from '../activities/models/model-step';
-import type { ModelStepInput, ModelStepResult } from '../common/types';
+import type { ModelStepInput, ModelStepResult } from '../common/activity-types';
 import { ConfigError } from '../config/load-config';
 import { anthropicStream, openaiStream, startFakeProvider, type FakeProvider } from './helpers/fake-provider';
 import { testConfig } from './helpers/test-config';
@@ -28,7 +28,7 @@ function modelStepFor(modelName: 'gpt' | 'claude' | 'local') {
       default: modelName,
       maxRetryDelay: '30s',
       models: {
-        gpt: { provider: 'openai', model: 'gpt-test', baseURL: provider.baseURL },
+        gpt: { provider: 'openai', model: 'gpt-test', baseURL: provider.baseURL, maxOutputTokens: 321 },
         claude: { provider: 'anthropic', model: 'claude-test', baseURL: provider.baseURL },
         local: { provider: 'openai-compatible', model: 'llama-test', baseURL: provider.baseURL },
       },
@@ -64,7 +64,7 @@ describe('modelStep with AI SDK providers', () => {
     expect(beats.at(-1)).toEqual({ chunks: 3, text: 'Annual plans are refunded within 30 days.' });
     const sent = provider.requests[before];
     expect(sent.path).toBe('/v1/chat/completions');
-    expect(sent.body).toMatchObject({ model: 'gpt-test', stream: true, tools: expect.arrayContaining([expect.objectContaining({ function: expect.objectContaining({ name: 'get_document' }) })]) });
+    expect(sent.body).toMatchObject({ model: 'gpt-test', stream: true, max_tokens: 321, tools: expect.arrayContaining([expect.objectContaining({ function: expect.objectContaining({ name: 'get_document' }) })]) });
   });
 
   it('turns an OpenAI tool call streamed in pieces into a checked call', async () => {
@@ -81,6 +81,9 @@ describe('modelStep with AI SDK providers', () => {
     const result = await run('claude');
     expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'search_local_sources', args: { query: 'refunds' } })]);
     expect(provider.requests.at(-1)?.path).toBe('/v1/messages');
+    // The config's default cap for Anthropic reaches the request; the task id is never written into the prompt.
+    expect(provider.requests.at(-1)?.body).toMatchObject({ max_tokens: 4096 });
+    expect(JSON.stringify(provider.requests.at(-1)?.body)).not.toContain('task-m');
   });
 
   it('speaks to an OpenAI-compatible server the same way', async () => {

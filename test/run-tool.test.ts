@@ -4,10 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ToolError } from '../tools/tool-error';
 import { defineTool, type ToolContext, type ToolDefinition, type ToolSpec } from '../tools/define-tool';
-import type { RunToolResult } from '../common/types';
 import { createRunTool } from '../activities/boundary/run-tool';
 import { createToolRegistry } from '../tools/tool-registry';
 import { ToolOutcome } from '../tools/tool-outcome';
+import { runToolOnce, type FlatBoundaryResult } from './helpers/run-tool-once';
 
 const echoInput = z.strictObject({ text: z.string().describe('text') });
 
@@ -15,9 +15,9 @@ function echoTool(handler: (args: z.output<typeof echoInput>, context: ToolConte
   return defineTool({ name: 'echo', description: 'echo', input: echoInput, effect: 'read', handler, ...extra });
 }
 
-function runWith(tool: ToolDefinition, args: unknown = { text: 'hi' }, attempt = 1): Promise<RunToolResult> {
+function runWith(tool: ToolDefinition, args: unknown = { text: 'hi' }, attempt = 1): Promise<FlatBoundaryResult> {
   const runTool = createRunTool({ registry: createToolRegistry({ tools: [tool] }) });
-  return new MockActivityEnvironment({ attempt }).run(runTool, { taskId: 'task', callId: 'call-0-0', tool: tool.name, args });
+  return runToolOnce(runTool, { taskId: 'task', callId: 'call-0-0', tool: tool.name, args }, { attempt });
 }
 
 describe('runTool', () => {
@@ -25,7 +25,7 @@ describe('runTool', () => {
     await expect(runWith(echoTool(({ text }) => `said ${text}`), undefined, 2)).resolves.toEqual({
       status: 'success',
       data: 'said hi',
-      attempt: 2,
+      executions: 2,
       originalSize: 7,
       truncated: false,
     });
@@ -49,14 +49,14 @@ describe('runTool', () => {
 
   it('returns a final error as a result, with the tool message and no stack', async () => {
     const result = await runWith(echoTool(() => { throw new TypeError('cannot read the frobnicator\n    at secret/file.ts:1:1'); }));
-    expect(result).toEqual({ status: 'error', code: 'tool_failure', retryable: false, message: 'cannot read the frobnicator', attempt: 1, originalSize: 0, truncated: false });
+    expect(result).toEqual({ status: 'error', code: 'tool_failure', retryable: false, message: 'cannot read the frobnicator', executions: 1, originalSize: 0, truncated: false });
   });
 
   it('throws a retryable transient_failure for a connection reset, with the attempt in its details', async () => {
     const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
     const failure = await runWith(echoTool(() => { throw reset; }), undefined, 2).catch((error) => error);
     expect(failure).toBeInstanceOf(ApplicationFailure);
-    expect(failure).toMatchObject({ type: 'transient_failure', nonRetryable: false, details: [{ attempt: 2, originalSize: 0 }] });
+    expect(failure).toMatchObject({ type: 'transient_failure', nonRetryable: false, details: [{ executions: 2 }] });
   });
 
   it('times a slow handler out as a transient failure and aborts its signal', async () => {
@@ -86,10 +86,10 @@ describe('runTool', () => {
   it('never runs the handler for invalid arguments or an unknown tool', async () => {
     let runs = 0;
     const tool = echoTool(() => { runs++; return 'ran'; });
-    await expect(runWith(tool, { text: 42 })).resolves.toMatchObject({ status: 'error', code: 'invalid_arguments', attempt: 0 });
+    await expect(runWith(tool, { text: 42 })).resolves.toMatchObject({ status: 'error', code: 'invalid_arguments', executions: 0 });
     const runTool = createRunTool({ registry: createToolRegistry({ tools: [tool] }) });
-    await expect(new MockActivityEnvironment().run(runTool, { taskId: 't', callId: 'c', tool: 'nope', args: {} })).resolves.toMatchObject({ code: 'unknown_tool' });
-    await expect(new MockActivityEnvironment().run(runTool, { taskId: 't', callId: 'c', tool: 'echo', args: { text: 'x' }, allowedTools: [] })).resolves.toMatchObject({ code: 'forbidden' });
+    await expect(runToolOnce(runTool, { taskId: 't', callId: 'c', tool: 'nope', args: {} })).resolves.toMatchObject({ code: 'unknown_tool' });
+    await expect(runToolOnce(runTool, { taskId: 't', callId: 'c', tool: 'echo', args: { text: 'x' }, allowedTools: [] })).resolves.toMatchObject({ code: 'forbidden' });
     expect(runs).toBe(0);
   });
 
@@ -103,7 +103,7 @@ describe('runTool', () => {
       return 'done';
     }, { concurrency: 2 });
     const runTool = createRunTool({ registry: createToolRegistry({ tools: [tool] }) });
-    await Promise.all(Array.from({ length: 6 }, (_, index) => new MockActivityEnvironment().run(runTool, { taskId: 't', callId: `c${index}`, tool: 'echo', args: { text: 'x' } })));
+    await Promise.all(Array.from({ length: 6 }, (_, index) => runToolOnce(runTool, { taskId: 't', callId: `c${index}`, tool: 'echo', args: { text: 'x' } })));
     expect(most).toBe(2);
   });
 });

@@ -15,9 +15,10 @@ import { createRunTool } from '../activities/boundary/run-tool';
 import { createToolRegistry } from '../tools/tool-registry';
 import { saveDraftTool } from '../tools/built-in/save-draft';
 import { sendMessageTool } from '../tools/built-in/send-message';
-import type { RunToolResult, ToolResult } from '../common/types';
+import type { ToolResult } from '../common/types';
 import { PROJECT_ROOT } from '../config/load-config';
 import { testConfig } from './helpers/test-config';
+import { runToolOnce, type FlatBoundaryResult } from './helpers/run-tool-once';
 
 /** The test database `node scripts/setup.mjs --system` prepares, or the one TOLLGATE_TEST_POSTGRES_URL names. */
 function postgresUrl(): string {
@@ -100,6 +101,10 @@ describe.each(backends)('the %s idempotency store', (_name, open) => {
   it('runs the handler of one intent once when two workers claim it at the same moment', async () => {
     for (const effect of ['irreversible_write', 'reversible_write'] as const) {
       let executions = 0;
+      // The handler holds its claim until the other call has returned (or 3 s pass), so the two
+      // claims overlap however the machine schedules them; a second claim would run it twice.
+      let oneReturned!: () => void;
+      const returned = new Promise<void>((resolve) => (oneReturned = resolve));
       const tool = defineTool({
         name: 'pay',
         description: 'pays',
@@ -108,16 +113,22 @@ describe.each(backends)('the %s idempotency store', (_name, open) => {
         status: () => 'not_applied',
         handler: async () => {
           executions++;
-          await new Promise((resolve) => setTimeout(resolve, 50));
+          await Promise.race([returned, new Promise((resolve) => setTimeout(resolve, 3_000))]);
           return 'paid';
         },
       });
       const registry = createToolRegistry({ tools: [tool] });
       const workers = [createRunTool({ registry, store }), createRunTool({ registry, store })];
       const taskId = unique();
-      const results = await Promise.all(workers.map((runTool, index) => new MockActivityEnvironment().run(runTool, { taskId, callId: `call-${index}-0`, tool: 'pay', args: { amount: 1 } })));
+      const results = await Promise.all(
+        workers.map(async (runTool, index) => {
+          const result = await runToolOnce(runTool, { taskId, callId: `call-${index}-0`, tool: 'pay', args: { amount: 1 } });
+          oneReturned();
+          return result;
+        }),
+      );
       expect(executions).toBe(1);
-      expect(results.map((result) => (result as RunToolResult).code ?? (result as RunToolResult).status).sort()).toEqual(['outcome_unknown', 'success']);
+      expect(results.map((result) => (result as FlatBoundaryResult).code ?? (result as FlatBoundaryResult).status).sort()).toEqual(['outcome_unknown', 'success']);
     }
   });
 
@@ -131,15 +142,15 @@ describe.each(backends)('the %s idempotency store', (_name, open) => {
     const runTool = createRunTool({ registry, store });
     const lookupStatus = createLookupStatus({ registry, store });
     const taskId = unique();
-    const call = (tool: string, args: unknown, callId: string): Promise<RunToolResult> => new MockActivityEnvironment().run(runTool, { taskId, callId, tool, args });
+    const call = (tool: string, args: unknown, callId: string): Promise<FlatBoundaryResult> => runToolOnce(runTool, { taskId, callId, tool, args });
     const draft = { path: 'a.md', content: 'A\n' };
-    await expect(call('save_draft', draft, 'call-0-0')).resolves.toMatchObject({ status: 'success', attempt: 1 });
-    await expect(call('save_draft', draft, 'call-1-0')).resolves.toMatchObject({ status: 'success', attempt: 0 });
+    await expect(call('save_draft', draft, 'call-0-0')).resolves.toMatchObject({ status: 'success', executions: 1 });
+    await expect(call('save_draft', draft, 'call-1-0')).resolves.toMatchObject({ status: 'success', executions: 0 });
     await expect(new MockActivityEnvironment().run(lookupStatus, { taskId, callId: 'c', tool: 'save_draft', args: draft })).resolves.toMatchObject({ state: 'applied', source: 'store' });
     expect(writes).toBe(1);
     const message = { to: 'ops', subject: 'Hi', body: 'Body' };
     await store.claim({ key: intentKey(send, message, taskId), taskId, tool: 'send_message', callId: 'call-2-0', argsDigest: 'digest', effect: 'irreversible_write', leaseMs: 0 });
-    await expect(call('send_message', message, 'call-3-0')).resolves.toMatchObject({ status: 'error', code: 'outcome_unknown', attempt: 0 });
+    await expect(call('send_message', message, 'call-3-0')).resolves.toMatchObject({ status: 'error', code: 'outcome_unknown', executions: 0 });
     expect(existsSync(path.join(root, 'outbox')) ? readdirSync(path.join(root, 'outbox'), { recursive: true }) : []).toEqual([]);
   });
 });

@@ -19,7 +19,7 @@ import { sendMessageTool } from '../tools/built-in/send-message';
 import { bubblewrapAvailable, shellTool } from '../tools/built-in/shell';
 import { pathRefusal } from '../tools/built-in/workspace-path';
 import type { ToolDefinition } from '../tools/define-tool';
-import type { RunToolResult } from '../common/types';
+import { runToolOnce, type FlatBoundaryResult } from './helpers/run-tool-once';
 
 function workspace(): string {
   return mkdtempSync(path.join(os.tmpdir(), 'tollgate-workspace-'));
@@ -31,8 +31,8 @@ function boundary(tools: ToolDefinition[]) {
   return { registry, store, runTool: createRunTool({ registry, store }), lookupStatus: createLookupStatus({ registry, store }) };
 }
 
-function call(runTool: ReturnType<typeof createRunTool>, tool: string, args: unknown, callId = 'call-0-0'): Promise<RunToolResult> {
-  return new MockActivityEnvironment().run(runTool, { taskId: 'task-7', callId, tool, args });
+function call(runTool: ReturnType<typeof createRunTool>, tool: string, args: unknown, callId = 'call-0-0'): Promise<FlatBoundaryResult> {
+  return runToolOnce(runTool, { taskId: 'task-7', callId, tool, args });
 }
 
 describe('defineTool', () => {
@@ -69,12 +69,12 @@ describe('save_draft', () => {
     const args = { path: 'brief.md', content: '# Brief\n' };
     const lookup = () => new MockActivityEnvironment().run(lookupStatus, { taskId: 'task-7', callId: 'c', tool: 'save_draft', args });
     await expect(lookup()).resolves.toEqual({ state: 'not_applied' });
-    await expect(call(runTool, 'save_draft', args)).resolves.toMatchObject({ status: 'success', attempt: 1, data: { path: 'drafts/task-7/brief.md', bytes: 8 } });
+    await expect(call(runTool, 'save_draft', args)).resolves.toMatchObject({ status: 'success', executions: 1, data: { path: 'drafts/task-7/brief.md', bytes: 8 } });
     expect(readFileSync(path.join(root, 'drafts', 'task-7', 'brief.md'), 'utf8')).toBe('# Brief\n');
     expect(readdirSync(path.join(root, 'drafts'))).toEqual(['task-7']);
     expect(readdirSync(path.join(root, 'drafts', 'task-7'))).toEqual(['brief.md']);
     await expect(lookup()).resolves.toMatchObject({ state: 'applied', source: 'store' });
-    await expect(call(runTool, 'save_draft', args, 'call-1-0')).resolves.toMatchObject({ status: 'success', attempt: 0 });
+    await expect(call(runTool, 'save_draft', args, 'call-1-0')).resolves.toMatchObject({ status: 'success', executions: 0 });
     await store.close();
   });
 
@@ -93,7 +93,7 @@ describe('save_draft', () => {
     mkdirSync(path.join(root, 'drafts', 'task-7'), { recursive: true });
     symlinkSync(outside, path.join(root, 'drafts', 'task-7', 'link'));
     const { runTool } = boundary([saveDraftTool({ workspace: root })]);
-    await expect(call(runTool, 'save_draft', { path: 'link/x.md', content: 'x' })).resolves.toMatchObject({ status: 'error', code: 'forbidden', attempt: 0 });
+    await expect(call(runTool, 'save_draft', { path: 'link/x.md', content: 'x' })).resolves.toMatchObject({ status: 'error', code: 'forbidden', executions: 0 });
     expect(readdirSync(outside)).toEqual([]);
   });
 });
@@ -104,14 +104,14 @@ describe('send_message', () => {
     const { runTool } = boundary([sendMessageTool({ workspace: root })]);
     const args = { to: 'ops', subject: 'Hi', body: 'Body' };
     const first = await call(runTool, 'send_message', args);
-    expect(first).toMatchObject({ status: 'success', attempt: 1 });
+    expect(first).toMatchObject({ status: 'success', executions: 1 });
     expect(readdirSync(path.join(root, 'outbox'))).toEqual(['task-7']);
     const files = readdirSync(path.join(root, 'outbox', 'task-7'));
     expect(files).toHaveLength(1);
     expect(files[0]).toMatch(/^task-7\.send_message\.[0-9a-f]{24}\.json$/);
     expect(first).toMatchObject({ data: { delivered: `outbox/task-7/${files[0]}` } });
     expect(JSON.parse(readFileSync(path.join(root, 'outbox', 'task-7', files[0]), 'utf8'))).toMatchObject({ to: 'ops', subject: 'Hi', body: 'Body' });
-    await expect(call(runTool, 'send_message', args, 'call-5-0')).resolves.toMatchObject({ status: 'success', attempt: 0 });
+    await expect(call(runTool, 'send_message', args, 'call-5-0')).resolves.toMatchObject({ status: 'success', executions: 0 });
     expect(readdirSync(path.join(root, 'outbox', 'task-7'))).toHaveLength(1);
   });
 
@@ -122,7 +122,7 @@ describe('send_message', () => {
     const args = { to: 'ops', subject: 'Hi', body: 'Body' };
     // As a worker that died after recording the intent and before confirming it leaves the store.
     await store.claim({ key: intentKey(send, args, 'task-7'), taskId: 'task-7', tool: 'send_message', callId: 'call-0-0', argsDigest: argsDigest(args), effect: 'irreversible_write', leaseMs: 10_000 });
-    await expect(call(runTool, 'send_message', args, 'call-2-0')).resolves.toMatchObject({ status: 'error', code: 'outcome_unknown', attempt: 0 });
+    await expect(call(runTool, 'send_message', args, 'call-2-0')).resolves.toMatchObject({ status: 'error', code: 'outcome_unknown', executions: 0 });
     expect(existsSync(path.join(root, 'outbox'))).toBe(false);
   });
 });
@@ -201,7 +201,7 @@ describe('the boundary under random arguments', () => {
         if (!valid) {
           expect(checked.refusal?.code).toBe('invalid_arguments');
           const result = await call(runTool, 'save_draft', args);
-          expect(result).toMatchObject({ status: 'error', code: 'invalid_arguments', attempt: 0 });
+          expect(result).toMatchObject({ status: 'error', code: 'invalid_arguments', executions: 0 });
           expect(executions).toBe(before);
         } else {
           expect(['forbidden', undefined]).toContain(checked.refusal?.code);

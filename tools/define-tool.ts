@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { TOOL_EFFECTS, type ToolEffect } from '../common/codes';
 import { toMilliseconds } from '../common/duration';
 import type { ToolOutcome } from './tool-outcome';
+import { TOOL_DEFAULTS } from '../common/defaults';
 
 /** What a handler learns about the call it serves. */
 export interface ToolContext {
@@ -79,8 +80,6 @@ export interface ToolDefinition {
   handler: (args: unknown, context: ToolContext) => Promise<unknown> | unknown;
 }
 
-/** Defaults of a tool's policy when its declaration leaves them out. */
-export const TOOL_DEFAULTS = { timeoutMs: 30_000, maxAttempts: 3, maxOutputChars: 8_000, concurrency: 8, approvalTimeoutMs: 24 * 3_600_000 } as const;
 
 /** Checks what a registry cannot run safely; a reversible write without a status lookup is refused. */
 export function checkToolDefinition(tool: ToolDefinition): void {

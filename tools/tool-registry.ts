@@ -1,10 +1,9 @@
 import { toMilliseconds } from '../common/duration';
-import type { RetryBackoff, ToolPolicy } from '../common/types';
+import type { RetryBackoff, ToolPolicy } from '../common/activity-types';
 import type { TollgateConfig } from '../config/config-schema';
 import { checkToolDefinition, type ToolDefinition } from './define-tool';
 
-/** The backoff between attempts when the config sets none. */
-export const DEFAULT_RETRY_BACKOFF: RetryBackoff = { initialIntervalMs: 200, backoffCoefficient: 2, maximumIntervalMs: 5_000 };
+import { DEFAULT_RETRY_BACKOFF } from '../common/defaults';
 
 /** The backoff the config's `retry` section sets. */
 export function retryBackoffFromConfig(retry: TollgateConfig['retry']): RetryBackoff {

@@ -1,21 +1,21 @@
-import { ActivityFailure, ApplicationFailure, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { MODEL_FAILURES, type BoundaryResult, type CheckedToolCall } from '../common/activity-types';
+import { BoundaryResults } from '../common/boundary-results';
 import { DEFAULT_TURN_LIMITS } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
-import type {
-  AgentTurnInput,
-  AgentTurnResult,
-  CheckedToolCall,
-  ToolEvent,
-  TurnMessage,
-  TurnState,
-  Usage,
-} from '../common/types';
+import type { AgentTurnInput, AgentTurnResult, ToolEvent, TurnLimits, TurnMessage, TurnState, Usage } from '../common/types';
 import type { TurnStatus } from '../common/codes';
 import { ApprovalBook } from './approval-book';
+import { EFFECT_STRATEGIES } from './effects';
 import { approvalSignal, decideUpdate, stateQuery } from './messages';
-import { runReadTool, type ExecutedCall } from './run-read-tool';
-import { runIrreversibleWrite, runReversibleWrite } from './run-write-tool';
+
+/**
+ * Turns recorded before this patch took their limits from the input and the built-in defaults
+ * only; every turn since asks the worker's config once at its start (a local activity, one marker
+ * in history), so config limits apply whichever client started the turn.
+ */
+export const TURN_SETTINGS_PATCH = 'turn-settings-from-config';
 
 // Retried only before the first chunk: the activity throws stream_interrupted once one went out.
 const { modelStep } = proxyActivities<Activities>({
@@ -27,17 +27,25 @@ const { modelStep } = proxyActivities<Activities>({
     initialInterval: '1 second',
     backoffCoefficient: 2,
     maximumInterval: '30 seconds',
-    nonRetryableErrorTypes: ['invalid_model', 'stream_interrupted', 'model_error'],
+    nonRetryableErrorTypes: [MODEL_FAILURES.invalidModel, MODEL_FAILURES.streamInterrupted, MODEL_FAILURES.error],
   },
 });
+
+const { turnSettings } = proxyLocalActivities<Activities>({ startToCloseTimeout: '10 seconds', summary: 'turn settings', retry: { maximumAttempts: 5 } });
+
+/** The limits a turn runs under: the worker's config (or, for turns recorded before that, the built-in defaults), lowered or raised by the turn's own. */
+async function turnLimits(own: TurnLimits | undefined): Promise<Required<TurnLimits>> {
+  const base = patched(TURN_SETTINGS_PATCH) ? (await turnSettings()).limits : DEFAULT_TURN_LIMITS;
+  return { ...base, ...own };
+}
 
 /** Why a model step failed for good; an invalid model fails the workflow instead (the caller's mistake). */
 function modelFailure(error: unknown): { type: string; message: string } | undefined {
   if (!(error instanceof ActivityFailure)) return undefined;
   const cause = error.cause;
-  if (cause instanceof ApplicationFailure && cause.type === 'invalid_model') return undefined;
-  if (cause instanceof ApplicationFailure) return { type: cause.type ?? 'model_error', message: cause.message };
-  return { type: 'model_unavailable', message: cause?.message ?? error.message };
+  if (cause instanceof ApplicationFailure && cause.type === MODEL_FAILURES.invalidModel) return undefined;
+  if (cause instanceof ApplicationFailure) return { type: cause.type ?? MODEL_FAILURES.error, message: cause.message };
+  return { type: MODEL_FAILURES.unavailable, message: cause?.message ?? error.message };
 }
 
 function invalidInput(message: string): ApplicationFailure {
@@ -69,7 +77,6 @@ function checkInput(input: unknown): asserts input is AgentTurnInput {
 export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult> {
   checkInput(input);
   const { taskId, prompt, model, tools: allowedTools } = input;
-  const limits = { ...DEFAULT_TURN_LIMITS, ...input.limits };
   // TollgateClient sets both search attributes at the start, so such a turn records no upsert; a
   // turn started by another client (or by a TollgateClient older than that, whose histories must
   // replay unchanged) sets the task id here.
@@ -99,6 +106,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     },
   );
 
+  const limits = await turnLimits(input.limits);
   const messages: TurnMessage[] = [...(input.history ?? []), { role: 'user', content: prompt }];
   const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   let answer: string | undefined;
@@ -122,7 +130,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
       if (!problem) throw failure;
       // A stream cut off after chunks went out is never replayed; the turn starts a fresh step,
       // visibly (recorded in state and result), and pays for it from the error budget.
-      if (problem.type === 'stream_interrupted' && errors + 1 <= limits.errorBudget) {
+      if (problem.type === MODEL_FAILURES.streamInterrupted && errors + 1 <= limits.errorBudget) {
         errors++;
         state.modelInterruptions.push({ step, message: problem.message });
         continue;
@@ -146,7 +154,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
 
     state.phase = 'tools';
     // Reads of one step run concurrently; writes one after another, in the model's order.
-    const reads = reply.toolCalls.map((call) => (isWrite(call) ? undefined : executeCall({ taskId, step, call, allowedTools, approvals })));
+    const reads = reply.toolCalls.map((call) => (runsConcurrently(call) ? executeCall({ taskId, step, call, allowedTools, approvals }) : undefined));
     const executed: Array<Awaited<ReturnType<typeof executeCall>>> = [];
     for (const [index, call] of reply.toolCalls.entries()) {
       executed.push(await (reads[index] ?? executeCall({ taskId, step, call, allowedTools, approvals })));
@@ -167,11 +175,12 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   return { taskId, status: finalStatus, ...(error ? { error } : {}), modelInterruptions: state.modelInterruptions, answer, steps: state.step + 1, toolCalls: events, usage };
 }
 
-function isWrite(call: CheckedToolCall): boolean {
-  return !call.refusal && call.policy.effect !== 'read';
+/** Refused calls and reads run at once; writes wait for the calls before them. */
+function runsConcurrently(call: CheckedToolCall): boolean {
+  return call.refusal !== undefined || EFFECT_STRATEGIES[call.policy.effect].concurrent;
 }
 
-/** Runs one checked call by its effect, and records its event. */
+/** Runs one checked call by its effect's strategy, and records its event. */
 async function executeCall({
   taskId,
   step,
@@ -184,18 +193,11 @@ async function executeCall({
   call: CheckedToolCall;
   allowedTools?: string[];
   approvals: ApprovalBook;
-}): Promise<{ call: CheckedToolCall; outcome: ExecutedCall; event: ToolEvent }> {
+}): Promise<{ call: CheckedToolCall; outcome: BoundaryResult; event: ToolEvent }> {
   const startedAt = Date.now();
-  let outcome: ExecutedCall;
-  if (call.refusal) {
-    outcome = { result: { status: 'error', code: call.refusal.code, retryable: false, message: call.refusal.message }, attempts: 0, originalSize: 0, truncated: false };
-  } else if (call.policy.effect === 'read') {
-    outcome = await runReadTool({ taskId, callId: call.callId, tool: call.tool, args: call.args, policy: call.policy, allowedTools, summary: call.summary });
-  } else if (call.policy.effect === 'reversible_write') {
-    outcome = await runReversibleWrite({ taskId, call, policy: call.policy, allowedTools });
-  } else {
-    outcome = await runIrreversibleWrite({ taskId, call, policy: call.policy, allowedTools, approvals });
-  }
+  const outcome = call.refusal
+    ? BoundaryResults.refused(call.refusal.code, call.refusal.message)
+    : await EFFECT_STRATEGIES[call.policy.effect].run({ taskId, call, allowedTools, approvals });
   const event: ToolEvent = {
     callId: call.callId,
     step,
@@ -203,11 +205,10 @@ async function executeCall({
     effect: call.policy?.effect ?? 'unknown',
     status: outcome.result.status,
     code: outcome.result.code,
-    attempts: outcome.attempts,
+    attempts: outcome.executions,
     durationMs: Date.now() - startedAt,
     originalSize: outcome.originalSize,
     truncated: outcome.truncated,
   };
   return { call, outcome, event };
 }
-

@@ -12,9 +12,9 @@ import { Mutex } from 'async-mutex';
 import type { AgentTurnResult, ConversationInput, ConversationState, TurnMessage } from '../common/types';
 import { agentTurn } from './agent-turn';
 import { closeConversationSignal, historyQuery, sendUpdate } from './messages';
+import { CONVERSATION_DEFAULTS } from '../common/defaults';
 
 /** The default budget of earlier messages passed to a turn, in characters of their JSON. */
-const DEFAULT_CONTEXT_BUDGET_CHARS = 24_000;
 
 /**
  * Patch id: each `send` takes the conversation's mutex, so sends made at once run their turns one
@@ -51,7 +51,7 @@ export async function conversation(input: ConversationInput): Promise<Conversati
   if (!input || typeof input.conversationId !== 'string' || input.conversationId.trim() === '') {
     throw ApplicationFailure.create({ type: 'invalid_input', message: 'conversation input: conversationId must be a non-empty string', nonRetryable: true });
   }
-  const { conversationId, model, tools, limits, maxTurnsPerRun = 100, contextBudgetChars = DEFAULT_CONTEXT_BUDGET_CHARS } = input;
+  const { conversationId, model, tools, limits, maxTurnsPerRun = CONVERSATION_DEFAULTS.maxTurnsPerRun, contextBudgetChars = CONVERSATION_DEFAULTS.contextBudgetChars } = input;
   const state: ConversationState = { conversationId, turns: input.turns ?? 0, history: [...(input.history ?? [])], closed: false };
   let turnsThisRun = 0;
   let busy = false;

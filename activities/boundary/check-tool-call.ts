@@ -1,5 +1,6 @@
 import type { z } from 'zod';
-import type { CheckedToolCall, ToolCallRequest } from '../../common/types';
+import type { ToolCallRequest } from '../../common/types';
+import type { CheckedToolCall } from '../../common/activity-types';
 import { argsDigest } from '../../tools/canonical-json';
 import type { ToolDefinition } from '../../tools/define-tool';
 import { redactText } from './redact';

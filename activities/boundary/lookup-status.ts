@@ -1,5 +1,6 @@
 import { Context } from '@temporalio/activity';
-import type { LookupStatusInput, StatusLookup, ToolResult } from '../../common/types';
+import type { ToolResult } from '../../common/types';
+import type { LookupStatusInput, StatusLookup } from '../../common/activity-types';
 import { IntentStoreError, type IdempotencyStore, type IntentRecord } from '../intents/intent-store';
 import { argsDigest } from '../../tools/canonical-json';
 import type { ToolDefinition } from '../../tools/define-tool';

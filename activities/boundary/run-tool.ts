@@ -1,5 +1,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { RunToolInput, RunToolResult, ToolFailureDetails, ToolResult } from '../../common/types';
+import { WRITE_INTERRUPTED, type BoundaryResult, type RunToolInput } from '../../common/activity-types';
+import { BoundaryResults } from '../../common/boundary-results';
+import type { ToolEffect } from '../../common/codes';
 import { checkToolCall } from './check-tool-call';
 import { classifyError } from './classify-error';
 import { ToolError } from '../../tools/tool-error';
@@ -12,9 +14,7 @@ import { DEFAULT_SECRET_PATTERNS, redactText, redactValue } from './redact';
 import { Semaphore } from './semaphore';
 import { ToolOutcome } from '../../tools/tool-outcome';
 import type { ToolRegistry } from '../../tools/tool-registry';
-
-/** The failure type of a write whose handler was cut off (timeout, reset, crash): it may or may not have taken effect. */
-export const WRITE_INTERRUPTED = 'write_interrupted';
+import type { ToolResult } from '../../common/types';
 
 /** Output cut to the tool's limit, with the size it had before. */
 export function truncateOutput(data: unknown, maxChars: number): { data: unknown; originalSize: number; truncated: boolean } {
@@ -27,8 +27,6 @@ class TimeoutError extends Error {
   override name = 'TimeoutError';
 }
 
-/** How a handler ended: with an outcome it returned, or cut off by a throw or the timeout. */
-type HandlerEnd = { outcome: ToolOutcome; interrupted: false } | { outcome: ToolOutcome; interrupted: true; error: unknown };
 
 /**
  * The `runTool` activity: the execution half of the boundary. It checks the call again (the model
@@ -58,7 +56,8 @@ export function createRunTool({
     return semaphore;
   };
 
-  async function runHandler(tool: ToolDefinition, args: unknown, input: RunToolInput, idempotencyKey?: string): Promise<HandlerEnd> {
+  // How a handler ended: with the outcome it returned, or `interrupted` when a throw or the timeout cut it off at an unknown point.
+  async function runHandler(tool: ToolDefinition, args: unknown, input: RunToolInput, idempotencyKey?: string): Promise<{ outcome: ToolOutcome; interrupted: boolean; error?: unknown }> {
     const context = Context.current();
     const attempt = context.info.attempt;
     const release = await semaphoreFor(tool).acquire();
@@ -92,33 +91,32 @@ export function createRunTool({
     }
   }
 
-  function normalize(tool: ToolDefinition, outcome: ToolOutcome): { result: ToolResult; originalSize: number; truncated: boolean } {
-    if (!outcome.ok) {
-      return { result: { status: 'error', code: outcome.code, retryable: outcome.retryable, message: redactText(outcome.message, secretPatterns) }, originalSize: 0, truncated: false };
-    }
+  // The handler's outcome as the model may see it: redacted, truncated, with the executions counted.
+  function normalize(tool: ToolDefinition, outcome: ToolOutcome, executions: number): BoundaryResult {
+    if (!outcome.ok) return BoundaryResults.failure(outcome.code, redactText(outcome.message, secretPatterns), { executions, retryable: outcome.retryable });
     const { data, originalSize, truncated } = truncateOutput(redactValue(outcome.data, secretPatterns), tool.maxOutputChars);
-    return { result: { status: 'success', data }, originalSize, truncated };
+    return BoundaryResults.of({ status: 'success', data }, { executions, originalSize, truncated });
   }
 
-  async function runRead(tool: ToolDefinition, args: unknown, input: RunToolInput): Promise<RunToolResult> {
+  async function runRead(tool: ToolDefinition, args: unknown, input: RunToolInput): Promise<BoundaryResult> {
     const attempt = Context.current().info.attempt;
     const { outcome } = await runHandler(tool, args, input);
-    const { result, originalSize, truncated } = normalize(tool, outcome);
+    const normalized = normalize(tool, outcome, attempt);
+    const { result } = normalized;
     if (result.status === 'error' && result.retryable) {
-      const details: ToolFailureDetails = { attempt, originalSize: 0 };
-      throw ApplicationFailure.create({ type: result.code, message: result.message, nonRetryable: false, details: [details] });
+      throw ApplicationFailure.create({ type: result.code, message: result.message, nonRetryable: false, details: [{ executions: attempt }] });
     }
-    return { ...result, attempt, originalSize, truncated };
+    return normalized;
   }
 
-  async function runWrite(tool: ToolDefinition, args: unknown, input: RunToolInput): Promise<RunToolResult> {
+  async function runWrite(tool: ToolDefinition, args: unknown, input: RunToolInput): Promise<BoundaryResult> {
     if (!store) throw new Error(`tool ${tool.name} is a write, and this worker has no idempotency store`);
     const context = Context.current();
     const attempt = context.info.attempt;
     const key = intentKey(tool, args, input.taskId);
     const effect = tool.effect as WriteEffect;
-    const notRun = (message: string): RunToolResult => ({ status: 'error', code: 'outcome_unknown', retryable: false, message, attempt: 0, originalSize: 0, truncated: false });
-    const fromReceipt = (receipt: ToolResult): RunToolResult => ({ ...receipt, attempt: 0, originalSize: 0, truncated: false });
+    const notRun = (message: string) => BoundaryResults.outcomeUnknown(message, 0);
+    const fromReceipt = (receipt: ToolResult) => BoundaryResults.fromReceipt(receipt, 0);
     const check = () => askStatusCheck({ tool, args, taskId: input.taskId, idempotencyKey: key });
     const claimFor = (supersede?: string) =>
       store.claim({ key, taskId: input.taskId, tool: tool.name, callId: input.callId, argsDigest: argsDigest(args), effect, leaseMs: tool.timeoutMs, supersede });
@@ -168,10 +166,10 @@ export function createRunTool({
     if (end.interrupted) {
       // A handler that threw has stopped, so the attempt is no longer in flight; one cut off by the timeout may still be applying.
       if ((end.error as Error | undefined)?.name !== 'TimeoutError') await store.endLease({ key, owner }).catch((error: unknown) => context.log.warn('could not end a lease', { key, message: String(error) }));
-      const details: ToolFailureDetails = { attempt, originalSize: 0 };
-      throw ApplicationFailure.create({ type: WRITE_INTERRUPTED, message: redactText(end.outcome.ok ? 'interrupted' : end.outcome.message, secretPatterns), nonRetryable: true, details: [details] });
+      throw ApplicationFailure.create({ type: WRITE_INTERRUPTED, message: redactText(end.outcome.ok ? 'interrupted' : end.outcome.message, secretPatterns), nonRetryable: true, details: [{ executions: 1 }] });
     }
-    const { result, originalSize, truncated } = normalize(tool, end.outcome);
+    const normalized = normalize(tool, end.outcome, Math.max(attempt, 1));
+    const { result } = normalized;
     try {
       if (result.status === 'success') await store.commit({ key, owner, receipt: result });
       else await store.release({ key, owner });
@@ -180,16 +178,20 @@ export function createRunTool({
       if (!(error instanceof IntentStoreError)) throw error;
       context.log.warn('idempotency store failed after a write', { tool: tool.name, callId: input.callId, message: error.message });
     }
-    return { ...result, attempt: Math.max(attempt, 1), originalSize, truncated };
+    return normalized;
   }
 
-  return async function runTool(input: RunToolInput): Promise<RunToolResult> {
+  // How the boundary executes each effect level; a new level does not compile until it is here.
+  const executors: Record<ToolEffect, (tool: ToolDefinition, args: unknown, input: RunToolInput) => Promise<BoundaryResult>> = {
+    read: runRead,
+    reversible_write: runWrite,
+    irreversible_write: runWrite,
+  };
+
+  return async function runTool(input: RunToolInput): Promise<BoundaryResult> {
     const checked = checkToolCall({ registry, request: input, allowedTools: input.allowedTools, taskId: input.taskId });
-    if (checked.refusal) {
-      return { status: 'error', ...checked.refusal, retryable: false, attempt: 0, originalSize: 0, truncated: false };
-    }
+    if (checked.refusal) return BoundaryResults.refused(checked.refusal.code, checked.refusal.message);
     const tool = registry.get(input.tool)!;
-    const args = tool.input.parse(input.args);
-    return tool.effect === 'read' ? runRead(tool, args, input) : runWrite(tool, args, input);
+    return executors[tool.effect](tool, tool.input.parse(input.args), input);
   };
 }

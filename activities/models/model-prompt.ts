@@ -1,24 +1,19 @@
 import type { JSONValue, LanguageModelV3Prompt } from '@ai-sdk/provider';
 import type { ToolResult, TurnMessage } from '../../common/types';
 
-const TASK_LINE = /^Task id: (.+)$/m;
-
-/** The system message every model step starts with: how to work, and which task this is. */
-export function systemMessage(taskId: string): string {
-  return [
-    'You are an agent working for a person. Use the tools to find facts before you answer; answer from what the tools returned.',
-    'A tool result has a status; on an error it has a stable code and a short message. Correct invalid_arguments and try again; do not repeat a call that was denied.',
-    `Task id: ${taskId}`,
-  ].join('\n');
-}
+/** The system message every model step starts with: how to work with the tools' results. */
+export const SYSTEM_MESSAGE = [
+  'You are an agent working for a person. Use the tools to find facts before you answer; answer from what the tools returned.',
+  'A tool result has a status; on an error it has a stable code and a short message. Correct invalid_arguments and try again; do not repeat a call that was denied.',
+].join('\n');
 
 function toolOutput(result: ToolResult): { type: 'json'; value: JSONValue } {
   return { type: 'json', value: JSON.parse(JSON.stringify(result)) as JSONValue };
 }
 
 /** A turn's messages in the AI SDK's provider prompt format. */
-export function toModelPrompt(taskId: string, messages: TurnMessage[]): LanguageModelV3Prompt {
-  const prompt: LanguageModelV3Prompt = [{ role: 'system', content: systemMessage(taskId) }];
+export function toModelPrompt(messages: TurnMessage[]): LanguageModelV3Prompt {
+  const prompt: LanguageModelV3Prompt = [{ role: 'system', content: SYSTEM_MESSAGE }];
   for (const message of messages) {
     if (message.role === 'user') prompt.push({ role: 'user', content: [{ type: 'text', text: message.content }] });
     else if (message.role === 'assistant') {
@@ -39,13 +34,12 @@ export function toModelPrompt(taskId: string, messages: TurnMessage[]): Language
   return prompt;
 }
 
-/** The turn's task id and messages back from a provider prompt (what the scripted model reads). */
-export function fromModelPrompt(prompt: LanguageModelV3Prompt): { taskId: string; messages: TurnMessage[] } {
-  let taskId = '';
+/** The turn's messages back from a provider prompt (what the scripted model reads). */
+export function fromModelPrompt(prompt: LanguageModelV3Prompt): TurnMessage[] {
   const messages: TurnMessage[] = [];
   for (const message of prompt) {
-    if (message.role === 'system') taskId = TASK_LINE.exec(message.content)?.[1] ?? taskId;
-    else if (message.role === 'user') {
+    if (message.role === 'system') continue;
+    if (message.role === 'user') {
       messages.push({ role: 'user', content: message.content.map((part) => (part.type === 'text' ? part.text : '')).join('') });
     } else if (message.role === 'assistant') {
       const text = message.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
@@ -59,5 +53,5 @@ export function fromModelPrompt(prompt: LanguageModelV3Prompt): { taskId: string
       }
     }
   }
-  return { taskId, messages };
+  return messages;
 }

@@ -2,8 +2,9 @@ import type { LanguageModelV3, LanguageModelV3FunctionTool, LanguageModelV3Usage
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { z } from 'zod';
 import { toMilliseconds } from '../../common/duration';
-import type { CheckedToolCall, ModelSelection, ModelStepInput, ModelStepResult, Usage } from '../../common/types';
-import type { TollgateConfig } from '../../config/config-schema';
+import type { ModelSelection, Usage } from '../../common/types';
+import type { CheckedToolCall, ModelStepInput, ModelStepResult } from '../../common/activity-types';
+import type { ModelEntry, TollgateConfig } from '../../config/config-schema';
 import { argsDigest } from '../../tools/canonical-json';
 import { checkToolCall } from '../boundary/check-tool-call';
 import { classifyModelError } from './model-errors';
@@ -45,21 +46,27 @@ function nonRetryable(type: string, message: string): ApplicationFailure {
   return ApplicationFailure.create({ type, message, nonRetryable: true });
 }
 
-function resolveModel(selection: ModelSelection | undefined, config: TollgateConfig, models: Map<string, { model: LanguageModelV3 }>): LanguageModelV3 {
+/** The model a step runs on, and the output cap its config entry sets. */
+interface ResolvedModel {
+  model: LanguageModelV3;
+  maxOutputTokens?: number;
+}
+
+function resolveModel(selection: ModelSelection | undefined, config: TollgateConfig, models: Map<string, { model: LanguageModelV3; entry?: ModelEntry }>): ResolvedModel {
   const chosen = selection ?? config.model.default;
   if (typeof chosen === 'string') {
     const configured = models.get(chosen);
     if (!configured) throw nonRetryable(MODEL_FAILURES.invalidModel, `model "${chosen}" is not in the config's model list (${[...models.keys()].join(', ')})`);
-    return configured.model;
+    return { model: configured.model, maxOutputTokens: configured.entry && 'maxOutputTokens' in configured.entry ? configured.entry.maxOutputTokens : undefined };
   }
   if (chosen?.provider !== 'scripted') throw nonRetryable(MODEL_FAILURES.invalidModel, `model must be a configured name or { provider: 'scripted', script? }`);
-  if (chosen.script === undefined) return scriptedModel();
+  if (chosen.script === undefined) return { model: scriptedModel() };
   const parsed = scriptSchema.safeParse(chosen.script);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw nonRetryable(MODEL_FAILURES.invalidModel, `model.script.${issue.path.map(String).join('.')}: ${issue.message}`);
   }
-  return scriptedModel(parsed.data);
+  return { model: scriptedModel(parsed.data) };
 }
 
 function totalUsage(usage: LanguageModelV3Usage | undefined): Usage {
@@ -76,7 +83,7 @@ function totalUsage(usage: LanguageModelV3Usage | undefined): Usage {
  * went out, a failure is final (`stream_interrupted`), and that fact survives a worker crash
  * because it is in the heartbeat details the next attempt reads.
  */
-export function createModelStep({ registry, config, models }: { registry: ToolRegistry; config: TollgateConfig; models: Map<string, { model: LanguageModelV3 }> }) {
+export function createModelStep({ registry, config, models }: { registry: ToolRegistry; config: TollgateConfig; models: Map<string, { model: LanguageModelV3; entry?: ModelEntry }> }) {
   const maxRetryDelayMs = toMilliseconds(config.model.maxRetryDelay);
   return async function modelStep(input: ModelStepInput): Promise<ModelStepResult> {
     const context = Context.current();
@@ -87,7 +94,7 @@ export function createModelStep({ registry, config, models }: { registry: ToolRe
         `an earlier attempt of this model step had streamed ${earlier.chunks} chunks before it was cut off; it is not replayed`,
       );
     }
-    const model = resolveModel(input.model, config, models);
+    const { model, maxOutputTokens } = resolveModel(input.model, config, models);
     const tools: LanguageModelV3FunctionTool[] = registry
       .list()
       .filter((tool) => !input.allowedTools || input.allowedTools.includes(tool.name))
@@ -102,7 +109,14 @@ export function createModelStep({ registry, config, models }: { registry: ToolRe
     const requested: Array<{ toolName: string; input: string }> = [];
     let usage: LanguageModelV3Usage | undefined;
     try {
-      const { stream } = await model.doStream({ prompt: toModelPrompt(input.taskId, input.messages), tools, abortSignal: context.cancellationSignal });
+      const { stream } = await model.doStream({
+        prompt: toModelPrompt(input.messages),
+        tools,
+        maxOutputTokens,
+        // The task id travels as data; the scripted model reads it here, providers ignore a namespace that is not theirs.
+        providerOptions: { tollgate: { taskId: input.taskId } },
+        abortSignal: context.cancellationSignal,
+      });
       for await (const part of stream) {
         if (part.type === 'text-delta') {
           if (part.delta === '') continue;

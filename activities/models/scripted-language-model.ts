@@ -28,7 +28,8 @@ export class ScriptedLanguageModel implements LanguageModelV3 {
   constructor(private readonly script?: ScriptStep[]) {}
 
   private reply(options: LanguageModelV3CallOptions) {
-    const { taskId, messages } = fromModelPrompt(options.prompt);
+    const messages = fromModelPrompt(options.prompt);
+    const taskId = String((options.providerOptions?.tollgate as { taskId?: unknown } | undefined)?.taskId ?? '');
     const prompt = messages.filter((message) => message.role === 'user').at(-1);
     const availableTools = (options.tools ?? []).map((tool) => tool.name);
     const reply = playScriptedModel({ taskId, prompt: prompt?.role === 'user' ? prompt.content : '', messages, script: this.script, availableTools });

@@ -8,7 +8,7 @@ import { createRunTool } from '../../activities/boundary/run-tool';
 import { createToolRegistry } from '../../tools/tool-registry';
 import { bubblewrapAvailable, shellTool } from '../../tools/built-in/shell';
 import { PROJECT_ROOT } from '../../config/load-config';
-import type { RunToolResult } from '../../common/types';
+import { runToolOnce, type FlatBoundaryResult } from '../helpers/run-tool-once';
 
 const SECRET = 'tollgate-fake-secret-7f3a9c1e';
 
@@ -17,7 +17,7 @@ function sandboxedShell() {
   const registry = createToolRegistry({ tools: [shellTool({ workspace: root, sandbox: true })] });
   const runTool = createRunTool({ registry, store: openSqliteStore(':memory:') });
   let calls = 0;
-  const run = (command: string): Promise<RunToolResult> => new MockActivityEnvironment().run(runTool, { taskId: 'hostile', callId: `call-${calls++}`, tool: 'shell', args: { command } });
+  const run = (command: string): Promise<FlatBoundaryResult> => runToolOnce(runTool, { taskId: 'hostile', callId: `call-${calls++}`, tool: 'shell', args: { command } });
   return { root, run };
 }
 

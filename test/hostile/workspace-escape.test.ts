@@ -24,7 +24,7 @@ import type { ToolDefinition } from '../../tools/define-tool';
 import { ToolError } from '../../tools/tool-error';
 import { ToolOutcome } from '../../tools/tool-outcome';
 import { createToolRegistry } from '../../tools/tool-registry';
-import type { RunToolResult } from '../../common/types';
+import { runToolOnce, type FlatBoundaryResult } from '../helpers/run-tool-once';
 
 function folders() {
   const root = mkdtempSync(path.join(os.tmpdir(), 'tollgate-hostile-workspace-'));
@@ -37,8 +37,8 @@ function boundary(root: string) {
   const registry = createToolRegistry({ tools });
   const store = openSqliteStore(':memory:');
   let calls = 0;
-  const run = (tool: string, args: unknown, taskId = 'task-7'): Promise<RunToolResult> =>
-    new MockActivityEnvironment().run(createRunTool({ registry, store }), { taskId, callId: `call-${calls++}`, tool, args });
+  const run = (tool: string, args: unknown, taskId = 'task-7'): Promise<FlatBoundaryResult> =>
+    runToolOnce(createRunTool({ registry, store }), { taskId, callId: `call-${calls++}`, tool, args });
   const lookupStatus = createLookupStatus({ registry, store });
   const lookup = (args: unknown, taskId = 'task-7') =>
     new MockActivityEnvironment().run(lookupStatus, { taskId, callId: `call-${calls++}`, tool: 'save_draft', args });
@@ -64,7 +64,7 @@ async function refusal(promise: Promise<unknown>): Promise<ToolError> {
 }
 
 /** A call refused before it was scheduled. */
-const REFUSED = { status: 'error', code: 'forbidden', attempt: 0 } as const;
+const REFUSED = { status: 'error', code: 'forbidden', executions: 0 } as const;
 
 /** The refusal of a segment that hides `.` or `..` behind Unicode look-alikes. */
 const folded = (segment: string, as: string) => `the path segment "${segment}" reads as "${as}" once Unicode look-alikes are folded (NFKC)`;
@@ -82,7 +82,7 @@ describe('the workspace guard against symbolic links', () => {
     await expect(run('save_draft', { path: 'brief.md', content: 'x' })).resolves.toMatchObject({
       status: 'error',
       code: 'forbidden',
-      attempt: 0,
+      executions: 0,
       message: 'drafts is a symbolic link; tools follow no links in the workspace',
     });
     const thrown = await refusal(handle(tools[0], { path: 'brief.md', content: 'x' }));
@@ -209,7 +209,7 @@ describe('the workspace guard against special files and hard links', () => {
     await expect(run('save_draft', { path: 'brief.md', content: 'replaced' })).resolves.toMatchObject({
       status: 'error',
       code: 'forbidden',
-      attempt: 0,
+      executions: 0,
       message: 'drafts/task-7/brief.md has 2 hard links; tools touch no file that is also reachable elsewhere',
     });
     expect((await refusal(handle(tools[0], { path: 'brief.md', content: 'replaced' }))).code).toBe('forbidden');
@@ -225,7 +225,7 @@ describe('the workspace guard on names', () => {
     expect(name).toHaveLength(199);
     expect(Buffer.byteLength(temporaryName('x'.repeat(MAX_SEGMENT_BYTES), 'any tag'))).toBeLessThanOrEqual(NAME_MAX_BYTES);
     const { run } = boundary(root);
-    await expect(run('save_draft', { path: name, content: 'long' })).resolves.toMatchObject({ status: 'success', attempt: 1 });
+    await expect(run('save_draft', { path: name, content: 'long' })).resolves.toMatchObject({ status: 'success', executions: 1 });
     expect(readdirSync(path.join(root, 'drafts', 'task-7'))).toEqual([name]);
   });
 
@@ -235,7 +235,7 @@ describe('the workspace guard on names', () => {
     expect(name).toHaveLength(199);
     const { tools, run } = boundary(root);
     const result = await run('save_draft', { path: name, content: 'long' });
-    expect(result).toMatchObject({ status: 'error', code: 'forbidden', attempt: 0 });
+    expect(result).toMatchObject({ status: 'error', code: 'forbidden', executions: 0 });
     expect(result.status === 'error' && result.message).toBe(
       'a path segment is longer than 200 bytes (395 bytes in UTF-8), so its temporary file would pass the 255-byte name limit',
     );
@@ -286,7 +286,7 @@ describe('per-task folders', () => {
   it('gives two task ids with the same slug different folders', async () => {
     expect(taskFolderName('task-7')).toBe('task-7');
     expect(taskFolderName('a/b')).not.toBe(taskFolderName('a:b'));
-    expect(taskFolderName('a/b')).toMatch(/^a-b-[0-9a-f]{8}$/);
+    expect(taskFolderName('a/b')).toMatch(/^a-b\.[0-9a-f]{24}$/);
     const { root } = folders();
     const { run } = boundary(root);
     await run('save_draft', { path: 'brief.md', content: 'slash' }, 'a/b');

@@ -68,12 +68,11 @@ export function nameSegments(relativePath: string): string[] {
 }
 
 /**
- * The folder of one task inside a workspace folder: its slug when the slug is the task id itself,
- * else the slug and a hash of the id, so two task ids never share a folder.
+ * The folder of one task inside a workspace folder: the task's slug, which is the task id itself
+ * when that is plain, else a readable part and a hash of the id, so two task ids never share a folder.
  */
 export function taskFolderName(taskId: string): string {
-  const slug = taskSlug(taskId);
-  return slug === taskId ? slug : `${slug}-${sha256(taskId).slice(0, 8)}`;
+  return taskSlug(taskId);
 }
 
 /** The name of the temporary file that stands in for `name` until it is renamed into place. */

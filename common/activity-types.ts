@@ -1,0 +1,118 @@
+// The internal contract between the workflows and the activities of one worker fleet: activity
+// names, inputs and results, the heartbeat shape, failure types and shared timing constants.
+// Other programs rely only on common/types.ts; these may change between versions of Tollgate.
+import type { ErrorCode, ToolEffect } from './codes';
+import type { ModelSelection, ToolCallRequest, ToolResult, TurnLimits, TurnMessage, Usage } from './types';
+
+/** The registered names of the activities, as both sides spell them. */
+export const ACTIVITY_NAMES = { modelStep: 'modelStep', runTool: 'runTool', lookupStatus: 'lookupStatus', turnSettings: 'turnSettings' } as const;
+
+/** Room an activity gets beyond the tool's own timeout, so the boundary's timer fires first. */
+export const ACTIVITY_GRACE_MS = 5_000;
+
+/** The failure type of a write whose handler was cut off (timeout, reset, crash): it may or may not have taken effect. */
+export const WRITE_INTERRUPTED = 'write_interrupted';
+
+/** Failure types of a model step that retry policies name. */
+export const MODEL_FAILURES = {
+  /** 429, 5xx, 529 or a connection error before any chunk: retried, after Retry-After when given. */
+  unavailable: 'model_unavailable',
+  /** The stream broke after chunks went out: never replayed automatically. */
+  streamInterrupted: 'stream_interrupted',
+  /** Anything else the provider refused: retrying cannot help. */
+  error: 'model_error',
+  /** The input names no usable model. */
+  invalidModel: 'invalid_model',
+} as const;
+
+/** What a model step has streamed so far: its heartbeat details, read by its next attempt and by live views. */
+export interface StreamProgress {
+  chunks: number;
+  /** The text streamed so far (its last 8,000 characters). */
+  text: string;
+}
+
+/** The backoff between attempts of a retried call, in milliseconds. */
+export interface RetryBackoff {
+  initialIntervalMs: number;
+  backoffCoefficient: number;
+  maximumIntervalMs: number;
+}
+
+/** What the workflow needs to run a tool: data recorded in history, never the handler itself. */
+export interface ToolPolicy {
+  effect: ToolEffect;
+  timeoutMs: number;
+  maxAttempts: number;
+  /** How long an irreversible write waits for a human decision. */
+  approvalTimeoutMs: number;
+  /** The backoff between attempts, from the worker's config. */
+  retry: RetryBackoff;
+}
+
+/** A tool call after the boundary's first checks: either runnable with its policy, or refused. */
+export type CheckedToolCall = ToolCallRequest & {
+  /** SHA-256 of the canonical JSON of the arguments: what an approval must name. */
+  argsDigest: string;
+  /** One line for the Web UI, e.g. `save_draft drafts/brief.md`: the tool and chosen fields, redacted. */
+  summary?: string;
+} & ({ policy: ToolPolicy; refusal?: undefined } | { policy?: ToolPolicy; refusal: { code: ErrorCode; message: string } });
+
+/** The input of the `modelStep` activity. */
+export interface ModelStepInput {
+  taskId: string;
+  step: number;
+  model?: ModelSelection;
+  messages: TurnMessage[];
+  /** The tools this turn may call; all registered tools when left out. */
+  allowedTools?: string[];
+}
+
+/** What one model step produced, its tool calls already checked against schema and authorization. */
+export interface ModelStepResult {
+  text?: string;
+  toolCalls: CheckedToolCall[];
+  usage: Usage;
+}
+
+/** The input of the `runTool` activity. */
+export interface RunToolInput {
+  taskId: string;
+  callId: string;
+  tool: string;
+  args: unknown;
+  allowedTools?: string[];
+}
+
+/**
+ * The boundary's normalized result of one call: what the model sees, how often the handler ran,
+ * and how big its output was. `runTool` returns it, each effect strategy returns it, and the
+ * details of a retryable read failure carry it, so the workflow knows how often the handler ran.
+ */
+export interface BoundaryResult {
+  result: ToolResult;
+  /** Handler executions (0 when the boundary refused the call, or a receipt answered it). */
+  executions: number;
+  /** Characters of output before truncation. */
+  originalSize: number;
+  truncated: boolean;
+}
+
+/** The input of the `lookupStatus` activity. */
+export interface LookupStatusInput {
+  taskId: string;
+  callId: string;
+  tool: string;
+  args: unknown;
+}
+
+/** What the status lookup of a write found. */
+export type StatusLookup =
+  | { state: 'applied'; receipt: ToolResult; source: 'store' | 'tool' }
+  | { state: 'not_applied' }
+  | { state: 'unknown'; reason: string };
+
+/** What the `turnSettings` local activity returns at a turn's start: the worker's configured limits, recorded once in history. */
+export interface TurnSettings {
+  limits: Required<TurnLimits>;
+}

@@ -1,0 +1,38 @@
+import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
+import type { BoundaryResult } from '../../common/activity-types';
+import { ERROR_CODES, type ErrorCode } from '../../common/codes';
+import type { ToolResult } from '../../common/types';
+
+/** The shape `runTool` returned before BoundaryResult: the result's fields with `attempt` beside them. Histories recorded then still hold it. */
+interface LegacyRunToolResult extends ToolResult {
+  attempt: number;
+  originalSize: number;
+  truncated: boolean;
+}
+
+/** Reads what `runTool` returned, in today's shape or in the one recorded by older workers. */
+export function readBoundaryResult(raw: BoundaryResult | LegacyRunToolResult): BoundaryResult {
+  if ('result' in raw && raw.result && typeof raw.result === 'object') return raw;
+  const { attempt, originalSize, truncated, ...result } = raw as LegacyRunToolResult;
+  return { result, executions: attempt, originalSize, truncated };
+}
+
+/** How often the handler ran, from the details of a failure `runTool` threw (today's shape or the older `{ attempt }`). */
+export function executionsFromDetails(details: unknown): number | undefined {
+  const first = (details as Array<{ executions?: number; attempt?: number }> | undefined)?.[0];
+  return first?.executions ?? first?.attempt;
+}
+
+/** A stable code for a failure type, `tool_failure` for anything unknown. */
+export function failureCode(type: string | undefined | null): ErrorCode {
+  return ERROR_CODES.includes(type as ErrorCode) ? (type as ErrorCode) : 'tool_failure';
+}
+
+/** What cut a write off (timeout, reset, lost worker): it may or may not have taken effect. Anything that is not an activity failure is rethrown. */
+export function interruption(error: unknown): string {
+  if (!(error instanceof ActivityFailure)) throw error;
+  const cause = error.cause;
+  if (cause instanceof TimeoutFailure) return `the call timed out (${cause.timeoutType ?? 'timeout'})`;
+  if (cause instanceof ApplicationFailure) return cause.message;
+  return cause?.message ?? error.message;
+}

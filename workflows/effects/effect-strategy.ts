@@ -1,0 +1,20 @@
+import type { BoundaryResult, CheckedToolCall, ToolPolicy } from '../../common/activity-types';
+import type { ApprovalBook } from '../approval-book';
+
+/** A call the boundary's first checks let through: it carries the policy it runs under. */
+export type RunnableCall = CheckedToolCall & { policy: ToolPolicy; refusal?: undefined };
+
+/** What a strategy needs to run one call. */
+export interface EffectContext {
+  taskId: string;
+  call: RunnableCall;
+  allowedTools?: string[];
+  approvals: ApprovalBook;
+}
+
+/** How the workflow runs the calls of one effect level. */
+export interface EffectStrategy {
+  /** Whether calls of this effect may run at the same time as others of their step (reads), or one after another in the model's order (writes). */
+  concurrent: boolean;
+  run(context: EffectContext): Promise<BoundaryResult>;
+}

@@ -1,0 +1,41 @@
+import { condition } from '@temporalio/workflow';
+import { BoundaryResults } from '../../common/boundary-results';
+import { interruption, readBoundaryResult } from './activity-results';
+import type { EffectStrategy } from './effect-strategy';
+import { writeActivity } from './write-activities';
+
+/**
+ * `irreversible_write`: waits for a human decision under a durable timer, then executes exactly
+ * once. Denied → `denied`; no answer in time → `approval_expired`; cut off → `outcome_unknown`.
+ */
+export const irreversibleWriteStrategy: EffectStrategy = {
+  concurrent: false,
+  async run({ taskId, call, allowedTools, approvals }) {
+    const { policy } = call;
+    const requestedAt = Date.now();
+    approvals.open({
+      callId: call.callId,
+      tool: call.tool,
+      args: call.args,
+      argsDigest: call.argsDigest,
+      requestedAt: new Date(requestedAt).toISOString(),
+      expiresAt: new Date(requestedAt + policy.approvalTimeoutMs).toISOString(),
+    });
+    const decided = await condition(() => approvals.decisionFor(call.callId) !== undefined, policy.approvalTimeoutMs, {
+      summary: `approval of ${call.callId}: ${call.summary ?? call.tool}`,
+    });
+    approvals.close(call.callId);
+    if (!decided) return BoundaryResults.failure('approval_expired', `nobody decided on ${call.tool} within ${policy.approvalTimeoutMs / 1000} s`, { retryable: false });
+    const decision = approvals.decisionFor(call.callId)!;
+    if (decision.decision === 'deny') {
+      const by = decision.approver ? ` by ${decision.approver}` : '';
+      return BoundaryResults.denied(`denied${by}${decision.reason ? `: ${decision.reason}` : ''}`);
+    }
+    try {
+      const ran = readBoundaryResult(await writeActivity(call)({ taskId, callId: call.callId, tool: call.tool, args: call.args, allowedTools }));
+      return { ...ran, executions: ran.executions > 0 ? 1 : 0 };
+    } catch (error) {
+      return BoundaryResults.outcomeUnknown(`${call.tool} was cut off and is not run again: ${interruption(error)}`, 1);
+    }
+  },
+};

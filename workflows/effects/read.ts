@@ -1,0 +1,46 @@
+import { RetryState } from '@temporalio/common';
+import { ActivityFailure, ApplicationFailure, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
+import { ACTIVITY_GRACE_MS } from '../../common/activity-types';
+import { BoundaryResults } from '../../common/boundary-results';
+import { NON_RETRYABLE_CODES } from '../../common/codes';
+import type { Activities } from '../../activities';
+import { executionsFromDetails, failureCode, readBoundaryResult } from './activity-results';
+import type { EffectStrategy } from './effect-strategy';
+
+/**
+ * `read`: Temporal retries transient failures and timeouts up to the tool's maxAttempts; a failure
+ * left after the last attempt becomes a result the model sees.
+ */
+export const readStrategy: EffectStrategy = {
+  concurrent: true,
+  async run({ taskId, call, allowedTools }) {
+    const { policy } = call;
+    const { runTool } = proxyActivities<Activities>({
+      startToCloseTimeout: policy.timeoutMs + ACTIVITY_GRACE_MS,
+      summary: call.summary ?? call.tool,
+      retry: {
+        maximumAttempts: policy.maxAttempts,
+        initialInterval: policy.retry.initialIntervalMs,
+        backoffCoefficient: policy.retry.backoffCoefficient,
+        maximumInterval: policy.retry.maximumIntervalMs,
+        nonRetryableErrorTypes: [...NON_RETRYABLE_CODES],
+      },
+    });
+    try {
+      return readBoundaryResult(await runTool({ taskId, callId: call.callId, tool: call.tool, args: call.args, allowedTools }));
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error;
+      const exhausted = error.retryState === RetryState.MAXIMUM_ATTEMPTS_REACHED;
+      const executions = (fallback: number) => (exhausted ? policy.maxAttempts : fallback);
+      const cause = error.cause;
+      if (cause instanceof ApplicationFailure) {
+        const code = failureCode(cause.type);
+        return BoundaryResults.failure(code, cause.message, { executions: executions(executionsFromDetails(cause.details) ?? 1) });
+      }
+      if (cause instanceof TimeoutFailure) {
+        return BoundaryResults.failure('transient_failure', `${call.tool} timed out (${cause.timeoutType ?? 'timeout'})`, { executions: executions(1) });
+      }
+      return BoundaryResults.failure('tool_failure', cause?.message ?? error.message, { executions: executions(1) });
+    }
+  },
+};
