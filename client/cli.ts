@@ -4,7 +4,7 @@ import path from 'node:path';
 import { WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { Command, CommanderError, Option } from 'commander';
 import { codecFromEnvironment } from '../codec/aes-gcm-codec';
-import { startCodecServer } from '../codec/codec-server';
+import { codecTokenFromEnvironment, startCodecServer } from '../codec/codec-server';
 import type { AgentTurnInput, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import { loadConfig } from '../config/load-config';
@@ -180,8 +180,16 @@ program
     const config = loadConfig();
     const codec = codecFromEnvironment(config.encryption.keysEnv);
     if (!codec) throw new CliError('encryption.keysEnv is not set in the config: there is nothing to decode');
-    const codecServer = await startCodecServer({ codec, port: Number(options.port ?? config.encryption.codecServer.port), origins: config.encryption.codecServer.origins });
-    console.log(`Codec server at ${codecServer.url} for ${config.encryption.codecServer.origins.join(', ')}; Ctrl-C stops it.`);
+    const { host, hosts, origins, tokenEnv } = config.encryption.codecServer;
+    let token: string;
+    try {
+      token = codecTokenFromEnvironment(tokenEnv);
+    } catch (error) {
+      throw new CliError((error as Error).message);
+    }
+    const port = Number(options.port ?? config.encryption.codecServer.port);
+    const codecServer = await startCodecServer({ codec, token, port, host, origins, hosts });
+    console.log(`Codec server at ${codecServer.url} for ${origins.join(', ')}; callers send "Authorization: Bearer $${tokenEnv}". Ctrl-C stops it.`);
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
       process.once('SIGTERM', resolve);

@@ -80,9 +80,11 @@ describe('payload encryption', () => {
     }
 
     // The codec server turns them back for someone with the key, and answers the UI's origin only.
-    const codecServer = await startCodecServer({ codec: new AesGcmCodec(parseKeyring(`old:${oldKey}`, 'test')), origins: ['http://127.0.0.1:8233'] });
+    const token = randomBytes(16).toString('hex');
+    const codecServer = await startCodecServer({ codec: new AesGcmCodec(parseKeyring(`old:${oldKey}`, 'test')), token, origins: ['http://127.0.0.1:8233'] });
     try {
-      const response = await fetch(`${codecServer.url}/decode`, { method: 'POST', headers: { 'content-type': 'application/json', origin: 'http://127.0.0.1:8233' }, body: JSON.stringify({ payloads: payloads.map(({ metadata, data }) => ({ metadata, data })) }) });
+      const headers = { 'content-type': 'application/json', origin: 'http://127.0.0.1:8233', authorization: `Bearer ${token}` };
+      const response = await fetch(`${codecServer.url}/decode`, { method: 'POST', headers, body: JSON.stringify({ payloads: payloads.map(({ metadata, data }) => ({ metadata, data })) }) });
       expect(response.headers.get('access-control-allow-origin')).toBe('http://127.0.0.1:8233');
       const decoded = (await response.json()) as { payloads: Array<{ data: string }> };
       expect(decoded.payloads.map((payload) => Buffer.from(payload.data, 'base64').toString()).join('\n')).toContain(prompt);
