@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { DataConverter } from '@temporalio/common';
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
-import { codecFromEnvironment } from '../codec/aes-gcm-codec';
+import { codecFromEnvironment, ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gcm-codec';
 import { createActivities, type Activities } from '../activities';
 import { openConfiguredStore } from '../activities/intents/open-store';
 import type { IdempotencyStore } from '../activities/intents/intent-store';
@@ -103,8 +103,11 @@ export async function createWorker({ config, connection: given, tools, store: gi
   }
 }
 
-/** Encrypts every payload when the config names a keyring (`encryption.keysEnv`); plain JSON otherwise. */
+/**
+ * Encrypts every payload and failure message when the config names a keyring (`encryption.keysEnv`),
+ * flagging what arrives unencrypted for the workflow to refuse (`encryption.requireEncrypted`); plain JSON otherwise.
+ */
 export function dataConverterFor(config: TollgateConfig): DataConverter | undefined {
-  const codec = codecFromEnvironment(config.encryption.keysEnv);
-  return codec ? { payloadCodecs: [codec] } : undefined;
+  const codec = codecFromEnvironment(config.encryption.keysEnv, process.env, { markUnencrypted: config.encryption.requireEncrypted });
+  return codec ? { payloadCodecs: [codec], ...ENCRYPTED_CONVERTER_PATHS } : undefined;
 }
