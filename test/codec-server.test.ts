@@ -1,9 +1,16 @@
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { AesGcmCodec, parseKeyring } from '../codec/aes-gcm-codec';
 import { codecTokenFromEnvironment, startCodecServer, type CodecServer } from '../codec/codec-server';
+import { PROJECT_ROOT } from '../config/load-config';
+import { freePort } from '../connection/ports';
 import { testConfig } from './helpers/test-config';
 
 const UI_ORIGIN = 'http://127.0.0.1:8233';
@@ -105,5 +112,44 @@ describe('the codec server', () => {
     const { codecServer } = testConfig().encryption;
     expect(codecServer).toMatchObject({ host: '127.0.0.1', tokenEnv: 'TOLLGATE_CODEC_TOKEN', origins: ['http://127.0.0.1:8233', 'http://localhost:8233'] });
     expect(() => testConfig({ encryption: { codecServer: { origins: ['http://ui.example/path'] } } })).toThrow('expected an origin like http://127.0.0.1:8233');
+  });
+});
+
+describe('tollgate codec-server', () => {
+  const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-codec-cli-'));
+  const configFile = path.join(folder, 'tollgate.yaml');
+  writeFileSync(configFile, 'encryption:\n  keysEnv: TOLLGATE_TEST_CODEC_KEYS\n  codecServer:\n    tokenEnv: TOLLGATE_TEST_CODEC_TOKEN\n');
+  const keys = `k1:${randomBytes(32).toString('base64')}`;
+  const cli = path.join(PROJECT_ROOT, 'bin', 'tollgate.cjs');
+  const env = (extra: Record<string, string>) => ({ ...process.env, TOLLGATE_CONFIG: configFile, TOLLGATE_TEST_CODEC_KEYS: keys, TOLLGATE_TEST_CODEC_TOKEN: '', ...extra });
+
+  it('refuses to start without its token, in one line naming the variable', async () => {
+    const failed = await promisify(execFile)(process.execPath, [cli, 'codec-server'], { cwd: PROJECT_ROOT, env: env({}) }).catch((error: unknown) => error as { code: number; stderr: string });
+    expect(failed).toMatchObject({ code: 1 });
+    expect((failed as { stderr: string }).stderr).toMatch(/^tollgate: encryption\.codecServer\.tokenEnv: the environment variable TOLLGATE_TEST_CODEC_TOKEN is not set;[^\n]*\n$/);
+  });
+
+  it('serves on loopback with the token from the environment', async () => {
+    const codecPort = await freePort();
+    const child = spawn(process.execPath, [cli, 'codec-server', '--port', String(codecPort)], { cwd: PROJECT_ROOT, env: env({ TOLLGATE_TEST_CODEC_TOKEN: token }) });
+    try {
+      const banner = await new Promise<string>((resolve, reject) => {
+        let text = '';
+        child.stdout.on('data', (chunk) => {
+          text += chunk;
+          if (text.includes('\n')) resolve(text);
+        });
+        child.once('exit', (code) => reject(new Error(`codec-server exited with ${code}`)));
+      });
+      expect(banner).toContain(`Codec server at http://127.0.0.1:${codecPort}`);
+      const url = `http://127.0.0.1:${codecPort}/decode`;
+      const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payloads: [] }) };
+      expect((await fetch(url, init)).status).toBe(401);
+      expect((await fetch(url, { ...init, headers: { ...init.headers, authorization: `Bearer ${token}` } })).status).toBe(200);
+    } finally {
+      const exited = child.exitCode !== null ? Promise.resolve() : new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
   });
 });
