@@ -239,6 +239,13 @@ describe('payload encryption', () => {
     await connection.close();
   });
 
+  it('refuses a prebuilt bundle without the encrypting converters when encryption is on', async () => {
+    const config = encryptedConfig();
+    await expect(createWorker({ config, workflowBundle: { code: 'exports.agentTurn = () => undefined;' } })).rejects.toThrow(
+      'workflowBundle: encryption is on (encryption.keysEnv), but the bundle was built without ENCRYPTED_CONVERTER_PATHS',
+    );
+  });
+
   it('names a bad keyring precisely', () => {
     expect(() => parseKeyring('nocolon', 'KEYS')).toThrow('KEYS: expected "keyId:base64key" entries separated by commas');
     expect(() => parseKeyring('k1:c2hvcnQ=', 'KEYS')).toThrow('KEYS: key "k1" is 5 bytes; AES-256-GCM needs 32');
