@@ -190,7 +190,8 @@ program
     }
     const port = Number(options.port ?? config.encryption.codecServer.port);
     const codecServer = await startCodecServer({ codec, token, port, host, origins, hosts });
-    console.log(`Codec server at ${codecServer.url} for ${origins.join(', ')}; callers send "Authorization: Bearer $${tokenEnv}". Ctrl-C stops it.`);
+    console.log(`Codec server at ${codecServer.url} for ${origins.join(', ')}; callers send "Authorization: Bearer $${tokenEnv}".`);
+    console.log('Ctrl-C stops it.');
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
       process.once('SIGTERM', resolve);

@@ -90,7 +90,11 @@ export class AesGcmCodec implements PayloadCodec {
 }
 
 /** The codec the config asks for (`encryption.keysEnv` names the environment variable holding the keyring), or none. */
-export function codecFromEnvironment(keysEnv: string | undefined, env: NodeJS.ProcessEnv = process.env, options: AesGcmCodecOptions = {}): AesGcmCodec | undefined {
+export function codecFromEnvironment(
+  keysEnv: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+  options: AesGcmCodecOptions = {},
+): AesGcmCodec | undefined {
   if (!keysEnv) return undefined;
   const text = env[keysEnv];
   if (!text) throw new Error(`encryption.keysEnv: the environment variable ${keysEnv} is not set; it holds "keyId:base64key" entries`);

@@ -50,7 +50,12 @@ export function loopbackHosts(port: number): string[] {
 /** The token a codec server requires, from the environment variable the config names; a clear error when it is not set. */
 export function codecTokenFromEnvironment(tokenEnv: string, env: NodeJS.ProcessEnv = process.env): string {
   const token = env[tokenEnv]?.trim();
-  if (!token) throw new Error(`encryption.codecServer.tokenEnv: the environment variable ${tokenEnv} is not set; it holds the bearer token callers send (e.g. openssl rand -hex 32)`);
+  if (!token) {
+    throw new Error(
+      `encryption.codecServer.tokenEnv: the environment variable ${tokenEnv} is not set; ` +
+        'it holds the bearer token callers send (e.g. openssl rand -hex 32)',
+    );
+  }
   return token;
 }
 
@@ -60,7 +65,10 @@ function sameToken(given: string, expected: string): boolean {
 }
 
 /** Why a request may not be answered, as a status, or nothing when it may. */
-function refusal(request: http.IncomingMessage, { token, origins, hosts }: { token: string; origins: string[]; hosts: string[] }): 401 | 403 | undefined {
+function refusal(
+  request: http.IncomingMessage,
+  { token, origins, hosts }: { token: string; origins: string[]; hosts: string[] },
+): 401 | 403 | undefined {
   const host = request.headers.host?.toLowerCase();
   if (!host || !hosts.includes(host)) return 403;
   const origin = request.headers.origin;
@@ -79,13 +87,19 @@ function allowCors(response: http.ServerResponse, origin: string): void {
   response.setHeader('access-control-allow-credentials', 'true');
 }
 
-async function answer(codec: PayloadCodec, route: '/encode' | '/decode', request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
+async function answer(
+  codec: PayloadCodec,
+  route: '/encode' | '/decode',
+  request: http.IncomingMessage,
+  response: http.ServerResponse,
+): Promise<void> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of request as AsyncIterable<Buffer>) {
     size += chunk.length;
     if (size > MAX_CODEC_REQUEST_BYTES) {
-      response.writeHead(413, { 'content-type': 'text/plain', connection: 'close' }).end(`request body over ${MAX_CODEC_REQUEST_BYTES} bytes\n`);
+      response.writeHead(413, { 'content-type': 'text/plain', connection: 'close' });
+      response.end(`request body over ${MAX_CODEC_REQUEST_BYTES} bytes\n`);
       request.destroy();
       return;
     }
@@ -110,7 +124,8 @@ async function answer(codec: PayloadCodec, route: '/encode' | '/decode', request
  * and `/decode` also need `Authorization: Bearer <token>` (401 otherwise). A CORS preflight from an
  * allowed origin is answered 204 without a token, as browsers send it without one.
  */
-export async function startCodecServer({ codec, token, port = 0, host = '127.0.0.1', origins, hosts }: CodecServerOptions): Promise<CodecServer> {
+export async function startCodecServer(options: CodecServerOptions): Promise<CodecServer> {
+  const { codec, token, port = 0, host = '127.0.0.1', origins, hosts } = options;
   if (!token) throw new Error('startCodecServer: a bearer token is required');
   const sockets = new Set<net.Socket>();
   let allowedHosts = (hosts ?? []).map((name) => name.toLowerCase());

@@ -139,7 +139,9 @@ export const configSchema = z.strictObject({
           /** The environment variable holding the bearer token every caller must send; the server refuses to start without it. */
           tokenEnv: envName.default('TOLLGATE_CODEC_TOKEN'),
           /** Web UI origins allowed to call it. */
-          origins: z.array(z.string().regex(/^https?:\/\/[^/\s]+$/, 'expected an origin like http://127.0.0.1:8233')).default(['http://127.0.0.1:8233', 'http://localhost:8233']),
+          origins: z
+            .array(z.string().regex(/^https?:\/\/[^/\s]+$/, 'expected an origin like http://127.0.0.1:8233'))
+            .default(['http://127.0.0.1:8233', 'http://localhost:8233']),
           /** `Host` header values it answers (host:port); by default the loopback names with its port. */
           hosts: z.array(z.string().regex(/^[^\s/]+:\d+$/, 'expected host:port')).optional(),
         })

@@ -11,8 +11,7 @@ import { freePort } from '../connection/ports';
 import { startDevServer, type DevServer } from '../server/dev-server';
 import { sendMessageTool } from '../tools/built-in/send-message';
 import { createWorker } from '../worker/create-worker';
-import { MAX_REJECTED_DECISION_CHARS, MAX_REJECTED_DECISIONS } from '../workflows/approval-book';
-import { MAX_SEND_TEXT_CHARS } from '../workflows/conversation';
+import { MAX_SEND_TEXT_CHARS, REJECTED_DECISION_BOUNDS } from '../common/defaults';
 import { approvalSignal, closeConversationSignal, sendUpdate } from '../workflows/messages';
 import { bundleWorkflows, quietRuntime } from './helpers/servers';
 import { testConfig } from './helpers/test-config';
@@ -24,7 +23,14 @@ beforeAll(async () => {
   quietRuntime();
   const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-bounds-'));
   [server, workflowBundle] = await Promise.all([
-    freePort().then((port) => startDevServer({ address: `127.0.0.1:${port}`, namespace: 'default', dbFile: path.join(folder, 'temporal.db'), logFile: path.join(folder, 'server.log') })),
+    freePort().then((port) =>
+      startDevServer({
+        address: `127.0.0.1:${port}`,
+        namespace: 'default',
+        dbFile: path.join(folder, 'temporal.db'),
+        logFile: path.join(folder, 'server.log'),
+      }),
+    ),
     bundleWorkflows(),
   ]);
 });
@@ -44,7 +50,7 @@ async function waitFor(read: () => Promise<TurnState>, ready: (state: TurnState)
 }
 
 describe('bounds on what senders can make a workflow keep', () => {
-  it('keeps the newest 20 rejected decisions, each at most 1 KB, after 200 large forged signals; the inbox and the approval still work', async () => {
+  it('keeps the newest 20 rejected decisions, each under 1 KB, after 200 large forged signals; inbox and approval work', async () => {
     const config = testConfig({ temporal: { address: server.address, taskQueue: `bounds-${randomUUID()}` } });
     const connection = await NativeConnection.connect({ address: server.address });
     const worker = await createWorker({ config, connection, tools: [sendMessageTool({ workspace: config.workspace })], workflowBundle });
@@ -58,24 +64,29 @@ describe('bounds on what senders can make a workflow keep', () => {
       for (let batch = 0; batch < 10; batch++) {
         await Promise.all(
           Array.from({ length: 20 }, (_, index) =>
-            handle.signal(approvalSignal, { callId: `forged-${batch}-${index}-${'x'.repeat(20_000)}`, decision: 'approve', reason: 'y'.repeat(20_000) }),
+            handle.signal(approvalSignal, {
+              callId: `forged-${batch}-${index}-${'x'.repeat(20_000)}`,
+              decision: 'approve',
+              reason: 'y'.repeat(20_000),
+            }),
           ),
         );
       }
-      const flooded = await waitFor(() => client.state(turn.workflowId), (current) => current.rejectedDecisions.length + current.rejectedDecisionsDropped === 200);
+      const seenAll = (current: TurnState) => current.rejectedDecisions.length + current.rejectedDecisionsDropped === 200;
+      const flooded = await waitFor(() => client.state(turn.workflowId), seenAll);
       const waiting = await client.inbox();
       const mine = waiting.find((entry) => entry.workflowId === turn.workflowId)!;
       await client.approve(turn.workflowId, mine.callId, { argsDigest: mine.argsDigest });
       return { state: flooded, inbox: waiting, result: await client.result(turn.workflowId) };
     });
-    expect(state.rejectedDecisions).toHaveLength(MAX_REJECTED_DECISIONS);
-    expect(state.rejectedDecisionsDropped).toBe(200 - MAX_REJECTED_DECISIONS);
+    expect(state.rejectedDecisions).toHaveLength(REJECTED_DECISION_BOUNDS.kept);
+    expect(state.rejectedDecisionsDropped).toBe(200 - REJECTED_DECISION_BOUNDS.kept);
     expect(JSON.stringify(state).length).toBeLessThan(64 * 1024);
     for (const rejected of state.rejectedDecisions) {
       const kept = rejected.decision as TruncatedDecision;
       expect(kept).toMatchObject({ truncated: true, jsonChars: expect.any(Number) });
       expect(kept.jsonChars).toBeGreaterThan(40_000);
-      expect(kept.json).toHaveLength(MAX_REJECTED_DECISION_CHARS);
+      expect(kept.json).toHaveLength(REJECTED_DECISION_BOUNDS.decisionChars);
       expect(rejected.why.length).toBeLessThanOrEqual(300);
       expect(rejected.why).toMatch(/^no call forged-/);
     }
@@ -99,9 +110,12 @@ describe('bounds on what senders can make a workflow keep', () => {
         taskQueue: config.temporal.taskQueue,
         args: [{ conversationId, model: { provider: 'scripted', script: [{ text: 'noted' }] } }],
       });
-      const oversized = await handle.executeUpdate(sendUpdate, { args: [{ text: 'x'.repeat(MAX_SEND_TEXT_CHARS + 1) }] }).catch((error: unknown) => error);
+      const tooLong = 'x'.repeat(MAX_SEND_TEXT_CHARS + 1);
+      const oversized = await handle.executeUpdate(sendUpdate, { args: [{ text: tooLong }] }).catch((error: unknown) => error);
       expect(oversized).toBeInstanceOf(WorkflowUpdateFailedError);
-      expect((oversized as WorkflowUpdateFailedError).cause?.message).toBe(`send: text is ${MAX_SEND_TEXT_CHARS + 1} characters long; at most ${MAX_SEND_TEXT_CHARS} are taken`);
+      expect((oversized as WorkflowUpdateFailedError).cause?.message).toBe(
+        `send: text is ${MAX_SEND_TEXT_CHARS + 1} characters long; at most ${MAX_SEND_TEXT_CHARS} are taken`,
+      );
       const answered = (await handle.executeUpdate(sendUpdate, { args: [{ text: 'hello' }] })) as AgentTurnResult;
       expect(answered.answer).toBe('noted');
       await handle.signal(closeConversationSignal);

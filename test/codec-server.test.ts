@@ -20,10 +20,13 @@ let server: CodecServer;
 let port: number;
 let body: string;
 
+type Answer = { status: number; headers: http.IncomingHttpHeaders; body: string };
+
 /** One raw request, so that every header (Host included) is exactly what the test says. */
-function request(method: string, route: string, headers: Record<string, string>, payload?: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+function request(method: string, route: string, headers: Record<string, string>, payload?: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const outgoing = http.request({ host: '127.0.0.1', port, method, path: route, headers: { host: `127.0.0.1:${port}`, ...headers } }, (response) => {
+    const options = { host: '127.0.0.1', port, method, path: route, headers: { host: `127.0.0.1:${port}`, ...headers } };
+    const outgoing = http.request(options, (response) => {
       let text = '';
       response.on('data', (chunk) => (text += chunk));
       response.on('end', () => resolve({ status: response.statusCode!, headers: response.headers, body: text }));
@@ -42,7 +45,8 @@ beforeAll(async () => {
   port = Number(new URL(server.url).port);
   const [encrypted] = await codec.encode([defaultPayloadConverter.toPayload({ secret: 'the launch code' })]);
   const json = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
-  body = JSON.stringify({ payloads: [{ metadata: Object.fromEntries(Object.entries(encrypted.metadata!).map(([key, value]) => [key, json(value)])), data: json(encrypted.data!) }] });
+  const metadata = Object.fromEntries(Object.entries(encrypted.metadata!).map(([key, value]) => [key, json(value)]));
+  body = JSON.stringify({ payloads: [{ metadata, data: json(encrypted.data!) }] });
 });
 
 afterAll(async () => {
@@ -110,8 +114,13 @@ describe('the codec server', () => {
     expect(codecTokenFromEnvironment('T', { T: ' abc ' })).toBe('abc');
     await expect(startCodecServer({ codec, token: '', origins: [UI_ORIGIN] })).rejects.toThrow('a bearer token is required');
     const { codecServer } = testConfig().encryption;
-    expect(codecServer).toMatchObject({ host: '127.0.0.1', tokenEnv: 'TOLLGATE_CODEC_TOKEN', origins: ['http://127.0.0.1:8233', 'http://localhost:8233'] });
-    expect(() => testConfig({ encryption: { codecServer: { origins: ['http://ui.example/path'] } } })).toThrow('expected an origin like http://127.0.0.1:8233');
+    expect(codecServer).toMatchObject({
+      host: '127.0.0.1',
+      tokenEnv: 'TOLLGATE_CODEC_TOKEN',
+      origins: ['http://127.0.0.1:8233', 'http://localhost:8233'],
+    });
+    const withPath = { encryption: { codecServer: { origins: ['http://ui.example/path'] } } };
+    expect(() => testConfig(withPath)).toThrow('expected an origin like http://127.0.0.1:8233');
   });
 });
 
@@ -121,17 +130,29 @@ describe('tollgate codec-server', () => {
   writeFileSync(configFile, 'encryption:\n  keysEnv: TOLLGATE_TEST_CODEC_KEYS\n  codecServer:\n    tokenEnv: TOLLGATE_TEST_CODEC_TOKEN\n');
   const keys = `k1:${randomBytes(32).toString('base64')}`;
   const cli = path.join(PROJECT_ROOT, 'bin', 'tollgate.cjs');
-  const env = (extra: Record<string, string>) => ({ ...process.env, TOLLGATE_CONFIG: configFile, TOLLGATE_TEST_CODEC_KEYS: keys, TOLLGATE_TEST_CODEC_TOKEN: '', ...extra });
+  const env = (extra: Record<string, string>) => ({
+    ...process.env,
+    TOLLGATE_CONFIG: configFile,
+    TOLLGATE_TEST_CODEC_KEYS: keys,
+    TOLLGATE_TEST_CODEC_TOKEN: '',
+    ...extra,
+  });
 
   it('refuses to start without its token, in one line naming the variable', async () => {
-    const failed = await promisify(execFile)(process.execPath, [cli, 'codec-server'], { cwd: PROJECT_ROOT, env: env({}) }).catch((error: unknown) => error as { code: number; stderr: string });
-    expect(failed).toMatchObject({ code: 1 });
-    expect((failed as { stderr: string }).stderr).toMatch(/^tollgate: encryption\.codecServer\.tokenEnv: the environment variable TOLLGATE_TEST_CODEC_TOKEN is not set;[^\n]*\n$/);
+    const failed = await promisify(execFile)(process.execPath, [cli, 'codec-server'], { cwd: PROJECT_ROOT, env: env({}) }).then(
+      () => ({ code: 0, stderr: '' }),
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(failed.code).toBe(1);
+    const named = 'tollgate: encryption.codecServer.tokenEnv: the environment variable TOLLGATE_TEST_CODEC_TOKEN is not set;';
+    expect(failed.stderr.startsWith(named)).toBe(true);
+    expect(failed.stderr.split('\n')).toHaveLength(2);
   });
 
   it('serves on loopback with the token from the environment', async () => {
     const codecPort = await freePort();
-    const child = spawn(process.execPath, [cli, 'codec-server', '--port', String(codecPort)], { cwd: PROJECT_ROOT, env: env({ TOLLGATE_TEST_CODEC_TOKEN: token }) });
+    const args = [cli, 'codec-server', '--port', String(codecPort)];
+    const child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, env: env({ TOLLGATE_TEST_CODEC_TOKEN: token }) });
     try {
       const banner = await new Promise<string>((resolve, reject) => {
         let text = '';

@@ -16,7 +16,8 @@ import { createWorker } from '../worker/create-worker';
 import { defineTool } from '../tools/define-tool';
 import { sendMessageTool } from '../tools/built-in/send-message';
 import type { TollgateConfig } from '../config/config-schema';
-import type { ModelStepInput, TurnState } from '../common/types';
+import type { ModelStepInput } from '../common/activity-types';
+import type { TurnState } from '../common/types';
 import { approvalSignal, decideUpdate } from '../workflows/messages';
 import { bundleWorkflows, quietRuntime } from './helpers/servers';
 import { temporalCli } from './helpers/temporal-cli';
@@ -32,7 +33,14 @@ beforeAll(async () => {
   quietRuntime();
   const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-encryption-'));
   [server, workflowBundle] = await Promise.all([
-    freePort().then((port) => startDevServer({ address: `127.0.0.1:${port}`, namespace: 'default', dbFile: path.join(folder, 'temporal.db'), logFile: path.join(folder, 'server.log') })),
+    freePort().then((port) =>
+      startDevServer({
+        address: `127.0.0.1:${port}`,
+        namespace: 'default',
+        dbFile: path.join(folder, 'temporal.db'),
+        logFile: path.join(folder, 'server.log'),
+      }),
+    ),
     bundleWorkflows({ encrypted: true }),
   ]);
 });
@@ -47,7 +55,8 @@ type HistoryJson = { events: Array<Record<string, unknown>> };
 /** The config of an encrypting worker on a task queue of its own. */
 function encryptedConfig(encryption: Record<string, unknown> = {}): TollgateConfig {
   process.env[KEYS_ENV] = `old:${oldKey}`;
-  return testConfig({ temporal: { address: server.address, taskQueue: `encrypted-${randomUUID()}` }, encryption: { keysEnv: KEYS_ENV, ...encryption } });
+  const temporal = { address: server.address, taskQueue: `encrypted-${randomUUID()}` };
+  return testConfig({ temporal, encryption: { keysEnv: KEYS_ENV, ...encryption } });
 }
 
 /** Polls `read` until `ready` holds (20 s at most). */
@@ -110,10 +119,12 @@ describe('payload encryption', () => {
 
     // The codec server turns them back for someone with the key, and answers the UI's origin only.
     const token = randomBytes(16).toString('hex');
-    const codecServer = await startCodecServer({ codec: new AesGcmCodec(parseKeyring(`old:${oldKey}`, 'test')), token, origins: ['http://127.0.0.1:8233'] });
+    const codec = new AesGcmCodec(parseKeyring(`old:${oldKey}`, 'test'));
+    const codecServer = await startCodecServer({ codec, token, origins: ['http://127.0.0.1:8233'] });
     try {
       const headers = { 'content-type': 'application/json', origin: 'http://127.0.0.1:8233', authorization: `Bearer ${token}` };
-      const response = await fetch(`${codecServer.url}/decode`, { method: 'POST', headers, body: JSON.stringify({ payloads: payloads.map(({ metadata, data }) => ({ metadata, data })) }) });
+      const body = JSON.stringify({ payloads: payloads.map(({ metadata, data }) => ({ metadata, data })) });
+      const response = await fetch(`${codecServer.url}/decode`, { method: 'POST', headers, body });
       expect(response.headers.get('access-control-allow-origin')).toBe('http://127.0.0.1:8233');
       const decoded = (await response.json()) as { payloads: Array<{ data: string }> };
       expect(decoded.payloads.map((payload) => Buffer.from(payload.data, 'base64').toString()).join('\n')).toContain(prompt);
@@ -132,7 +143,7 @@ describe('payload encryption', () => {
     await connection.close();
   });
 
-  it('encrypts failure messages and stack traces: no path of an interrupted write in the history, and clients still read them', async () => {
+  it('encrypts failure messages and stack traces: no path of an interrupted write in the history; clients still read them', async () => {
     const config = encryptedConfig();
     const file = 'payroll-2026-confidential.md';
     const target = path.join(config.workspace, 'drafts', file);
@@ -168,15 +179,20 @@ describe('payload encryption', () => {
     for (const workflowId of [turn.workflowId, failedTurn.workflowId]) {
       const shown = JSON.stringify(await temporalCli<HistoryJson>(server.address, ['workflow', 'show', '--workflow-id', workflowId]));
       expect(shown).toContain('Encoded failure');
-      for (const secret of [file, config.workspace, 'EACCES', 'permission denied', 'is not a limit', '    at ']) expect({ workflowId, secret, found: shown.includes(secret) }).toEqual({ workflowId, secret, found: false });
+      for (const secret of [file, config.workspace, 'EACCES', 'permission denied', 'is not a limit', '    at ']) {
+        expect({ workflowId, secret, found: shown.includes(secret) }).toEqual({ workflowId, secret, found: false });
+      }
     }
     // The interrupted write's failure is in the history, encrypted, and the workflow read its message: the model's next step got it.
     const history = await client.client.workflow.getHandle(turn.workflowId).fetchHistory();
     const failed = (history.events ?? []).filter((event) => event.activityTaskFailedEventAttributes);
     expect(failed.length).toBeGreaterThan(0);
-    for (const event of failed) expect(event.activityTaskFailedEventAttributes!.failure!.encodedAttributes?.metadata?.encoding).toBeDefined();
+    for (const event of failed) {
+      expect(event.activityTaskFailedEventAttributes!.failure!.encodedAttributes?.metadata?.encoding).toBeDefined();
+    }
     const codec = new AesGcmCodec(parseKeyring(`old:${oldKey}`, 'test'));
-    const scheduled = (history.events ?? []).filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'modelStep');
+    const isModelStep = (event: (typeof failed)[number]) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'modelStep';
+    const scheduled = (history.events ?? []).filter(isModelStep);
     const [secondStepPayload] = await codec.decode([scheduled[1].activityTaskScheduledEventAttributes!.input!.payloads![0] as Payload]);
     const secondStep = defaultPayloadConverter.fromPayload<ModelStepInput>(secondStepPayload);
     expect(JSON.stringify(secondStep.messages.at(-1))).toContain(`EACCES: permission denied, open '${target}'`);
@@ -184,7 +200,7 @@ describe('payload encryption', () => {
     await connection.close();
   });
 
-  it('refuses unencrypted decisions: a forged approval from a client without the keyring is rejected and the call does not run', async () => {
+  it('refuses unencrypted decisions: a forged approval from a client without the keyring is rejected; the call does not run', async () => {
     const config = encryptedConfig();
     const connection = await NativeConnection.connect({ address: server.address });
     const worker = await createWorker({ config, connection, tools: [sendMessageTool({ workspace: config.workspace })], workflowBundle });
@@ -192,15 +208,19 @@ describe('payload encryption', () => {
     const plain = new Client({ connection: client.client.connection, namespace: config.temporal.namespace });
     const outbox = path.join(config.workspace, 'outbox');
     const acceptedUpdates = async (workflowId: string) =>
-      ((await client.client.workflow.getHandle(workflowId).fetchHistory()).events ?? []).filter((event) => event.workflowExecutionUpdateAcceptedEventAttributes).length;
-    const script = [{ toolCalls: [{ tool: 'send_message', args: { to: 'ops', subject: 'Payroll', body: 'Attached.' } }] }, { text: 'sent' }];
+      ((await client.client.workflow.getHandle(workflowId).fetchHistory()).events ?? []).filter(
+        (event) => event.workflowExecutionUpdateAcceptedEventAttributes,
+      ).length;
+    const message = { to: 'ops', subject: 'Payroll', body: 'Attached.' };
+    const script = [{ toolCalls: [{ tool: 'send_message', args: message }] }, { text: 'sent' }];
     const { result, afterForgery, decision } = await worker.runUntil(async () => {
       const turn = await client.startTurn({ taskId: 'forgery', prompt: 'Send it.', model: { provider: 'scripted', script } });
       const waiting = await waitFor(() => client.state(turn.workflowId), (state) => state.pendingApprovals.length > 0);
       const { callId, argsDigest } = waiting.pendingApprovals[0];
       const forged = plain.workflow.getHandle(turn.workflowId);
       await forged.signal(approvalSignal, { callId, decision: 'approve', approver: 'mallory', argsDigest });
-      // The update's validator refuses it (the plain client cannot even read why: the failure is encrypted); nothing is recorded as accepted.
+      // The update's validator refuses it (the plain client cannot even read why: the failure is
+      // encrypted); nothing is recorded as accepted.
       await expect(forged.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve', argsDigest }] })).rejects.toThrow();
       const rejected = await waitFor(() => client.state(turn.workflowId), (state) => state.rejectedDecisions.length === 1);
       expect(await acceptedUpdates(turn.workflowId)).toBe(0);
@@ -209,7 +229,9 @@ describe('payload encryption', () => {
       return { result: await client.result(turn.workflowId), afterForgery: rejected, decision: receipt };
     });
     expect(afterForgery.rejectedDecisions).toEqual([
-      expect.objectContaining({ why: 'the decision arrived unencrypted; with payload encryption on, decisions must come from a client holding the keyring' }),
+      expect.objectContaining({
+        why: 'the decision arrived unencrypted; with payload encryption on, decisions must come from a client holding the keyring',
+      }),
     ]);
     expect(afterForgery.decisions).toEqual([]);
     expect(afterForgery.pendingApprovals).toHaveLength(1);
@@ -229,11 +251,14 @@ describe('payload encryption', () => {
     const model = { provider: 'scripted' as const, script: [{ text: 'hello' }] };
     const { forged, genuine } = await worker.runUntil(async () => {
       const workflowId = `plain-${randomUUID()}`;
-      await plain.workflow.start('agentTurn', { workflowId, taskQueue: config.temporal.taskQueue, args: [{ taskId: 'plain', prompt: 'hi', model }] });
+      const args = [{ taskId: 'plain', prompt: 'hi', model }];
+      await plain.workflow.start('agentTurn', { workflowId, taskQueue: config.temporal.taskQueue, args });
       const started = await client.startTurn({ taskId: 'sealed', prompt: 'hi', model });
       return { forged: await client.result(workflowId).catch((error: unknown) => error), genuine: await client.result(started.workflowId) };
     });
-    expect(((forged as WorkflowFailedError).cause as ApplicationFailure).message).toBe('agentTurn input: the input arrived unencrypted; encryption.requireEncrypted is "all"');
+    expect(((forged as WorkflowFailedError).cause as ApplicationFailure).message).toBe(
+      'agentTurn input: the input arrived unencrypted; encryption.requireEncrypted is "all"',
+    );
     expect(genuine).toMatchObject({ status: 'completed', answer: 'hello' });
     await client.close();
     await connection.close();

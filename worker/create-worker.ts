@@ -77,12 +77,18 @@ export class TollgateWorker {
 /** A name only the converters of an encrypting worker put into a workflow bundle. */
 const ENCRYPTED_BUNDLE_MARKER = 'MarkingPayloadConverter';
 
-/** Refuses a prebuilt bundle that lacks the converters an encrypting worker needs (it would keep failures in plaintext and take unencrypted decisions). */
+/**
+ * Refuses a prebuilt bundle that lacks the converters an encrypting worker needs (it would keep
+ * failures in plaintext and take unencrypted decisions).
+ */
 async function checkBundle(config: TollgateConfig, bundle: WorkerOptions['workflowBundle']): Promise<void> {
   if (!bundle || !config.encryption.keysEnv) return;
   const code = 'code' in bundle ? bundle.code : await readFile(bundle.codePath, 'utf8');
   if (!code.includes(ENCRYPTED_BUNDLE_MARKER)) {
-    throw new Error('workflowBundle: encryption is on (encryption.keysEnv), but the bundle was built without ENCRYPTED_CONVERTER_PATHS; pass them to bundleWorkflowCode');
+    throw new Error(
+      'workflowBundle: encryption is on (encryption.keysEnv), but the bundle was built without ENCRYPTED_CONVERTER_PATHS; ' +
+        'pass them to bundleWorkflowCode',
+    );
   }
 }
 

@@ -88,7 +88,18 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   }
 
   const events: ToolEvent[] = [];
-  const state: TurnState = { taskId, status: 'running', phase: 'model', step: 0, pendingApprovals: [], decisions: [], rejectedDecisions: [], rejectedDecisionsDropped: 0, toolCalls: events, modelInterruptions: [] };
+  const state: TurnState = {
+    taskId,
+    status: 'running',
+    phase: 'model',
+    step: 0,
+    pendingApprovals: [],
+    decisions: [],
+    rejectedDecisions: [],
+    rejectedDecisionsDropped: 0,
+    toolCalls: events,
+    modelInterruptions: [],
+  };
   const approvals = new ApprovalBook(state);
   setHandler(stateQuery, () => state);
   setHandler(approvalSignal, (decision) => {

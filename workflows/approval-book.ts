@@ -1,16 +1,8 @@
 import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { REJECTED_DECISION_BOUNDS } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import type { ApprovalDecision, PendingApproval, TruncatedDecision, TurnState } from '../common/types';
 import { unencryptedMode } from '../common/unencrypted';
-
-/** How many rejected decisions a turn keeps in its state; older ones are dropped and counted in `rejectedDecisionsDropped`. */
-export const MAX_REJECTED_DECISIONS = 20;
-
-/** Characters of a rejected decision's JSON its record keeps; a longer one is kept as a {@link TruncatedDecision}. */
-export const MAX_REJECTED_DECISION_CHARS = 1_024;
-
-/** Characters of the reason a decision is refused with (it may quote what the sender wrote). */
-const MAX_WHY_CHARS = 300;
 
 function clip(text: string, maxChars: number): string {
   return text.length > maxChars ? `${text.slice(0, maxChars - 1)}…` : text;
@@ -24,8 +16,9 @@ function bounded(decision: unknown): unknown {
   } catch {
     json = String(decision);
   }
-  if (json.length <= MAX_REJECTED_DECISION_CHARS) return decision;
-  const truncated: TruncatedDecision = { truncated: true, jsonChars: json.length, json: json.slice(0, MAX_REJECTED_DECISION_CHARS) };
+  const { decisionChars } = REJECTED_DECISION_BOUNDS;
+  if (json.length <= decisionChars) return decision;
+  const truncated: TruncatedDecision = { truncated: true, jsonChars: json.length, json: json.slice(0, decisionChars) };
   return truncated;
 }
 
@@ -42,12 +35,14 @@ export class ApprovalBook {
   /** Why a decision cannot be taken (at most a few hundred characters), or nothing when it can. */
   judge(decision: unknown): string | undefined {
     const why = this.reason(decision);
-    return why === undefined ? undefined : clip(why, MAX_WHY_CHARS);
+    return why === undefined ? undefined : clip(why, REJECTED_DECISION_BOUNDS.whyChars);
   }
 
   private reason(decision: unknown): string | undefined {
     if (!decision || typeof decision !== 'object') return 'a decision must be an object { callId, decision, approver?, reason?, argsDigest? }';
-    if (unencryptedMode(decision)) return 'the decision arrived unencrypted; with payload encryption on, decisions must come from a client holding the keyring';
+    if (unencryptedMode(decision)) {
+      return 'the decision arrived unencrypted; with payload encryption on, decisions must come from a client holding the keyring';
+    }
     const { callId, decision: verdict, argsDigest } = decision as Partial<ApprovalDecision>;
     if (typeof callId !== 'string') return 'callId must be a string';
     if (verdict !== 'approve' && verdict !== 'deny') return `decision must be "approve" or "deny", got ${JSON.stringify(verdict)}`;
@@ -69,11 +64,11 @@ export class ApprovalBook {
     return undefined;
   }
 
-  /** Records a rejected decision, bounded in size, keeping the newest {@link MAX_REJECTED_DECISIONS}. */
+  /** Records a rejected decision, bounded in size, keeping the newest few (`REJECTED_DECISION_BOUNDS`). */
   private reject(decision: unknown, why: string): void {
     const rejected = this.state.rejectedDecisions;
     rejected.push({ decision: bounded(decision), why, at: new Date(Date.now()).toISOString() });
-    const excess = rejected.length - MAX_REJECTED_DECISIONS;
+    const excess = rejected.length - REJECTED_DECISION_BOUNDS.kept;
     if (excess > 0) {
       rejected.splice(0, excess);
       this.state.rejectedDecisionsDropped += excess;

@@ -30,5 +30,6 @@ export async function startTimeSkippingServer(): Promise<TestWorkflowEnvironment
 
 /** The workflows bundled once for a test file; with `encrypted`, with the converters of an encrypting worker. */
 export function bundleWorkflows({ encrypted = false }: { encrypted?: boolean } = {}): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('WARN'), ...(encrypted ? ENCRYPTED_CONVERTER_PATHS : {}) });
+  const converters = encrypted ? ENCRYPTED_CONVERTER_PATHS : {};
+  return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('WARN'), ...converters });
 }
