@@ -4,7 +4,7 @@ import path from 'node:path';
 import { WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { Command, CommanderError, Option } from 'commander';
 import { codecFromEnvironment } from '../codec/aes-gcm-codec';
-import { startCodecServer } from '../codec/codec-server';
+import { codecTokenFromEnvironment, startCodecServer } from '../codec/codec-server';
 import type { AgentTurnInput, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import { loadConfig } from '../config/load-config';
@@ -80,6 +80,7 @@ function turnInput(task: string, options: { taskId?: string; model?: string; too
 function describeState(workflowId: string, state: TurnState): string {
   const lines = [`${workflowId}: ${state.status}, phase ${state.phase}, step ${state.step + 1}, ${state.toolCalls.length} tool call(s)`];
   for (const pending of state.pendingApprovals) lines.push(`  waiting for approval: ${pending.callId} ${pending.tool} (argsDigest ${pending.argsDigest.slice(0, 16)}…, expires ${pending.expiresAt})`);
+  if (state.rejectedDecisionsDropped > 0) lines.push(`  ${state.rejectedDecisionsDropped} older rejected decision(s) not kept`);
   for (const rejected of state.rejectedDecisions) lines.push(`  rejected decision: ${rejected.why}`);
   return lines.join('\n');
 }
@@ -180,8 +181,17 @@ program
     const config = loadConfig();
     const codec = codecFromEnvironment(config.encryption.keysEnv);
     if (!codec) throw new CliError('encryption.keysEnv is not set in the config: there is nothing to decode');
-    const codecServer = await startCodecServer({ codec, port: Number(options.port ?? config.encryption.codecServer.port), origins: config.encryption.codecServer.origins });
-    console.log(`Codec server at ${codecServer.url} for ${config.encryption.codecServer.origins.join(', ')}; Ctrl-C stops it.`);
+    const { host, hosts, origins, tokenEnv } = config.encryption.codecServer;
+    let token: string;
+    try {
+      token = codecTokenFromEnvironment(tokenEnv);
+    } catch (error) {
+      throw new CliError((error as Error).message);
+    }
+    const port = Number(options.port ?? config.encryption.codecServer.port);
+    const codecServer = await startCodecServer({ codec, token, port, host, origins, hosts });
+    console.log(`Codec server at ${codecServer.url} for ${origins.join(', ')}; callers send "Authorization: Bearer $${tokenEnv}".`);
+    console.log('Ctrl-C stops it.');
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
       process.once('SIGTERM', resolve);

@@ -25,3 +25,12 @@ export const DEFAULT_TASK_QUEUE = 'tollgate';
 
 /** The workflow type of the public contract. */
 export const AGENT_TURN_WORKFLOW_TYPE = 'agentTurn';
+
+/**
+ * What a turn keeps of the decisions it rejected: the newest `kept` (older ones are only counted),
+ * each decision whole up to `decisionChars` characters of JSON, each reason up to `whyChars`.
+ */
+export const REJECTED_DECISION_BOUNDS = { kept: 20, decisionChars: 1_024, whyChars: 300 } as const;
+
+/** The longest text one conversation `send` takes, in characters. */
+export const MAX_SEND_TEXT_CHARS = 100_000;

@@ -1,7 +1,8 @@
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { DataConverter } from '@temporalio/common';
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
-import { codecFromEnvironment } from '../codec/aes-gcm-codec';
+import { codecFromEnvironment, ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gcm-codec';
 import { createActivities, type Activities } from '../activities';
 import { openConfiguredStore } from '../activities/intents/open-store';
 import type { IdempotencyStore } from '../activities/intents/intent-store';
@@ -73,8 +74,27 @@ export class TollgateWorker {
   }
 }
 
+/** A name only the converters of an encrypting worker put into a workflow bundle. */
+const ENCRYPTED_BUNDLE_MARKER = 'MarkingPayloadConverter';
+
+/**
+ * Refuses a prebuilt bundle that lacks the converters an encrypting worker needs (it would keep
+ * failures in plaintext and take unencrypted decisions).
+ */
+async function checkBundle(config: TollgateConfig, bundle: WorkerOptions['workflowBundle']): Promise<void> {
+  if (!bundle || !config.encryption.keysEnv) return;
+  const code = 'code' in bundle ? bundle.code : await readFile(bundle.codePath, 'utf8');
+  if (!code.includes(ENCRYPTED_BUNDLE_MARKER)) {
+    throw new Error(
+      'workflowBundle: encryption is on (encryption.keysEnv), but the bundle was built without ENCRYPTED_CONVERTER_PATHS; ' +
+        'pass them to bundleWorkflowCode',
+    );
+  }
+}
+
 /** Builds the tool registry (stopping here on a bad declaration), bundles the workflows and creates the worker. */
 export async function createWorker({ config, connection: given, tools, store: givenStore, activities, workflowBundle, workerOptions }: CreateWorkerOptions): Promise<TollgateWorker> {
+  await checkBundle(config, workflowBundle);
   const owned: Array<() => Promise<void>> = [];
   try {
     const connection = given ?? (await connectWorker(config));
@@ -103,8 +123,11 @@ export async function createWorker({ config, connection: given, tools, store: gi
   }
 }
 
-/** Encrypts every payload when the config names a keyring (`encryption.keysEnv`); plain JSON otherwise. */
+/**
+ * Encrypts every payload and failure message when the config names a keyring (`encryption.keysEnv`),
+ * flagging what arrives unencrypted for the workflow to refuse (`encryption.requireEncrypted`); plain JSON otherwise.
+ */
 export function dataConverterFor(config: TollgateConfig): DataConverter | undefined {
-  const codec = codecFromEnvironment(config.encryption.keysEnv);
-  return codec ? { payloadCodecs: [codec] } : undefined;
+  const codec = codecFromEnvironment(config.encryption.keysEnv, process.env, { markUnencrypted: config.encryption.requireEncrypted });
+  return codec ? { payloadCodecs: [codec], ...ENCRYPTED_CONVERTER_PATHS } : undefined;
 }

@@ -6,6 +6,7 @@ import { DEFAULT_TURN_LIMITS } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import type { AgentTurnInput, AgentTurnResult, ToolEvent, TurnLimits, TurnMessage, TurnState, Usage } from '../common/types';
 import type { TurnStatus } from '../common/codes';
+import { unencryptedMode } from '../common/unencrypted';
 import { ApprovalBook } from './approval-book';
 import { EFFECT_STRATEGIES } from './effects';
 import { approvalSignal, decideUpdate, stateQuery } from './messages';
@@ -54,6 +55,7 @@ function invalidInput(message: string): ApplicationFailure {
 
 function checkInput(input: unknown): asserts input is AgentTurnInput {
   if (!input || typeof input !== 'object') throw invalidInput('expected an object { taskId, prompt, model?, tools?, limits? }');
+  if (unencryptedMode(input) === 'all') throw invalidInput('the input arrived unencrypted; encryption.requireEncrypted is "all"');
   const { taskId, prompt, tools, limits, history } = input as Record<string, unknown>;
   if (history !== undefined && !Array.isArray(history)) throw invalidInput('history must be a list of messages');
   if (typeof taskId !== 'string' || taskId.trim() === '') throw invalidInput('taskId must be a non-empty string');
@@ -86,7 +88,18 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   }
 
   const events: ToolEvent[] = [];
-  const state: TurnState = { taskId, status: 'running', phase: 'model', step: 0, pendingApprovals: [], decisions: [], rejectedDecisions: [], toolCalls: events, modelInterruptions: [] };
+  const state: TurnState = {
+    taskId,
+    status: 'running',
+    phase: 'model',
+    step: 0,
+    pendingApprovals: [],
+    decisions: [],
+    rejectedDecisions: [],
+    rejectedDecisionsDropped: 0,
+    toolCalls: events,
+    modelInterruptions: [],
+  };
   const approvals = new ApprovalBook(state);
   setHandler(stateQuery, () => state);
   setHandler(approvalSignal, (decision) => {
