@@ -11,7 +11,7 @@ import { loadConfig } from '../config/load-config';
 import { ensureServer } from '../server/dev-server';
 import { probeServer } from '../connection/temporal-connection';
 import { runWorker } from '../worker/run-worker';
-import { followTurn, toolCallTable } from './follow-turn';
+import { describeApproval, followTurn, toolCallTable } from './follow-turn';
 import { forTerminal } from './terminal-text';
 import { formatTable } from './format-table';
 import { TollgateClient, TurnEndedError } from './tollgate-client';
@@ -79,7 +79,10 @@ function turnInput(task: string, options: { taskId?: string; model?: string; too
 
 function describeState(workflowId: string, state: TurnState): string {
   const lines = [`${workflowId}: ${state.status}, phase ${state.phase}, step ${state.step + 1}, ${state.toolCalls.length} tool call(s)`];
-  for (const pending of state.pendingApprovals) lines.push(`  waiting for approval: ${pending.callId} ${pending.tool} (argsDigest ${pending.argsDigest.slice(0, 16)}…, expires ${pending.expiresAt})`);
+  for (const pending of state.pendingApprovals) {
+    lines.push(forTerminal(`  waiting for approval: ${pending.callId} ${pending.tool}`));
+    lines.push(...describeApproval(pending).text.split('\n').slice(1).map((line) => `  ${line}`));
+  }
   if (state.rejectedDecisionsDropped > 0) lines.push(`  ${state.rejectedDecisionsDropped} older rejected decision(s) not kept`);
   for (const rejected of state.rejectedDecisions) lines.push(`  rejected decision: ${rejected.why}`);
   return lines.join('\n');
@@ -136,7 +139,10 @@ program
     print(entries, () =>
       entries.length === 0
         ? 'Nothing waits for approval.'
-        : formatTable(['workflow', 'task', 'call', 'tool', 'argsDigest', 'expires'], entries.map((entry) => [entry.workflowId, entry.taskId, entry.callId, entry.tool, `${entry.argsDigest.slice(0, 16)}…`, entry.expiresAt])),
+        : [
+            formatTable(['workflow', 'task', 'call', 'tool', 'expires'], entries.map((entry) => [entry.workflowId, entry.taskId, entry.callId, entry.tool, entry.expiresAt].map((cell) => forTerminal(cell)))),
+            ...entries.map((entry) => `\n${forTerminal(entry.workflowId)} ${describeApproval(entry).text}`),
+          ].join('\n'),
     );
   });
 
@@ -148,11 +154,20 @@ for (const decision of ['approve', 'deny'] as const) {
     .argument('<callId>')
     .option('--reason <text>', 'why, for the record')
     .option('--approver <name>', 'who decides (default: the login name)')
-    .option('--args-digest <sha256>', 'the digest of the arguments you saw; the decision is rejected if the call differs')
+    .option('--args-digest <sha256>', 'the digest of the arguments you saw; without it, the call is shown and the digest of what is shown is sent')
     .action(async (workflowId: string, callId: string, options) => {
-      const receipt = await withClient((client) =>
-        client[decision](workflowId, callId, { reason: options.reason, approver: options.approver ?? process.env.USER, argsDigest: options.argsDigest }),
-      );
+      const receipt = await withClient(async (client) => {
+        let digest: string | undefined = options.argsDigest;
+        if (!digest) {
+          const pending = (await client.state(workflowId)).pendingApprovals.find((entry) => entry.callId === callId);
+          if (!pending) throw new CliError(`rejected: no call ${callId} waits for approval`);
+          const shown = describeApproval(pending);
+          if (!json()) console.log(shown.text);
+          if (!shown.matches) throw new CliError(`rejected: the arguments of call ${callId} do not match their digest; nothing was sent`);
+          digest = pending.argsDigest;
+        }
+        return client[decision](workflowId, callId, { reason: options.reason, approver: options.approver ?? process.env.USER, argsDigest: digest });
+      });
       print(receipt, () => `${receipt.decision === 'approve' ? 'Approved' : 'Denied'} ${receipt.callId} of ${workflowId}.`);
     });
 }

@@ -115,4 +115,6 @@ export type StatusLookup =
 /** What the `turnSettings` local activity returns at a turn's start: the worker's configured limits, recorded once in history. */
 export interface TurnSettings {
   limits: Required<TurnLimits>;
+  /** Left out by workers older than the approval settings; a turn then requires the digest. */
+  approvals?: { requireDigest: boolean };
 }

@@ -148,6 +148,15 @@ export const configSchema = z.strictObject({
         .prefault({}),
     })
     .prefault({}),
+  approvals: z
+    .strictObject({
+      /**
+       * Whether a decision must name the digest of the arguments it approves (the `approval` signal's
+       * and the `decide` update's `argsDigest`); one without it is rejected and recorded.
+       */
+      requireDigest: z.boolean().default(true),
+    })
+    .prefault({}),
   redact: z
     .strictObject({
       patterns: z.array(z.string().refine(isRegExp, 'not a valid regular expression')).default([]),

@@ -34,10 +34,15 @@ const { modelStep } = proxyActivities<Activities>({
 
 const { turnSettings } = proxyLocalActivities<Activities>({ startToCloseTimeout: '10 seconds', summary: 'turn settings', retry: { maximumAttempts: 5 } });
 
-/** The limits a turn runs under: the worker's config (or, for turns recorded before that, the built-in defaults), lowered or raised by the turn's own. */
-async function turnLimits(own: TurnLimits | undefined): Promise<Required<TurnLimits>> {
-  const base = patched(TURN_SETTINGS_PATCH) ? (await turnSettings()).limits : DEFAULT_TURN_LIMITS;
-  return { ...base, ...own };
+/**
+ * What a turn runs under: the worker's config limits, lowered or raised by the turn's own, and
+ * whether decisions must name their digest. Turns recorded before the settings patch keep the
+ * built-in limits and take a decision without a digest, as they did then.
+ */
+async function settingsFor(own: TurnLimits | undefined): Promise<{ limits: Required<TurnLimits>; requireDigest: boolean }> {
+  if (!patched(TURN_SETTINGS_PATCH)) return { limits: { ...DEFAULT_TURN_LIMITS, ...own }, requireDigest: false };
+  const settings = await turnSettings();
+  return { limits: { ...settings.limits, ...own }, requireDigest: settings.approvals?.requireDigest ?? true };
 }
 
 /** Why a model step failed for good; an invalid model fails the workflow instead (the caller's mistake). */
@@ -119,7 +124,8 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     },
   );
 
-  const limits = await turnLimits(input.limits);
+  const { limits, requireDigest } = await settingsFor(input.limits);
+  approvals.requireDigest = requireDigest;
   const messages: TurnMessage[] = [...(input.history ?? []), { role: 'user', content: prompt }];
   const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   let answer: string | undefined;

@@ -29,6 +29,8 @@ function bounded(decision: unknown): unknown {
  */
 export class ApprovalBook {
   private readonly decided = new Map<string, ApprovalDecision>();
+  /** Whether a decision must name the digest of the arguments it decides on (the config's `approvals.requireDigest`). */
+  requireDigest = false;
 
   constructor(private readonly state: TurnState) {}
 
@@ -49,6 +51,9 @@ export class ApprovalBook {
     if (this.decided.has(callId)) return `call ${callId} was already decided`;
     const pending = this.state.pendingApprovals.find((entry) => entry.callId === callId);
     if (!pending) return `no call ${callId} waits for approval`;
+    if (argsDigest === undefined && this.requireDigest) {
+      return `argsDigest is required: send the digest of the arguments of call ${callId} you decide on (pendingApprovals in the state query)`;
+    }
     if (argsDigest !== undefined && argsDigest !== pending.argsDigest) return `argsDigest does not match the arguments of call ${callId}`;
     return undefined;
   }
