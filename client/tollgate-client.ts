@@ -4,7 +4,7 @@ import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@tempo
 import { codecFromEnvironment, ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gcm-codec';
 import { AGENT_TURN_WORKFLOW_TYPE } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
-import type { AgentTurnInput, AgentTurnResult, ApprovalDecision, DecisionReceipt, PendingApproval, TurnLimits, TurnState } from '../common/types';
+import type { AgentTurnInput, AgentTurnResult, ApprovalDecision, DecisionReceipt, PendingApproval, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import type { agentTurn } from '../workflows';
 import { decideUpdate, stateQuery } from '../workflows/messages';

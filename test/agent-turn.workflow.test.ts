@@ -4,7 +4,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { builtInTools } from '../tools/built-in';
-import { defineTool, type ToolDefinition } from '../tools/define-tool';
+import { defineTool } from '../tools/define-tool';
 import type { ScriptStep } from '../common/types';
 import { approvalSignal } from '../workflows/messages';
 import { testConfig } from './helpers/test-config';

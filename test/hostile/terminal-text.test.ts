@@ -6,6 +6,7 @@ import type { PendingApproval, ToolEvent } from '../../common/types';
 import { argsDigest } from '../../tools/canonical-json';
 
 /** Anything a terminal would act on: C0 but newline and tab, DEL, C1, bidi controls. */
+// eslint-disable-next-line no-control-regex -- matching control characters is what this pattern is for.
 const ACTIVE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 
 const EXPIRES = '2026-01-02T00:00:00.000Z';
