@@ -78,6 +78,8 @@ export interface ToolPolicy {
   approvalTimeoutMs: number;
   /** The backoff between attempts, from the worker's config. */
   retry: RetryBackoff;
+  /** Tools from elsewhere (MCP): the digest of the definition the model saw; only a worker serving the same definition runs the call. */
+  definitionDigest?: string;
 }
 
 /** The backoff between attempts of a retried call, in milliseconds. */
@@ -125,6 +127,8 @@ export interface RunToolInput {
   tool: string;
   args: unknown;
   allowedTools?: string[];
+  /** The definition digest from the call's recorded policy; must equal the executing worker's. */
+  definitionDigest?: string;
 }
 
 /** What `runTool` returns when the handler finished (successfully or with a final error). */

@@ -52,7 +52,7 @@ export async function runReadTool({
     },
   });
   try {
-    const { attempt, originalSize, truncated, ...result }: RunToolResult = await runTool({ taskId, callId, tool, args, allowedTools });
+    const { attempt, originalSize, truncated, ...result }: RunToolResult = await runTool({ taskId, callId, tool, args, allowedTools, definitionDigest: policy.definitionDigest });
     return { result, attempts: attempt, originalSize, truncated };
   } catch (error) {
     if (!(error instanceof ActivityFailure)) throw error;

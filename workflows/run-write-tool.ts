@@ -70,7 +70,7 @@ export async function runReversibleWrite({ taskId, call, policy, allowedTools }:
       await sleep(backoff);
     }
     try {
-      const { attempt, originalSize, truncated, ...result } = await runTool({ taskId, callId: call.callId, tool: call.tool, args: call.args, allowedTools });
+      const { attempt, originalSize, truncated, ...result } = await runTool({ taskId, callId: call.callId, tool: call.tool, args: call.args, allowedTools, definitionDigest: policy.definitionDigest });
       executions += attempt > 0 ? 1 : 0;
       if (result.status === 'error' && result.retryable) {
         lastProblem = result.message ?? result.code ?? 'error';
@@ -122,7 +122,7 @@ export async function runIrreversibleWrite({
   }
   const runTool = writeActivity(call, policy);
   try {
-    const { attempt, originalSize, truncated, ...result } = await runTool({ taskId, callId: call.callId, tool: call.tool, args: call.args, allowedTools });
+    const { attempt, originalSize, truncated, ...result } = await runTool({ taskId, callId: call.callId, tool: call.tool, args: call.args, allowedTools, definitionDigest: policy.definitionDigest });
     return { result, attempts: attempt > 0 ? 1 : 0, originalSize, truncated };
   } catch (error) {
     return outcomeUnknown(`${call.tool} was cut off and is not run again: ${interruption(error)}`, 1);

@@ -189,6 +189,10 @@ export function createRunTool({
       return { status: 'error', ...checked.refusal, retryable: false, attempt: 0, originalSize: 0, truncated: false };
     }
     const tool = registry.get(input.tool)!;
+    if (tool.definitionDigest !== input.definitionDigest) {
+      const message = `${tool.name}: this worker serves another definition of the tool (digest ${String(tool.definitionDigest).slice(0, 12)}, the call was checked against ${String(input.definitionDigest).slice(0, 12)}); the call is not run`;
+      return { status: 'error', code: 'forbidden', retryable: false, message, attempt: 0, originalSize: 0, truncated: false };
+    }
     const args = tool.input.parse(input.args);
     return tool.effect === 'read' ? runRead(tool, args, input) : runWrite(tool, args, input);
   };
