@@ -139,6 +139,9 @@ export const mcpSchema = z.strictObject({
 /** The validated `mcp` section. */
 export type McpConfig = z.output<typeof mcpSchema>;
 
+/** The `mcp` section as written (defaults left out), as `createWorker({ mcp })` takes it. */
+export type McpConfigInput = z.input<typeof mcpSchema>;
+
 /** How read tools are retried between attempts (the number of attempts is per tool). */
 export const retrySchema = z.strictObject({
   initialInterval: duration.default('200ms'),

@@ -6,8 +6,12 @@ import { createActivities, type Activities } from '../activities';
 import { openConfiguredStore } from '../activities/intents/open-store';
 import type { IdempotencyStore } from '../activities/intents/intent-store';
 import type { ToolDefinition } from '../tools/define-tool';
-import type { TollgateConfig } from '../config/config-schema';
+import type { McpConfigInput, TollgateConfig } from '../config/config-schema';
+import { parseMcpConfig } from '../config/load-config';
 import { connectWorker } from '../connection/temporal-connection';
+import { startMcpTools } from '../tools/mcp/mcp-tool-source';
+import type { McpLog } from '../tools/mcp/mcp-connection';
+import { builtInTools } from '../tools/built-in';
 
 /** The file webpack bundles the workflows from. */
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
@@ -19,6 +23,10 @@ export interface CreateWorkerOptions {
   connection?: NativeConnection;
   /** Replaces the built-in tools. */
   tools?: ToolDefinition[];
+  /** MCP servers whose tools are served next to `tools`, in the shape of the config's `mcp` section (which it replaces). */
+  mcp?: McpConfigInput;
+  /** Where MCP servers' stderr and reconnects are logged (default: the worker's stderr). */
+  mcpLog?: McpLog;
   /** Replaces the store the config names; the caller then closes it. */
   store?: IdempotencyStore;
   /** Replaces the activities built from config and tools (tests wrap them to observe calls). */
@@ -74,16 +82,21 @@ export class TollgateWorker {
 }
 
 /** Builds the tool registry (stopping here on a bad declaration), bundles the workflows and creates the worker. */
-export async function createWorker({ config, connection: given, tools, store: givenStore, activities, workflowBundle, workerOptions }: CreateWorkerOptions): Promise<TollgateWorker> {
+export async function createWorker(options: CreateWorkerOptions): Promise<TollgateWorker> {
+  const { config, connection: given, tools, store: givenStore, activities, workflowBundle, workerOptions } = options;
   const owned: Array<() => Promise<void>> = [];
   try {
+    const mcp = options.mcp === undefined ? config.mcp : parseMcpConfig(options.mcp, 'createWorker({ mcp })');
+    // MCP servers start first: one that cannot start stops the worker before anything else is opened.
+    const mcpTools = activities ? undefined : await startMcpTools({ mcp, log: options.mcpLog });
+    if (mcpTools) owned.push(() => mcpTools.close());
     const connection = given ?? (await connectWorker(config));
     if (!given) owned.push(() => connection.close());
     let served = activities;
     if (!served) {
       const store = givenStore ?? openConfiguredStore(config);
       if (!givenStore) owned.push(() => store.close());
-      served = createActivities({ config, tools, store });
+      served = createActivities({ config, tools: [...(tools ?? builtInTools(config)), ...(mcpTools?.tools ?? [])], store });
     }
     const worker = await Worker.create({
       connection,
