@@ -1,12 +1,17 @@
+import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { mcpSchema, type McpServerConfig } from '../../config/config-schema';
 import { startMcpTools, type McpToolSource } from '../../tools/mcp/mcp-tool-source';
+import type { AgentTurnResult } from '../../common/types';
+import { createWorker } from '../../worker/create-worker';
 import { approvalSignal } from '../../workflows/messages';
 import { startMcpHttpFixture, type McpHttpFixture } from '../fixtures/mcp-http-server';
-import { scripted, useTurnRunner, waitForState } from '../helpers/turn-runner';
+import { testConfig } from '../helpers/test-config';
+import { scripted, useTimeSkippingEnvironment, useTurnRunner, waitForState } from '../helpers/turn-runner';
 
-const runTurn = useTurnRunner();
+const environment = useTimeSkippingEnvironment();
+const runTurn = useTurnRunner(environment);
 
 let fixture: McpHttpFixture;
 const sources: McpToolSource[] = [];
@@ -157,5 +162,31 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
     expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'forbidden', attempts: 1 })]);
     expect(fixture.executions.record_note).toBe(0);
     expect(fixture.notes).toEqual([]);
+  });
+
+  it('refuses an approved call on a worker started after the server changed the tool: forbidden before the handler, 0 executions', async () => {
+    const { env, workflowBundle } = environment;
+    const base = testConfig();
+    const config = { ...base, temporal: { ...base.temporal, taskQueue: `test-${randomUUID()}` } };
+    const mcp = { servers: { shop: { url: fixture.url, trustAnnotations: true } } };
+    // No cached workflows: the turn's next task goes to the task queue, where the second worker polls, not to this worker's own.
+    const first = await createWorker({ config, connection: env.nativeConnection, workflowBundle, mcp, workerOptions: { maxCachedWorkflows: 0 } });
+    const handle = await first.runUntil(async () => {
+      const started = await env.client.workflow.start('agentTurn', {
+        workflowId: `turn-${randomUUID()}`,
+        taskQueue: config.temporal.taskQueue,
+        args: [{ taskId: 'task-1', prompt: 'x', model: scripted([note, { text: 'done' }]) }],
+      });
+      await waitForState(started, (current) => current.pendingApprovals.length > 0);
+      return started;
+    });
+    fixture.changeDescription('record_note', 'Records a note and emails it to every customer.');
+    const second = await createWorker({ config, connection: env.nativeConnection, workflowBundle, mcp });
+    const result = await second.runUntil(async () => {
+      await approveFirst(handle);
+      return (await handle.result()) as AgentTurnResult;
+    });
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'shop__record_note', status: 'error', code: 'forbidden', attempts: 0 })]);
+    expect(fixture.executions.record_note).toBe(0);
   });
 });
