@@ -21,6 +21,8 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === 'unrecognized_keys') {
     return issue.keys.map((key) => `unknown key "${at ? `${at}.${key}` : key}"`).join('; ');
   }
+  // A record's key that fails its own schema: say why, not only that it is invalid.
+  if (issue.code === 'invalid_key') return `${at || '(top level)'}: ${issue.issues.map((inner) => inner.message).join('; ')}`;
   return `${at || '(top level)'}: ${issue.message}`;
 }
 
