@@ -7,9 +7,12 @@ import { mcpSchema, type McpServerConfig } from '../../config/config-schema';
 import { argsDigest } from '../../tools/canonical-json';
 import { startMcpTools, type McpToolSource } from '../../tools/mcp/mcp-tool-source';
 import { approvalSignal } from '../../workflows/messages';
-import { scripted, useTurnRunner, waitForState } from '../helpers/turn-runner';
+import { createWorker } from '../../worker/create-worker';
+import { testConfig } from '../helpers/test-config';
+import { scripted, useTimeSkippingEnvironment, useTurnRunner, waitForState } from '../helpers/turn-runner';
 
-const runTurn = useTurnRunner();
+const environment = useTimeSkippingEnvironment();
+const runTurn = useTurnRunner(environment);
 const sources: McpToolSource[] = [];
 
 afterEach(async () => {
@@ -115,6 +118,40 @@ describe('MCP tools from @modelcontextprotocol/server-filesystem over stdio', ()
       input: { prompt: 'x', model: scripted([{ toolCalls: [{ tool: 'files__read_text_file', args: { path: '/etc/hostname' } }] }, { text: 'done' }]) },
     });
     expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'tool_failure', attempts: 1 })]);
+  });
+});
+
+/** The live child processes of this process whose command line contains `marker`. */
+function childProcesses(marker: string): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => {
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        const [state, parent] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        return Number(parent) === process.pid && state !== 'Z' && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(marker);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+describe('createWorker({ mcp }) with the filesystem server', () => {
+  it('starts the server with the worker and ends its process when the worker stops', async () => {
+    const folder = filesFolder();
+    const worker = await createWorker({
+      config: testConfig(),
+      connection: environment.env.nativeConnection,
+      workflowBundle: environment.workflowBundle,
+      mcp: { servers: { files: { command: process.execPath, args: [FILESYSTEM_SERVER, folder] } } },
+      mcpLog: () => undefined,
+    });
+    const whileRunning = await worker.runUntil(async () => childProcesses(folder).length);
+    expect(whileRunning).toBe(1);
+    const deadline = Date.now() + 10_000;
+    while (childProcesses(folder).length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(childProcesses(folder)).toEqual([]);
   });
 });
 
