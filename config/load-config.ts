@@ -73,7 +73,8 @@ export function parseConfig(
 export function parseMcpConfig(data: unknown, source: string): McpConfig {
   const result = mcpSchema.safeParse(data ?? {});
   if (!result.success) {
-    throw new ConfigError(`${source}: ${result.error.issues.map((issue) => describeIssue({ ...issue, path: ['mcp', ...issue.path] })).join('; ')}`);
+    const problems = result.error.issues.map((issue) => describeIssue({ ...issue, path: ['mcp', ...issue.path] }));
+    throw new ConfigError(`${source}: ${problems.join('; ')}`);
   }
   return result.data;
 }

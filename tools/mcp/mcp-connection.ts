@@ -82,7 +82,8 @@ export class McpConnection {
   /** Calls a tool; the signal cancels the request (the server is told), the timeout is the SDK's own bound beyond the boundary's. */
   async callTool(tool: string, args: unknown, { signal, timeoutMs }: { signal: AbortSignal; timeoutMs: number }): Promise<CallToolResult> {
     return this.use(async (client) => {
-      const result = await client.callTool({ name: tool, arguments: args as Record<string, unknown> }, undefined, { signal, timeout: timeoutMs });
+      const params = { name: tool, arguments: args as Record<string, unknown> };
+      const result = await client.callTool(params, undefined, { signal, timeout: timeoutMs });
       return ('toolResult' in result ? { content: [{ type: 'text', text: JSON.stringify(result.toolResult) }] } : result) as CallToolResult;
     });
   }
@@ -110,7 +111,7 @@ export class McpConnection {
     try {
       return await fn(client);
     } catch (error) {
-      if (isServerAnswer(error) && !(error instanceof StreamableHTTPError)) throw error;
+      if (isServerAnswer(error)) throw error;
       if (error instanceof StreamableHTTPError && error.code !== undefined && error.code >= 400 && error.code < 500) {
         // The HTTP server refused the request itself (a session it no longer knows, say): the tool never ran.
         this.drop(client, `refused a request (HTTP ${error.code})`);

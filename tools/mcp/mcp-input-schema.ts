@@ -48,7 +48,8 @@ export function jsonSchemaInput(schema: unknown): z.ZodType {
   return z.unknown().superRefine((value, context) => {
     if (validate(value)) return;
     for (const problem of validate.errors ?? []) {
-      const where = problem.keyword === 'required' ? [...pointerPath(problem.instancePath), String(problem.params.missingProperty)] : pointerPath(problem.instancePath);
+      const where = pointerPath(problem.instancePath);
+      if (problem.keyword === 'required') where.push(String(problem.params.missingProperty));
       const extra = problem.keyword === 'additionalProperties' ? ` (${String(problem.params.additionalProperty)})` : '';
       context.addIssue({ code: 'custom', path: where, message: `${problem.message ?? 'invalid'}${extra}` });
     }

@@ -25,10 +25,13 @@ function summarize(item: Exclude<Content, { type: 'text' }>): Record<string, unk
       const { resource } = item;
       if ('text' in resource && typeof resource.text === 'string') {
         const text = resource.text;
-        const cut = text.length > MCP_RESULT_LIMITS.resourceTextChars;
-        return { type: 'resource', uri: resource.uri, mimeType: resource.mimeType, text: cut ? text.slice(0, MCP_RESULT_LIMITS.resourceTextChars) : text, ...(cut ? { chars: text.length } : {}) };
+        const limit = MCP_RESULT_LIMITS.resourceTextChars;
+        const cut = text.length > limit;
+        const shown = cut ? { text: text.slice(0, limit), chars: text.length } : { text };
+        return { type: 'resource', uri: resource.uri, mimeType: resource.mimeType, ...shown };
       }
-      return { type: 'resource', uri: resource.uri, mimeType: resource.mimeType, bytes: base64Bytes(String((resource as { blob?: string }).blob ?? '')) };
+      const blob = String((resource as { blob?: string }).blob ?? '');
+      return { type: 'resource', uri: resource.uri, mimeType: resource.mimeType, bytes: base64Bytes(blob) };
     }
     default:
       return { type: (item as { type: string }).type };
@@ -58,7 +61,8 @@ export function mcpResultOutcome(result: CallToolResult): ToolOutcome {
     .join('\n');
   if (result.isError === true) {
     const message = text.trim() || 'the tool reported an error without a message';
-    return ToolOutcome.error(message.length > MCP_RESULT_LIMITS.errorChars ? `${message.slice(0, MCP_RESULT_LIMITS.errorChars - 1)}…` : message);
+    const limit = MCP_RESULT_LIMITS.errorChars;
+    return ToolOutcome.error(message.length > limit ? `${message.slice(0, limit - 1)}…` : message);
   }
   const attachments = content.filter((item): item is Exclude<Content, { type: 'text' }> => item.type !== 'text').map(summarize);
   if (result.structuredContent === undefined && attachments.length === 0) return ToolOutcome.ok(text);

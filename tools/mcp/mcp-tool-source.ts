@@ -21,7 +21,8 @@ const SDK_TIMEOUT_MARGIN_MS = 5_000;
 
 /** The digest of what the model and an approver see of a tool: its name, description, input schema and annotations. */
 export function mcpDefinitionDigest(name: string, tool: Tool): string {
-  return sha256(canonicalJson({ name, description: tool.description ?? '', inputSchema: tool.inputSchema, annotations: tool.annotations ?? {} }));
+  const shown = { name, description: tool.description ?? '', inputSchema: tool.inputSchema, annotations: tool.annotations ?? {} };
+  return sha256(canonicalJson(shown));
 }
 
 /**
@@ -52,7 +53,8 @@ function checkNamedTools(name: string, server: McpServerConfig, listed: Tool[]):
     ...Object.keys(server.tools).map((tool) => [`tools.${tool}`, tool] as const),
   ];
   for (const [key, tool] of named) {
-    if (!known.has(tool)) throw new Error(`config mcp.servers.${name}.${key}: the server has no tool named "${tool}" (it has: ${[...known].join(', ')})`);
+    if (known.has(tool)) continue;
+    throw new Error(`config mcp.servers.${name}.${key}: the server has no tool named "${tool}" (it has: ${[...known].join(', ')})`);
   }
 }
 
@@ -67,7 +69,8 @@ class ServedDefinitions {
   ) {}
 
   set(tools: Tool[]): void {
-    this.current = new Map(tools.filter((tool) => this.exposed.has(tool.name)).map((tool) => [tool.name, mcpDefinitionDigest(this.exposed.get(tool.name)!, tool)]));
+    const servedNow = tools.filter((tool) => this.exposed.has(tool.name));
+    this.current = new Map(servedNow.map((tool) => [tool.name, mcpDefinitionDigest(this.exposed.get(tool.name)!, tool)]));
   }
 
   /** Lists the tools again; a failure leaves the last known list. */
@@ -99,7 +102,19 @@ function callFailure(error: unknown, { server, tool, write }: { server: string; 
 }
 
 /** One server tool as a registry entry: policy from config and annotations, input checked by its JSON Schema. */
-function toolDefinition({ name, server, tool, connection, definitions }: { name: string; server: string; tool: Tool; connection: McpConnection; definitions: ServedDefinitions }): ToolDefinition {
+function toolDefinition({
+  name,
+  server,
+  tool,
+  connection,
+  definitions,
+}: {
+  name: string;
+  server: string;
+  tool: Tool;
+  connection: McpConnection;
+  definitions: ServedDefinitions;
+}): ToolDefinition {
   const config = connection.config.tools[tool.name] ?? {};
   const effect = mcpToolEffect(tool, connection.config);
   const definitionDigest = mcpDefinitionDigest(name, tool);
@@ -118,10 +133,13 @@ function toolDefinition({ name, server, tool, connection, definitions }: { name:
     });
     if (now !== definitionDigest) {
       const change = now === undefined ? 'no longer lists it' : `now declares another definition (digest ${now.slice(0, 12)})`;
-      throw new ToolError(`mcp server "${server}" ${change} than the one this call was checked against (${definitionDigest.slice(0, 12)}); it is not run`, 'forbidden');
+      const checked = definitionDigest.slice(0, 12);
+      const message = `mcp server "${server}" ${change} than the one this call was checked against (${checked}); it is not run`;
+      throw new ToolError(message, 'forbidden');
     }
     try {
-      return mcpResultOutcome(await connection.callTool(tool.name, args, { signal: context.signal, timeoutMs: timeoutMs + SDK_TIMEOUT_MARGIN_MS }));
+      const result = await connection.callTool(tool.name, args, { signal: context.signal, timeoutMs: timeoutMs + SDK_TIMEOUT_MARGIN_MS });
+      return mcpResultOutcome(result);
     } catch (error) {
       throw callFailure(error, { server, tool: tool.name, write });
     }
@@ -144,7 +162,12 @@ function toolDefinition({ name, server, tool, connection, definitions }: { name:
 }
 
 /** Connects to one server and turns its served tools into registry entries. */
-async function serverTools(name: string, server: McpServerConfig, log: McpLog, env: NodeJS.ProcessEnv): Promise<{ connection: McpConnection; tools: ToolDefinition[] }> {
+async function serverTools(
+  name: string,
+  server: McpServerConfig,
+  log: McpLog,
+  env: NodeJS.ProcessEnv,
+): Promise<{ connection: McpConnection; tools: ToolDefinition[] }> {
   const connection = new McpConnection(name, server, log, env);
   try {
     await connection.start();
@@ -155,7 +178,8 @@ async function serverTools(name: string, server: McpServerConfig, log: McpLog, e
     const definitions = new ServedDefinitions(connection, exposed);
     definitions.set(chosen);
     connection.onToolsChanged(() => void definitions.refresh());
-    return { connection, tools: chosen.map((tool) => toolDefinition({ name: exposed.get(tool.name)!, server: name, tool, connection, definitions })) };
+    const tools = chosen.map((tool) => toolDefinition({ name: exposed.get(tool.name)!, server: name, tool, connection, definitions }));
+    return { connection, tools };
   } catch (error) {
     await connection.close();
     throw error;
@@ -167,7 +191,16 @@ async function serverTools(name: string, server: McpServerConfig, log: McpLog, e
  * A server that cannot start stops here with a one-line error naming it and the cause, unless it
  * is `optional`: then it is logged and its tools are left out.
  */
-export async function startMcpTools({ mcp, log = (line) => console.warn(line), env = process.env }: { mcp: McpConfig; log?: McpLog; env?: NodeJS.ProcessEnv }): Promise<McpToolSource> {
+export async function startMcpTools({
+  mcp,
+  log = (line) => console.warn(line),
+  env = process.env,
+}: {
+  mcp: McpConfig;
+  log?: McpLog;
+  /** Where `headersFromEnv` values are read. */
+  env?: NodeJS.ProcessEnv;
+}): Promise<McpToolSource> {
   const entries = Object.entries(mcp.servers);
   const started = await Promise.allSettled(entries.map(([name, server]) => serverTools(name, server, log, env)));
   const connections = started.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value.connection] : []));
@@ -183,14 +216,18 @@ export async function startMcpTools({ mcp, log = (line) => console.warn(line), e
         continue;
       }
       const cause = outcome.reason instanceof Error ? outcome.reason.message.split('\n')[0] : String(outcome.reason);
-      const line = cause.startsWith('config mcp.') ? cause : `mcp server "${name}" could not start: ${cause.replace(/^mcp server "[^"]*"(:| could not connect:) /, '')}`;
-      if (!server.optional || cause.startsWith('config mcp.')) throw new Error(line);
+      if (cause.startsWith('config mcp.')) throw new Error(cause);
+      const line = `mcp server "${name}" could not start: ${cause.replace(/^mcp server "[^"]*"(:| could not connect:) /, '')}`;
+      if (!server.optional) throw new Error(line);
       log(`${line}; it is optional, so its tools are left out`);
     }
     const names = new Map<string, string>();
     for (const tool of tools) {
-      if (names.has(tool.name)) throw new Error(`mcp: two tools would both be named "${tool.name}"; rename a server in mcp.servers or exclude one of them`);
-      names.set(tool.name, tool.name);
+      if (!names.has(tool.name)) {
+        names.set(tool.name, tool.name);
+        continue;
+      }
+      throw new Error(`mcp: two tools would both be named "${tool.name}"; rename a server in mcp.servers or exclude one of them`);
     }
   } catch (error) {
     await close();
