@@ -9,27 +9,45 @@ const parse = (mcp: unknown) => parseConfig({ mcp }, { source: 'tollgate.yaml', 
 describe('the mcp section of the config', () => {
   it('fills the defaults of a stdio server and resolves its cwd against the config folder', () => {
     const config = parse({ servers: { files: { command: 'node', args: ['server.js'], cwd: 'servers' } } });
-    expect(config.mcp.servers.files).toMatchObject({ command: 'node', args: ['server.js'], cwd: '/srv/agent/servers', trustAnnotations: false, optional: false, exclude: [], tools: {}, connectTimeout: '30s' });
+    expect(config.mcp.servers.files).toMatchObject({
+      command: 'node',
+      args: ['server.js'],
+      cwd: '/srv/agent/servers',
+      trustAnnotations: false,
+      optional: false,
+      exclude: [],
+      tools: {},
+      connectTimeout: '30s',
+    });
   });
 
   it('takes a Streamable HTTP server with headers from named environment variables', () => {
-    const config = parse({ servers: { shop: { url: 'https://mcp.example.com/mcp', headersFromEnv: { Authorization: 'SHOP_TOKEN' }, trustAnnotations: true } } });
-    expect(config.mcp.servers.shop).toMatchObject({ url: 'https://mcp.example.com/mcp', headersFromEnv: { Authorization: 'SHOP_TOKEN' }, trustAnnotations: true });
+    const shop = { url: 'https://mcp.example.com/mcp', headersFromEnv: { Authorization: 'SHOP_TOKEN' }, trustAnnotations: true };
+    expect(parse({ servers: { shop } }).mcp.servers.shop).toMatchObject(shop);
   });
 
   it('names an unknown key of a server and of a tool override', () => {
-    expect(() => parse({ servers: { files: { command: 'node', trust: true } } })).toThrow('tollgate.yaml: unknown key "mcp.servers.files.trust"');
-    expect(() => parse({ servers: { files: { command: 'node', tools: { write_file: { retries: 2 } } } } })).toThrow('unknown key "mcp.servers.files.tools.write_file.retries"');
+    expect(() => parse({ servers: { files: { command: 'node', trust: true } } })).toThrow(
+      'tollgate.yaml: unknown key "mcp.servers.files.trust"',
+    );
+    expect(() => parse({ servers: { files: { command: 'node', tools: { write_file: { retries: 2 } } } } })).toThrow(
+      'unknown key "mcp.servers.files.tools.write_file.retries"',
+    );
   });
 
   it('refuses reversible_write as an MCP tool effect, since an MCP tool has no status check', () => {
-    expect(() => parse({ servers: { files: { command: 'node', tools: { write_file: { effect: 'reversible_write' } } } } })).toThrow(/mcp\.servers\.files\.tools\.write_file\.effect/);
+    const files = { command: 'node', tools: { write_file: { effect: 'reversible_write' } } };
+    expect(() => parse({ servers: { files } })).toThrow(/mcp\.servers\.files\.tools\.write_file\.effect/);
   });
 
   it('wants exactly one of command and url, and names a key that belongs to the other kind', () => {
-    expect(() => parse({ servers: { both: { command: 'node', url: 'http://127.0.0.1:1/mcp' } } })).toThrow(/mcp\.servers\.both: give exactly one of command \(stdio\) or url/);
+    expect(() => parse({ servers: { both: { command: 'node', url: 'http://127.0.0.1:1/mcp' } } })).toThrow(
+      /mcp\.servers\.both: give exactly one of command \(stdio\) or url/,
+    );
     expect(() => parse({ servers: { none: {} } })).toThrow(/mcp\.servers\.none: give exactly one/);
-    expect(() => parse({ servers: { web: { url: 'http://127.0.0.1:1/mcp', args: ['x'] } } })).toThrow(/mcp\.servers\.web\.args: args belongs to a stdio server/);
+    expect(() => parse({ servers: { web: { url: 'http://127.0.0.1:1/mcp', args: ['x'] } } })).toThrow(
+      /mcp\.servers\.web\.args: args belongs to a stdio server/,
+    );
   });
 
   it('refuses a server name that cannot be part of a tool name', () => {
@@ -38,7 +56,8 @@ describe('the mcp section of the config', () => {
 
   it('gives createWorker({ mcp }) the same checks, naming the key', async () => {
     expect(() => parseMcpConfig({ servers: { files: { command: 'node', bogus: 1 } } }, 'createWorker({ mcp })')).toThrow(ConfigError);
-    await expect(createWorker({ config: testConfig(), mcp: { servers: { files: { command: 'node', bogus: 1 } } } as never })).rejects.toThrow(
+    const mcp = { servers: { files: { command: 'node', bogus: 1 } } } as never;
+    await expect(createWorker({ config: testConfig(), mcp })).rejects.toThrow(
       'createWorker({ mcp }): unknown key "mcp.servers.files.bogus"',
     );
   });

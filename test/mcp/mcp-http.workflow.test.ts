@@ -21,10 +21,7 @@ beforeAll(async () => {
 });
 afterEach(async () => {
   await Promise.all(sources.splice(0).map((source) => source.close()));
-  fixture.plan('lookup_order');
-  fixture.plan('record_note');
-  for (const tool of Object.keys(fixture.executions)) fixture.executions[tool] = 0;
-  fixture.notes.length = 0;
+  fixture.reset();
 });
 afterAll(async () => {
   await fixture?.close();
@@ -32,12 +29,19 @@ afterAll(async () => {
 
 /** The fixture's tools, served by a fresh client with this server config. */
 async function fixtureTools(server: Partial<McpServerConfig> = {}) {
-  const source = await startMcpTools({ mcp: mcpSchema.parse({ servers: { shop: { url: fixture.url, ...server } } }), log: () => undefined });
+  const mcp = mcpSchema.parse({ servers: { shop: { url: fixture.url, ...server } } });
+  const source = await startMcpTools({ mcp, log: () => undefined });
   sources.push(source);
   return source.tools;
 }
 
 const lookup = { toolCalls: [{ tool: 'shop__lookup_order', args: { orderId: '42' } }] };
+const done = { text: 'done' };
+
+/** What the model was given back for the turn's first tool call. */
+function toolMessage(modelInputs: Array<{ messages: Array<{ role: string }> }>) {
+  return modelInputs[1].messages.find((message) => message.role === 'tool');
+}
 const note = { toolCalls: [{ tool: 'shop__record_note', args: { note: 'called back' } }] };
 
 /** Approves the first call that waits for a person. */
@@ -53,15 +57,21 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
       ['shop__lookup_order', 'read'],
       ['shop__record_note', 'irreversible_write'],
     ]);
-    expect(tools[0].inputJsonSchema).toEqual({ type: 'object', properties: { orderId: { type: 'string', pattern: '^[0-9]+$' } }, required: ['orderId'], additionalProperties: false });
+    expect(tools[0].inputJsonSchema).toEqual({
+      type: 'object',
+      properties: { orderId: { type: 'string', pattern: '^[0-9]+$' } },
+      required: ['orderId'],
+      additionalProperties: false,
+    });
     expect(tools[0].definitionDigest).toMatch(/^[0-9a-f]{64}$/);
   });
 
   it('refuses arguments the server schema rejects: invalid_arguments, 0 executions, nothing scheduled', async () => {
+    const badLookup = { toolCalls: [{ tool: 'shop__lookup_order', args: { orderId: 'forty-two', extra: 1 } }] };
     const tools = await fixtureTools({ trustAnnotations: true });
     const { result, runToolScheduled } = await runTurn({
       tools,
-      input: { prompt: 'x', model: scripted([{ toolCalls: [{ tool: 'shop__lookup_order', args: { orderId: 'forty-two', extra: 1 } }] }, { text: 'done' }]) },
+      input: { prompt: 'x', model: scripted([badLookup, done]) },
     });
     expect(result.toolCalls).toEqual([expect.objectContaining({ code: 'invalid_arguments', attempts: 0 })]);
     expect(runToolScheduled).toBe(0);
@@ -72,9 +82,11 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
     const tools = await fixtureTools({ trustAnnotations: true });
     fixture.plan('lookup_order', 'crash', 'crash');
     const { result, modelInputs } = await runTurn({ tools, input: { prompt: 'x', model: scripted([lookup, { text: 'done' }]) } });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'shop__lookup_order', effect: 'read', status: 'success', attempts: 3 })]);
+    expect(result.toolCalls).toEqual([
+      expect.objectContaining({ tool: 'shop__lookup_order', effect: 'read', status: 'success', attempts: 3 }),
+    ]);
     expect(fixture.executions.lookup_order).toBe(3);
-    expect(modelInputs[1].messages.find((message) => message.role === 'tool')).toMatchObject({ result: { status: 'success', data: 'order 42: shipped' } });
+    expect(toolMessage(modelInputs)).toMatchObject({ result: { status: 'success', data: 'order 42: shipped' } });
   });
 
   it('stops retrying a read at its bound: transient_failure after exactly maxAttempts executions', async () => {
@@ -99,7 +111,7 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
     const { result, modelInputs } = await runTurn({ tools, input: { prompt: 'x', model: scripted([lookup, { text: 'done' }]) } });
     expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'tool_failure', attempts: 1 })]);
     expect(fixture.executions.lookup_order).toBe(1);
-    expect(modelInputs[1].messages.find((message) => message.role === 'tool')).toMatchObject({ result: { message: 'lookup_order failed: the backend said no' } });
+    expect(toolMessage(modelInputs)).toMatchObject({ result: { message: 'lookup_order failed: the backend said no' } });
   });
 
   it('makes an untrusted server read-only tool wait for approval like any irreversible write', async () => {
@@ -124,14 +136,16 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
     const tools = await fixtureTools({ trustAnnotations: true, tools: { record_note: { timeout: '500ms' } } });
     fixture.plan('record_note', 'hang');
     const { result } = await runTurn({ tools, input: { prompt: 'x', model: scripted([note, { text: 'done' }]) }, interact: approveFirst });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'shop__record_note', status: 'error', code: 'outcome_unknown', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([
+      expect.objectContaining({ tool: 'shop__record_note', status: 'error', code: 'outcome_unknown', attempts: 1 }),
+    ]);
     expect(fixture.executions.record_note).toBe(1);
   });
 
-  it('reports a write whose connection dropped mid-call as outcome_unknown with exactly 1 execution, and serves the next call', async () => {
+  it('reports a write whose connection dropped mid-call as outcome_unknown, 1 execution, and serves the next call', async () => {
     const tools = await fixtureTools({ trustAnnotations: true });
     fixture.plan('record_note', 'crash');
-    const { result } = await runTurn({ tools, input: { prompt: 'x', model: scripted([note, lookup, { text: 'done' }]) }, interact: approveFirst });
+    const { result } = await runTurn({ tools, input: { prompt: 'x', model: scripted([note, lookup, done]) }, interact: approveFirst });
     expect(result.toolCalls.map((event) => [event.tool, event.status, event.code, event.attempts])).toEqual([
       ['shop__record_note', 'error', 'outcome_unknown', 1],
       ['shop__lookup_order', 'success', undefined, 1],
@@ -142,10 +156,10 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
 
   it('runs an approved write once and gives the model its structured result', async () => {
     const tools = await fixtureTools({ trustAnnotations: true });
-    const { result, modelInputs } = await runTurn({ tools, input: { prompt: 'x', model: scripted([note, { text: 'done' }]) }, interact: approveFirst });
+    const { result, modelInputs } = await runTurn({ tools, input: { prompt: 'x', model: scripted([note, done]) }, interact: approveFirst });
     expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
     expect(fixture.notes).toEqual(['called back']);
-    expect(modelInputs[1].messages.find((message) => message.role === 'tool')).toMatchObject({ result: { status: 'success', data: { structuredContent: { recorded: 1 } } } });
+    expect(toolMessage(modelInputs)).toMatchObject({ result: { status: 'success', data: { structuredContent: { recorded: 1 } } } });
   });
 
   it('refuses a write whose definition changed on the server after the approval: forbidden, 0 executions', async () => {
@@ -164,13 +178,19 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
     expect(fixture.notes).toEqual([]);
   });
 
-  it('refuses an approved call on a worker started after the server changed the tool: forbidden before the handler, 0 executions', async () => {
+  it('refuses an approved call on a worker started after the tool changed: forbidden before the handler, 0 executions', async () => {
     const { env, workflowBundle } = environment;
     const base = testConfig();
     const config = { ...base, temporal: { ...base.temporal, taskQueue: `test-${randomUUID()}` } };
     const mcp = { servers: { shop: { url: fixture.url, trustAnnotations: true } } };
     // No cached workflows: the turn's next task goes to the task queue, where the second worker polls, not to this worker's own.
-    const first = await createWorker({ config, connection: env.nativeConnection, workflowBundle, mcp, workerOptions: { maxCachedWorkflows: 0 } });
+    const first = await createWorker({
+      config,
+      connection: env.nativeConnection,
+      workflowBundle,
+      mcp,
+      workerOptions: { maxCachedWorkflows: 0 },
+    });
     const handle = await first.runUntil(async () => {
       const started = await env.client.workflow.start('agentTurn', {
         workflowId: `turn-${randomUUID()}`,
@@ -186,7 +206,9 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
       await approveFirst(handle);
       return (await handle.result()) as AgentTurnResult;
     });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'shop__record_note', status: 'error', code: 'forbidden', attempts: 0 })]);
+    expect(result.toolCalls).toEqual([
+      expect.objectContaining({ tool: 'shop__record_note', status: 'error', code: 'forbidden', attempts: 0 }),
+    ]);
     expect(fixture.executions.record_note).toBe(0);
   });
 });

@@ -20,7 +20,14 @@ afterEach(async () => {
   await Promise.all(sources.splice(0).map((source) => source.close()));
 });
 
-const server = (config: Record<string, unknown>): McpServerConfig => mcpSchema.parse({ servers: { s: { command: 'node', ...config } } }).servers.s;
+/** One validated server entry. */
+function server(config: Record<string, unknown>): McpServerConfig {
+  return mcpSchema.parse({ servers: { s: { command: 'node', ...config } } }).servers.s;
+}
+
+/** A validated mcp section. */
+const mcpOf = (servers: Record<string, unknown>) => mcpSchema.parse({ servers });
+const quiet = () => undefined;
 
 /** The live child processes of this process whose command line contains `marker`. */
 function childProcesses(marker: string): number[] {
@@ -57,7 +64,7 @@ async function filesystem(config: Record<string, unknown> = {}) {
   writeFileSync(path.join(folder, 'a.txt'), 'alpha');
   const lines: string[] = [];
   const source = await startMcpTools({
-    mcp: mcpSchema.parse({ servers: { files: { command: process.execPath, args: [FILESYSTEM_SERVER, folder], trustAnnotations: true, ...config } } }),
+    mcp: mcpOf({ files: { command: process.execPath, args: [FILESYSTEM_SERVER, folder], trustAnnotations: true, ...config } }),
     log: (line) => lines.push(line),
   });
   sources.push(source);
@@ -95,20 +102,24 @@ describe('mcpToolEffect', () => {
 
   it('takes readOnlyHint from a trusted server; anything else is an irreversible write, idempotent or not', () => {
     expect(mcpToolEffect(tool({ readOnlyHint: true }), server({ trustAnnotations: true }))).toBe('read');
-    expect(mcpToolEffect(tool({ readOnlyHint: false, idempotentHint: true, destructiveHint: false }), server({ trustAnnotations: true }))).toBe('irreversible_write');
+    const idempotent = tool({ readOnlyHint: false, idempotentHint: true, destructiveHint: false });
+    expect(mcpToolEffect(idempotent, server({ trustAnnotations: true }))).toBe('irreversible_write');
     expect(mcpToolEffect(tool(undefined), server({ trustAnnotations: true }))).toBe('irreversible_write');
   });
 
   it('lets the config override win over annotations either way', () => {
-    expect(mcpToolEffect(tool({ readOnlyHint: true }), server({ trustAnnotations: true, tools: { t: { effect: 'irreversible_write' } } }))).toBe('irreversible_write');
+    const overridden = server({ trustAnnotations: true, tools: { t: { effect: 'irreversible_write' } } });
+    expect(mcpToolEffect(tool({ readOnlyHint: true }), overridden)).toBe('irreversible_write');
     expect(mcpToolEffect(tool({ destructiveHint: true }), server({ tools: { t: { effect: 'read' } } }))).toBe('read');
   });
 });
 
 describe('mcpResultOutcome', () => {
   it('fails on isError alone, and never on what a text says', () => {
-    expect(mcpResultOutcome({ isError: true, content: [{ type: 'text', text: 'done' }] })).toMatchObject({ ok: false, code: 'tool_failure', message: 'done' });
-    expect(mcpResultOutcome({ content: [{ type: 'text', text: 'Error: nothing wrong here' }] })).toMatchObject({ ok: true, data: 'Error: nothing wrong here' });
+    const failed = mcpResultOutcome({ isError: true, content: [{ type: 'text', text: 'done' }] });
+    expect(failed).toMatchObject({ ok: false, code: 'tool_failure', message: 'done' });
+    const fine = mcpResultOutcome({ content: [{ type: 'text', text: 'Error: nothing wrong here' }] });
+    expect(fine).toMatchObject({ ok: true, data: 'Error: nothing wrong here' });
   });
 
   it('summarizes images and binary resources by type and size, and cuts long resource text', () => {
@@ -130,34 +141,56 @@ describe('mcpResultOutcome', () => {
   });
 
   it('passes structured content on, without a text that only repeats it', () => {
-    expect(mcpResultOutcome({ content: [{ type: 'text', text: '{"b":2,"a":1}' }], structuredContent: { a: 1, b: 2 } })).toMatchObject({ ok: true, data: { structuredContent: { a: 1, b: 2 } } });
-    expect(mcpResultOutcome({ content: [{ type: 'text', text: 'two rows' }], structuredContent: { rows: 2 } })).toMatchObject({ data: { text: 'two rows', structuredContent: { rows: 2 } } });
+    const repeated = mcpResultOutcome({ content: [{ type: 'text', text: '{"b":2,"a":1}' }], structuredContent: { a: 1, b: 2 } });
+    expect(repeated).toEqual(ToolOutcome.ok({ structuredContent: { a: 1, b: 2 } }));
+    const both = mcpResultOutcome({ content: [{ type: 'text', text: 'two rows' }], structuredContent: { rows: 2 } });
+    expect(both).toMatchObject({ data: { text: 'two rows', structuredContent: { rows: 2 } } });
   });
 });
 
 describe('jsonSchemaInput', () => {
   it('checks the 2020-12 dialect and formats, naming the field', () => {
-    const input = jsonSchemaInput({ $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { site: { type: 'string', format: 'uri' } }, required: ['site'] });
+    const input = jsonSchemaInput({
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'object',
+      properties: { site: { type: 'string', format: 'uri' } },
+      required: ['site'],
+    });
     expect(input.safeParse({ site: 'https://example.com' }).success).toBe(true);
-    expect(input.safeParse({ site: 'not a uri' }).error?.issues).toEqual([expect.objectContaining({ path: ['site'], message: expect.stringContaining('must match format "uri"') })]);
+    expect(input.safeParse({ site: 'not a uri' }).error?.issues).toEqual([
+      expect.objectContaining({ path: ['site'], message: expect.stringContaining('must match format "uri"') }),
+    ]);
     expect(input.safeParse({}).error?.issues).toEqual([expect.objectContaining({ path: ['site'] })]);
   });
 
   it('refuses a schema that does not compile, saying so', () => {
-    expect(() => jsonSchemaInput({ type: 'object', properties: { n: { type: 'integer', minimum: 'one' } } })).toThrow(/the input schema does not compile/);
+    const broken = { type: 'object', properties: { n: { type: 'integer', minimum: 'one' } } };
+    expect(() => jsonSchemaInput(broken)).toThrow(/the input schema does not compile/);
   });
 });
 
 describe('startMcpTools with the real filesystem server', () => {
   it('serves only what include, exclude and enabled leave, and names a tool the server does not have', async () => {
-    const { source } = await filesystem({ include: ['read_text_file', 'list_directory', 'write_file'], exclude: ['write_file'], tools: { list_directory: { enabled: false } } });
+    const { source } = await filesystem({
+      include: ['read_text_file', 'list_directory', 'write_file'],
+      exclude: ['write_file'],
+      tools: { list_directory: { enabled: false } },
+    });
     expect(source.tools.map((tool) => tool.name)).toEqual(['files__read_text_file']);
-    await expect(filesystem({ tools: { delete_everything: { effect: 'read' } } })).rejects.toThrow(/^config mcp\.servers\.files\.tools\.delete_everything: the server has no tool named "delete_everything"/);
+    await expect(filesystem({ tools: { delete_everything: { effect: 'read' } } })).rejects.toThrow(
+      /^config mcp\.servers\.files\.tools\.delete_everything: the server has no tool named "delete_everything"/,
+    );
   });
 
   it('applies the tool overrides to the policy', async () => {
-    const { tool } = await filesystem({ tools: { read_text_file: { timeout: '2s', maxAttempts: 5, maxOutputChars: 100, summaryFields: ['path'] }, write_file: { approvalTimeout: '10m' } } });
-    expect(tool('files__read_text_file')).toMatchObject({ effect: 'read', timeoutMs: 2000, maxAttempts: 5, maxOutputChars: 100, summaryFields: ['path'] });
+    const { tool } = await filesystem({
+      tools: {
+        read_text_file: { timeout: '2s', maxAttempts: 5, maxOutputChars: 100, summaryFields: ['path'] },
+        write_file: { approvalTimeout: '10m' },
+      },
+    });
+    expect(tool('files__read_text_file')).toMatchObject({ effect: 'read', timeoutMs: 2000, maxAttempts: 5, maxOutputChars: 100 });
+    expect(tool('files__read_text_file').summaryFields).toEqual(['path']);
     expect(tool('files__write_file')).toMatchObject({ effect: 'irreversible_write', approvalTimeoutMs: 600_000 });
   });
 
@@ -191,22 +224,25 @@ describe('startMcpTools with the real filesystem server', () => {
 
   it('leaves an optional server that cannot start out, with a log line naming it', async () => {
     const lines: string[] = [];
-    const source = await startMcpTools({ mcp: mcpSchema.parse({ servers: { gone: { command: '/nonexistent/mcp-server', optional: true } } }), log: (line) => lines.push(line) });
+    const mcp = mcpOf({ gone: { command: '/nonexistent/mcp-server', optional: true } });
+    const source = await startMcpTools({ mcp, log: (line) => lines.push(line) });
     sources.push(source);
     expect(source.tools).toEqual([]);
-    expect(lines).toEqual([expect.stringMatching(/^mcp server "gone" could not start: .*ENOENT.*; it is optional, so its tools are left out$/)]);
+    expect(lines).toEqual([expect.stringMatching(
+      /^mcp server "gone" could not start: .*ENOENT.*; it is optional, so its tools are left out$/,
+    )]);
   });
 
   it('stops on a server that exits at once, naming it', async () => {
-    await expect(startMcpTools({ mcp: mcpSchema.parse({ servers: { quits: { command: process.execPath, args: ['-e', 'process.exit(3)'] } } }), log: () => undefined })).rejects.toThrow(
-      /^mcp server "quits" could not start: /,
-    );
+    const mcp = mcpOf({ quits: { command: process.execPath, args: ['-e', 'process.exit(3)'] } });
+    await expect(startMcpTools({ mcp, log: quiet })).rejects.toThrow(/^mcp server "quits" could not start: /);
   });
 
   it('names the missing environment variable of an HTTP header', async () => {
-    await expect(
-      startMcpTools({ mcp: mcpSchema.parse({ servers: { shop: { url: 'http://127.0.0.1:9/mcp', headersFromEnv: { Authorization: 'SHOP_TOKEN' } } } }), log: () => undefined, env: {} }),
-    ).rejects.toThrow('mcp server "shop" could not start: header Authorization needs the environment variable SHOP_TOKEN, which is not set');
+    const mcp = mcpOf({ shop: { url: 'http://127.0.0.1:9/mcp', headersFromEnv: { Authorization: 'SHOP_TOKEN' } } });
+    await expect(startMcpTools({ mcp, log: quiet, env: {} })).rejects.toThrow(
+      'mcp server "shop" could not start: header Authorization needs the environment variable SHOP_TOKEN, which is not set',
+    );
   });
 });
 

@@ -39,12 +39,18 @@ async function filesystemTools(folder: string, server: Partial<McpServerConfig> 
   return source.tools;
 }
 
+/** A scripted model that calls `tool` once and then answers. */
+function callOnce(tool: string, args: unknown) {
+  return scripted([{ toolCalls: [{ tool, args }] }, { text: 'done' }]);
+}
+
 /** Approves every call that waits for a person, until `count` were approved. */
 function approve(count: number) {
   return async (handle: WorkflowHandle) => {
     for (let approved = 0; approved < count; approved++) {
       const state = await waitForState(handle, (current) => current.pendingApprovals.length > 0);
-      await handle.signal(approvalSignal, { callId: state.pendingApprovals[0].callId, decision: 'approve', argsDigest: state.pendingApprovals[0].argsDigest });
+      const [pending] = state.pendingApprovals;
+      await handle.signal(approvalSignal, { callId: pending.callId, decision: 'approve', argsDigest: pending.argsDigest });
     }
   };
 }
@@ -53,7 +59,12 @@ describe('MCP tools from @modelcontextprotocol/server-filesystem over stdio', ()
   it('maps a trusted server annotations: read tools are reads, write_file and edit_file irreversible writes', async () => {
     const tools = await filesystemTools(filesFolder(), { trustAnnotations: true });
     const effects = Object.fromEntries(tools.map((tool) => [tool.name, tool.effect]));
-    expect(effects).toMatchObject({ files__read_text_file: 'read', files__list_directory: 'read', files__write_file: 'irreversible_write', files__edit_file: 'irreversible_write' });
+    expect(effects).toMatchObject({
+      files__read_text_file: 'read',
+      files__list_directory: 'read',
+      files__write_file: 'irreversible_write',
+      files__edit_file: 'irreversible_write',
+    });
   });
 
   it('makes an untrusted server read-only tool wait for approval, and binds the definition into the approval digest', async () => {
@@ -83,9 +94,11 @@ describe('MCP tools from @modelcontextprotocol/server-filesystem over stdio', ()
     const tools = await filesystemTools(folder, { trustAnnotations: true });
     const { result, state, history } = await runTurn({
       tools,
-      input: { prompt: 'x', model: scripted([{ toolCalls: [{ tool: 'files__list_directory', args: { path: folder } }] }, { text: 'done' }]) },
+      input: { prompt: 'x', model: callOnce('files__list_directory', { path: folder }) },
     });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'files__list_directory', effect: 'read', status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([
+      expect.objectContaining({ tool: 'files__list_directory', effect: 'read', status: 'success', attempts: 1 }),
+    ]);
     expect(state.decisions).toEqual([]);
     const signals = (history.events ?? []).filter((event) => event.workflowExecutionSignaledEventAttributes);
     expect(signals).toEqual([]);
@@ -98,7 +111,7 @@ describe('MCP tools from @modelcontextprotocol/server-filesystem over stdio', ()
     let beforeApproval: string[] = [];
     const { result, runToolScheduled } = await runTurn({
       tools,
-      input: { prompt: 'x', model: scripted([{ toolCalls: [{ tool: 'files__write_file', args: { path: target, content: 'see you Thursday' } }] }, { text: 'done' }]) },
+      input: { prompt: 'x', model: callOnce('files__write_file', { path: target, content: 'see you Thursday' }) },
       interact: async (handle) => {
         await waitForState(handle, (current) => current.pendingApprovals.length > 0);
         beforeApproval = readdirSync(folder);
@@ -115,7 +128,7 @@ describe('MCP tools from @modelcontextprotocol/server-filesystem over stdio', ()
     const tools = await filesystemTools(filesFolder(), { trustAnnotations: true });
     const { result } = await runTurn({
       tools,
-      input: { prompt: 'x', model: scripted([{ toolCalls: [{ tool: 'files__read_text_file', args: { path: '/etc/hostname' } }] }, { text: 'done' }]) },
+      input: { prompt: 'x', model: callOnce('files__read_text_file', { path: '/etc/hostname' }) },
     });
     expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'tool_failure', attempts: 1 })]);
   });
@@ -160,7 +173,11 @@ describe('MCP tools from @modelcontextprotocol/server-memory over stdio', () => 
     const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-mcp-memory-'));
     const memoryFile = path.join(folder, 'memory.jsonl');
     const source = await startMcpTools({
-      mcp: mcpSchema.parse({ servers: { memory: { command: process.execPath, args: [MEMORY_SERVER], env: { MEMORY_FILE_PATH: memoryFile }, trustAnnotations: true } } }),
+      mcp: mcpSchema.parse({
+        servers: {
+          memory: { command: process.execPath, args: [MEMORY_SERVER], env: { MEMORY_FILE_PATH: memoryFile }, trustAnnotations: true },
+        },
+      }),
       log: () => undefined,
     });
     sources.push(source);
@@ -172,7 +189,14 @@ describe('MCP tools from @modelcontextprotocol/server-memory over stdio', () => 
     ];
     const { result, runToolScheduled } = await runTurn({
       tools: source.tools,
-      input: { prompt: 'x', model: scripted([{ toolCalls: [{ tool: 'memory__create_entities', args: { entities } }] }, { toolCalls: [{ tool: 'memory__read_graph', args: {} }] }, { text: 'done' }]) },
+      input: {
+        prompt: 'x',
+        model: scripted([
+          { toolCalls: [{ tool: 'memory__create_entities', args: { entities } }] },
+          { toolCalls: [{ tool: 'memory__read_graph', args: {} }] },
+          { text: 'done' },
+        ]),
+      },
       interact: approve(1),
     });
     expect(result.toolCalls.map((event) => [event.tool, event.status, event.attempts])).toEqual([
@@ -180,7 +204,10 @@ describe('MCP tools from @modelcontextprotocol/server-memory over stdio', () => 
       ['memory__read_graph', 'success', 1],
     ]);
     expect(runToolScheduled).toBe(2);
-    const lines = readFileSync(memoryFile, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as { type: string; name: string });
+    const lines = readFileSync(memoryFile, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { type: string; name: string });
     expect(lines.filter((line) => line.type === 'entity').map((line) => line.name).sort()).toEqual(['Ada', 'Tollgate']);
   });
 });
