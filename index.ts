@@ -10,7 +10,7 @@ export { TollgateClient, TurnEndedError, type DecisionOptions, type InboxEntry, 
 export type { ErrorCode, ToolCallStatus, ToolEffect, TurnStatus } from './common/codes';
 export { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from './common/search-attributes';
 export type * from './common/types';
-export type { TollgateConfig } from './config/config-schema';
+export type { McpConfigInput, TollgateConfig } from './config/config-schema';
 export { ConfigError, loadConfig, parseConfig } from './config/load-config';
 export { ensureServer, startDevServer, type DevServer, type ServerLease } from './server/dev-server';
 export { createWorker, type CreateWorkerOptions } from './worker/create-worker';
