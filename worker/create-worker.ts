@@ -38,8 +38,8 @@ export interface CreateWorkerOptions {
 
 /**
  * A Temporal worker serving Tollgate's workflows and activities, with the resources it opened
- * itself (the connection, the idempotency store): `run` and `runUntil` close them when the worker
- * has stopped; what the caller passed in stays the caller's to close.
+ * itself (the connection, the idempotency store, the MCP clients): `run` and `runUntil` close
+ * them when the worker has stopped; what the caller passed in stays the caller's to close.
  */
 export class TollgateWorker {
   constructor(
@@ -81,11 +81,15 @@ export class TollgateWorker {
   }
 }
 
-/** Builds the tool registry (stopping here on a bad declaration), bundles the workflows and creates the worker. */
+/**
+ * Starts the MCP servers and lists their tools, builds the tool registry (stopping here on a bad
+ * declaration or a server that cannot start), bundles the workflows and creates the worker.
+ */
 export async function createWorker(options: CreateWorkerOptions): Promise<TollgateWorker> {
   const { config, connection: given, tools, store: givenStore, activities, workflowBundle, workerOptions } = options;
   const owned: Array<() => Promise<void>> = [];
   try {
+    if (activities && options.mcp) throw new Error('createWorker: give mcp or activities, not both (activities already carry their tools)');
     const mcp = options.mcp === undefined ? config.mcp : parseMcpConfig(options.mcp, 'createWorker({ mcp })');
     // MCP servers start first: one that cannot start stops the worker before anything else is opened.
     const mcpTools = activities ? undefined : await startMcpTools({ mcp, log: options.mcpLog });

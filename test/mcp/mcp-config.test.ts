@@ -62,6 +62,12 @@ describe('the mcp section of the config', () => {
     );
   });
 
+  it('refuses mcp next to ready-made activities, which already carry their tools', async () => {
+    const activities = {} as never;
+    const worker = createWorker({ config: testConfig(), activities, mcp: { servers: {} } });
+    await expect(worker).rejects.toThrow(/give mcp or activities, not both/);
+  });
+
   it('stops createWorker with one line naming a server that cannot start, before anything else is opened', async () => {
     const missing = path.join(PROJECT_ROOT, 'no-such-mcp-server');
     const failure = createWorker({ config: testConfig(), mcp: { servers: { files: { command: missing } } } });
