@@ -48,6 +48,8 @@ export interface ToolPolicy {
   approvalTimeoutMs: number;
   /** The backoff between attempts, from the worker's config. */
   retry: RetryBackoff;
+  /** Tools from elsewhere (MCP): the digest of the definition the model saw; only a worker serving the same definition runs the call. */
+  definitionDigest?: string;
 }
 
 /** A tool call after the boundary's first checks: either runnable with its policy, or refused. */
@@ -82,6 +84,8 @@ export interface RunToolInput {
   tool: string;
   args: unknown;
   allowedTools?: string[];
+  /** The definition digest from the call's recorded policy; must equal the executing worker's. */
+  definitionDigest?: string;
 }
 
 /**

@@ -60,7 +60,7 @@ export function createToolRegistry({
     list: () => [...byName.values()],
     policy(name) {
       const tool = byName.get(name);
-      return tool && { effect: tool.effect, timeoutMs: tool.timeoutMs, maxAttempts: tool.maxAttempts, approvalTimeoutMs: tool.approvalTimeoutMs, retry };
+      return tool && { effect: tool.effect, timeoutMs: tool.timeoutMs, maxAttempts: tool.maxAttempts, approvalTimeoutMs: tool.approvalTimeoutMs, retry, ...(tool.definitionDigest ? { definitionDigest: tool.definitionDigest } : {}) };
     },
   };
 }

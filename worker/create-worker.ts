@@ -7,8 +7,12 @@ import { createActivities, type Activities } from '../activities';
 import { openConfiguredStore } from '../activities/intents/open-store';
 import type { IdempotencyStore } from '../activities/intents/intent-store';
 import type { ToolDefinition } from '../tools/define-tool';
-import type { TollgateConfig } from '../config/config-schema';
+import type { McpConfigInput, TollgateConfig } from '../config/config-schema';
+import { parseMcpConfig } from '../config/load-config';
 import { connectWorker } from '../connection/temporal-connection';
+import { startMcpTools } from '../tools/mcp/mcp-tool-source';
+import type { McpLog } from '../tools/mcp/mcp-connection';
+import { builtInTools } from '../tools/built-in';
 
 /** The file webpack bundles the workflows from. */
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
@@ -20,6 +24,10 @@ export interface CreateWorkerOptions {
   connection?: NativeConnection;
   /** Replaces the built-in tools. */
   tools?: ToolDefinition[];
+  /** MCP servers whose tools are served next to `tools`, in the shape of the config's `mcp` section (which it replaces). */
+  mcp?: McpConfigInput;
+  /** Where MCP servers' stderr and reconnects are logged (default: the worker's stderr). */
+  mcpLog?: McpLog;
   /** Replaces the store the config names; the caller then closes it. */
   store?: IdempotencyStore;
   /** Replaces the activities built from config and tools (tests wrap them to observe calls). */
@@ -31,8 +39,8 @@ export interface CreateWorkerOptions {
 
 /**
  * A Temporal worker serving Tollgate's workflows and activities, with the resources it opened
- * itself (the connection, the idempotency store): `run` and `runUntil` close them when the worker
- * has stopped; what the caller passed in stays the caller's to close.
+ * itself (the connection, the idempotency store, the MCP clients): `run` and `runUntil` close
+ * them when the worker has stopped; what the caller passed in stays the caller's to close.
  */
 export class TollgateWorker {
   constructor(
@@ -92,18 +100,27 @@ async function checkBundle(config: TollgateConfig, bundle: WorkerOptions['workfl
   }
 }
 
-/** Builds the tool registry (stopping here on a bad declaration), bundles the workflows and creates the worker. */
-export async function createWorker({ config, connection: given, tools, store: givenStore, activities, workflowBundle, workerOptions }: CreateWorkerOptions): Promise<TollgateWorker> {
+/**
+ * Starts the MCP servers and lists their tools, builds the tool registry (stopping here on a bad
+ * declaration or a server that cannot start), bundles the workflows and creates the worker.
+ */
+export async function createWorker(options: CreateWorkerOptions): Promise<TollgateWorker> {
+  const { config, connection: given, tools, store: givenStore, activities, workflowBundle, workerOptions } = options;
   await checkBundle(config, workflowBundle);
   const owned: Array<() => Promise<void>> = [];
   try {
+    if (activities && options.mcp) throw new Error('createWorker: give mcp or activities, not both (activities already carry their tools)');
+    const mcp = options.mcp === undefined ? config.mcp : parseMcpConfig(options.mcp, 'createWorker({ mcp })');
+    // MCP servers start first: one that cannot start stops the worker before anything else is opened.
+    const mcpTools = activities ? undefined : await startMcpTools({ mcp, log: options.mcpLog });
+    if (mcpTools) owned.push(() => mcpTools.close());
     const connection = given ?? (await connectWorker(config));
     if (!given) owned.push(() => connection.close());
     let served = activities;
     if (!served) {
       const store = givenStore ?? openConfiguredStore(config);
       if (!givenStore) owned.push(() => store.close());
-      served = createActivities({ config, tools, store });
+      served = createActivities({ config, tools: [...(tools ?? builtInTools(config)), ...(mcpTools?.tools ?? [])], store });
     }
     const worker = await Worker.create({
       connection,

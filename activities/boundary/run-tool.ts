@@ -192,6 +192,10 @@ export function createRunTool({
     const checked = checkToolCall({ registry, request: input, allowedTools: input.allowedTools, taskId: input.taskId });
     if (checked.refusal) return BoundaryResults.refused(checked.refusal.code, checked.refusal.message);
     const tool = registry.get(input.tool)!;
+    if (tool.definitionDigest !== input.definitionDigest) {
+      const message = `${tool.name}: this worker serves another definition of the tool (digest ${String(tool.definitionDigest).slice(0, 12)}, the call was checked against ${String(input.definitionDigest).slice(0, 12)}); the call is not run`;
+      return BoundaryResults.refused('forbidden', message);
+    }
     return executors[tool.effect](tool, tool.input.parse(input.args), input);
   };
 }
