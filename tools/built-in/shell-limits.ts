@@ -53,6 +53,13 @@ function controllersOf(folder: string): string[] {
   return readFileSync(path.join(folder, 'cgroup.controllers'), 'utf8').trim().split(/\s+/);
 }
 
+// A folder that exists (made earlier, by another user) may still refuse this user a child: make and remove one to know.
+function probeChild(folder: string): void {
+  const probe = path.join(folder, `probe-${randomUUID()}`);
+  mkdirSync(probe);
+  rmdirSync(probe);
+}
+
 function enable(folder: string, controllers: string[]): void {
   const active = readFileSync(path.join(folder, 'cgroup.subtree_control'), 'utf8').trim().split(/\s+/);
   const missing = controllers.filter((name) => !active.includes(name));
@@ -68,6 +75,7 @@ function findV2(): CgroupBase | undefined {
   const folder = path.join(CGROUP_ROOT, GROUP_NAME);
   mkdirSync(folder, { recursive: true });
   enable(folder, wanted);
+  probeChild(folder);
   return { kind: 'v2', folder, memory: wanted.includes('memory') };
 }
 
@@ -78,6 +86,7 @@ function findV1Pids(): CgroupBase | undefined {
   if (ownCgroup((controllers) => controllers.split(',').includes('pids')) !== '/') return undefined;
   const folder = path.join(hierarchy, GROUP_NAME);
   mkdirSync(folder, { recursive: true });
+  probeChild(folder);
   return { kind: 'v1-pids', folder, memory: false };
 }
 
