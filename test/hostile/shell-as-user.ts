@@ -66,7 +66,7 @@ async function main(): Promise<void> {
     lines,
     identity: await run('id -u; grep -E "^Cap(Prm|Eff|Bnd|Amb):" /proc/self/status'),
     environment: await run('env; env | base64 -w0; exit 0'),
-    outside: await run(`touch /var/tmp/tollgate-as-user-${process.pid} ../outside/written /etc/tollgate-as-user; mount -o remount,rw /; exit 0`),
+    outside: await run(`touch /var/tmp/tollgate-as-user-${process.pid} ../outside/written /etc/tollgate-as-user; mount -o remount,rw /; :`),
     forkBomb,
     forkBombMs,
     peakProcesses,

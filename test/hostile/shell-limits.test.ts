@@ -151,7 +151,8 @@ describe('shell resource limits against a hostile command', () => {
   });
 
   it('refuses limits that are not positive whole numbers, naming the limit', () => {
-    expect(() => shellTool({ workspace: os.tmpdir(), sandbox: true, limits: { processes: 0 }, log: () => {} })).toThrow(/processes must be a positive/);
+    const make = () => shellTool({ workspace: os.tmpdir(), sandbox: true, limits: { processes: 0 }, log: () => {} });
+    expect(make).toThrow(/processes must be a positive/);
   });
 
   it('bounds a fork bomb to its process limit and ends it at the timeout, leaving no process behind', async () => {

@@ -13,9 +13,11 @@ const AS_NOBODY = ['--reuid', String(NOBODY), '--regid', String(NOBODY), '--clea
 // Why the sandbox cannot be tried as an unprivileged user here, or undefined when it can.
 function whyNotHere(): string | undefined {
   if (process.getuid?.() !== 0) return 'the tests already run as an unprivileged user, so the other shell tests cover it';
-  if (!readFileSync('/etc/passwd', 'utf8').split('\n').some((line) => line.split(':')[2] === String(NOBODY))) return 'no user with uid 65534';
+  const users = readFileSync('/etc/passwd', 'utf8').split('\n');
+  if (!users.some((line) => line.split(':')[2] === String(NOBODY))) return 'no user with uid 65534';
   if (spawnSync('setpriv', ['--version'], { stdio: 'ignore' }).status !== 0) return 'setpriv (util-linux) is not installed';
-  const probe = spawnSync('setpriv', [...AS_NOBODY, 'bwrap', '--unshare-all', '--unshare-user', '--ro-bind', '/', '/', 'true'], { stdio: 'ignore' });
+  const sandbox = ['bwrap', '--unshare-all', '--unshare-user', '--ro-bind', '/', '/', 'true'];
+  const probe = spawnSync('setpriv', [...AS_NOBODY, ...sandbox], { stdio: 'ignore' });
   if (probe.status !== 0) return 'bubblewrap cannot create a user namespace as an unprivileged user on this kernel';
   return undefined;
 }

@@ -32,7 +32,8 @@ export function rlimitPrologue(limits: ShellLimits): string {
   const kib = (bytes: number) => Math.max(1, Math.floor(bytes / 1024));
   // bash counts -v and -f in units of 1024 bytes. The hard CPU limit is a second above the soft one, so the command gets
   // SIGXCPU (which says why) rather than the SIGKILL that a hard limit reached sends.
-  const hard = `ulimit -t ${limits.cpuSeconds + 1} -v ${kib(limits.addressSpaceBytes)} -f ${kib(limits.fileSizeBytes)} -u ${limits.processes}`;
+  const memory = `-v ${kib(limits.addressSpaceBytes)} -f ${kib(limits.fileSizeBytes)}`;
+  const hard = `ulimit -t ${limits.cpuSeconds + 1} ${memory} -u ${limits.processes}`;
   return `${hard} && ulimit -S -t ${limits.cpuSeconds} || exit 126`;
 }
 

@@ -151,7 +151,8 @@ function runCommand({ argv, cwd, env, ownGroup, cgroup, limits, signal }: Comman
       const lastLine = output.trim().split('\n').at(-1)?.slice(0, 300) ?? '';
       if (truncated) {
         const message = `the command was stopped: its output passed the limit of ${limits.outputBytes} bytes (stdout and stderr together)`;
-        return resolve(ToolOutcome.error(`${message}${lastLine ? `; it ended with: ${lastLine.slice(0, 100)}` : ''}`, { code: 'tool_failure' }));
+        const tail = lastLine ? `; it ended with: ${lastLine.slice(0, 100)}` : '';
+        return resolve(ToolOutcome.error(`${message}${tail}`, { code: 'tool_failure' }));
       }
       if (exitCode === 0) return resolve(ToolOutcome.ok({ exitCode, output }));
       const name = signalName(exitCode, exitSignal);
@@ -203,7 +204,8 @@ export function shellTool({
       const cgroup = 'kind' in cgroupBase ? createCallCgroup(cgroupBase, limits) : undefined;
       const argv = ['bwrap', ...sandboxArgs(workspace, command, limits)];
       try {
-        return await runCommand({ argv: cgroup ? cgroup.wrap(argv) : argv, env: minimalSpawnEnvironment(), ownGroup: false, cgroup, limits, signal });
+        const env = minimalSpawnEnvironment();
+        return await runCommand({ argv: cgroup ? cgroup.wrap(argv) : argv, env, ownGroup: false, cgroup, limits, signal });
       } finally {
         void cgroup?.remove();
       }
