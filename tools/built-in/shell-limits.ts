@@ -37,19 +37,6 @@ export function rlimitPrologue(limits: ShellLimits): string {
   return `${hard} && ulimit -S -t ${limits.cpuSeconds} || exit 126`;
 }
 
-// The worker's own cgroup in the hierarchy whose controllers `match`, from /proc/self/cgroup lines such as "0::/" or "8:pids:/".
-function ownCgroup(match: (controllers: string) => boolean): string | undefined {
-  const lines = readFileSync('/proc/self/cgroup', 'utf8').trim().split('\n');
-  for (const line of lines) {
-    const first = line.indexOf(':');
-    const second = line.indexOf(':', first + 1);
-    const controllers = line.slice(first + 1, second);
-    const where = line.slice(second + 1);
-    if (match(controllers)) return where;
-  }
-  return undefined;
-}
-
 function controllersOf(folder: string): string[] {
   return readFileSync(path.join(folder, 'cgroup.controllers'), 'utf8').trim().split(/\s+/);
 }
@@ -67,9 +54,9 @@ function enable(folder: string, controllers: string[]): void {
   if (missing.length > 0) writeFileSync(path.join(folder, 'cgroup.subtree_control'), missing.map((name) => `+${name}`).join(' '));
 }
 
-// cgroup v2 with the worker in the root cgroup: /sys/fs/cgroup/tollgate-shell, with pids and memory for its children.
+// cgroup v2: /sys/fs/cgroup/tollgate-shell, with pids and memory for its children.
 function findV2(): CgroupBase | undefined {
-  if (!existsSync(path.join(CGROUP_ROOT, 'cgroup.controllers')) || ownCgroup((controllers) => controllers === '') !== '/') return undefined;
+  if (!existsSync(path.join(CGROUP_ROOT, 'cgroup.controllers'))) return undefined;
   const wanted = ['pids', 'memory'].filter((name) => controllersOf(CGROUP_ROOT).includes(name));
   if (!wanted.includes('pids')) return undefined;
   enable(CGROUP_ROOT, wanted);
@@ -80,11 +67,10 @@ function findV2(): CgroupBase | undefined {
   return { kind: 'v2', folder, memory: wanted.includes('memory') };
 }
 
-// cgroup v1's pids hierarchy with the worker at its root; memory is left to RLIMIT_AS there.
+// cgroup v1's pids hierarchy; memory is left to RLIMIT_AS there.
 function findV1Pids(): CgroupBase | undefined {
   const hierarchy = path.join(CGROUP_ROOT, 'pids');
   if (!existsSync(path.join(hierarchy, 'cgroup.procs'))) return undefined;
-  if (ownCgroup((controllers) => controllers.split(',').includes('pids')) !== '/') return undefined;
   const folder = path.join(hierarchy, GROUP_NAME);
   mkdirSync(folder, { recursive: true });
   probeChild(folder);
@@ -92,8 +78,9 @@ function findV1Pids(): CgroupBase | undefined {
 }
 
 /**
- * The folder per-call cgroups go under, or why there is none. Only a cgroup below the worker's own (the hierarchy's root)
- * is used, so a command never leaves a limit the worker itself is under; creating one needs root.
+ * The folder per-call cgroups go under, or why there is none. It sits at the root of the hierarchy, so it works wherever
+ * the worker's own cgroup is (a systemd slice holds processes, so it cannot have children with controllers); each call's
+ * cgroup sets its own pids.max and memory.max instead of those of the worker's cgroup. Creating one needs root.
  */
 export function findCgroupBase(): CgroupBase | { reason: string } {
   const errors: string[] = [];
@@ -124,7 +111,8 @@ export function createCallCgroup(base: CgroupBase, limits: ShellLimits): CallCgr
   writeFileSync(path.join(folder, 'pids.max'), String(limits.processes));
   if (base.memory) {
     writeFileSync(path.join(folder, 'memory.max'), String(limits.memoryBytes));
-    writeFileSync(path.join(folder, 'memory.swap.max'), '0');
+    // Present only when the kernel accounts swap.
+    if (existsSync(path.join(folder, 'memory.swap.max'))) writeFileSync(path.join(folder, 'memory.swap.max'), '0');
   }
   const procs = path.join(folder, 'cgroup.procs');
   const kill = () => {
