@@ -253,3 +253,25 @@ describe('shell resource limits against a hostile command', () => {
     expect(processesWith(marker)).toEqual([]);
   });
 });
+
+describe('the shell without a sandbox', () => {
+  it('kills, at the timeout, the whole process group, a child that ignores SIGTERM included', async () => {
+    const workspace = mkdtempSync(path.join(os.tmpdir(), 'tollgate-limits-'));
+    const tool = shellTool({ workspace, sandbox: false, warn: () => {} });
+    const registry = createToolRegistry({ tools: [tool], overrides: { shell: { timeout: '2s' } } });
+    const runTool = createRunTool({ registry, store: openSqliteStore(':memory:') });
+    const marker = `tollgate-unsandboxed-${process.pid}`;
+    const started = performance.now();
+    const outcome = await runToolOnce(runTool, {
+      taskId: 'limits',
+      callId: 'unsandboxed',
+      tool: 'shell',
+      args: { command: `(trap "" TERM; exec -a ${marker} sleep 300) & trap "" TERM; sleep 300` },
+    }).catch((error: Error) => error);
+    expect(text(outcome)).toMatch(/shell timed out after 2000 ms/);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(processesWith(marker)).toEqual([]);
+    spawnSync('rm', ['-rf', workspace]);
+  });
+});
