@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../../activities/intents/sqlite-store';
 import { createRunTool } from '../../activities/boundary/run-tool';
 import { SHELL_LIMITS } from '../../common/defaults';
@@ -255,8 +255,12 @@ describe('shell resource limits against a hostile command', () => {
 });
 
 describe('the shell without a sandbox', () => {
+  const workspace = mkdtempSync(path.join(os.tmpdir(), 'tollgate-limits-'));
+  afterAll(() => {
+    spawnSync('rm', ['-rf', workspace]);
+  });
+
   it('kills, at the timeout, the whole process group, a child that ignores SIGTERM included', async () => {
-    const workspace = mkdtempSync(path.join(os.tmpdir(), 'tollgate-limits-'));
     const tool = shellTool({ workspace, sandbox: false, warn: () => {} });
     const registry = createToolRegistry({ tools: [tool], overrides: { shell: { timeout: '2s' } } });
     const runTool = createRunTool({ registry, store: openSqliteStore(':memory:') });
@@ -272,6 +276,5 @@ describe('the shell without a sandbox', () => {
     expect(performance.now() - started).toBeLessThan(5_000);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(processesWith(marker)).toEqual([]);
-    spawnSync('rm', ['-rf', workspace]);
   });
 });
