@@ -64,6 +64,8 @@ export class TollgateClient {
     private readonly codec?: PayloadCodec,
     /** Signs every decision this client sends (the config's `approvals.privateKeyEnv`). */
     private readonly signingKey?: ApproverSigningKey,
+    /** Dates signatures (`signedAt`); turns check it against the server's clock, which a time-skipping test server moves ahead. */
+    private readonly clock: () => number | Promise<number> = Date.now,
   ) {}
 
   /**
@@ -178,18 +180,18 @@ export class TollgateClient {
     const handle = this.client.workflow.getHandle(workflowId);
     const { status } = await handle.describe();
     if (status.name !== 'RUNNING') throw new TurnEndedError(`turn ${workflowId} has already ended (${status.name}); no call waits for a decision`);
-    return handle.executeUpdate(decideUpdate, { args: [this.signingKey ? this.signed(workflowId, decision, this.signingKey) : decision] });
+    const sent = this.signingKey ? this.signed(workflowId, decision, this.signingKey, new Date(await this.clock()).toISOString()) : decision;
+    return handle.executeUpdate(decideUpdate, { args: [sent] });
   }
 
   /** The decision signed with this client's key, for this turn and this moment. */
-  private signed(workflowId: string, decision: ApprovalDecision, { keyId, privateKey }: ApproverSigningKey): ApprovalDecision {
+  private signed(workflowId: string, decision: ApprovalDecision, { keyId, privateKey }: ApproverSigningKey, signedAt: string): ApprovalDecision {
     if (decision.approver !== undefined && decision.approver !== keyId) {
       throw new Error(`approver "${decision.approver}" differs from the signing key "${keyId}" (approvals.privateKeyEnv): a signed decision's approver is its key's name`);
     }
     // The signature vouches for the arguments the person saw, so it is never made over a digest fetched here.
     const { argsDigest } = decision;
     if (argsDigest === undefined) throw new Error(`argsDigest is required to sign a decision on call ${decision.callId}: give the digest of the arguments you decide on`);
-    const signedAt = new Date().toISOString();
     const signature = signDecisionFields({ callId: decision.callId, decision: decision.decision, argsDigest, approver: keyId, signedAt, workflowId }, privateKey);
     return { ...decision, approver: keyId, argsDigest, keyId, signedAt, signature };
   }
