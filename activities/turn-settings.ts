@@ -20,7 +20,10 @@ export function createTurnSettings(config: TollgateConfig, env: NodeJS.ProcessEn
   // Read once, when the worker starts: a missing or malformed key list stops the worker with its error.
   const publicKeys = approverPublicKeysFromEnvironment(config.approvals.publicKeysEnv, env);
   const signing = publicKeys ? { publicKeys, signatureMaxAgeMs: toMilliseconds(config.approvals.signatureMaxAge) } : {};
-  const settings: TurnSettings = { limits: limitsFromConfig(config), approvals: { requireDigest: config.approvals.requireDigest, ...signing } };
+  const settings: TurnSettings = {
+    limits: limitsFromConfig(config),
+    approvals: { requireDigest: config.approvals.requireDigest, ...signing },
+  };
   return async function turnSettings(): Promise<TurnSettings> {
     return settings;
   };

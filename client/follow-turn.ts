@@ -116,7 +116,8 @@ export async function followTurn(client: TollgateClient, workflowId: string, { m
           continue;
         }
         // A signing client records its key's name as the approver; otherwise the login name stands in.
-        const options = { approver: client.signingKeyId ? undefined : os.userInfo().username, reason: choice.reason, argsDigest: pending.argsDigest };
+        const approver = client.signingKeyId ? undefined : os.userInfo().username;
+        const options = { approver, reason: choice.reason, argsDigest: pending.argsDigest };
         const receipt = choice.decision === 'approve' ? await client.approve(workflowId, pending.callId, options) : await client.deny(workflowId, pending.callId, options);
         console.log(`Decision accepted: ${receipt.decision} ${receipt.callId}.`);
       }

@@ -180,19 +180,24 @@ export class TollgateClient {
     const handle = this.client.workflow.getHandle(workflowId);
     const { status } = await handle.describe();
     if (status.name !== 'RUNNING') throw new TurnEndedError(`turn ${workflowId} has already ended (${status.name}); no call waits for a decision`);
-    const sent = this.signingKey ? this.signed(workflowId, decision, this.signingKey, new Date(await this.clock()).toISOString()) : decision;
-    return handle.executeUpdate(decideUpdate, { args: [sent] });
+    if (!this.signingKey) return handle.executeUpdate(decideUpdate, { args: [decision] });
+    const signedAt = new Date(await this.clock()).toISOString();
+    return handle.executeUpdate(decideUpdate, { args: [this.signed(workflowId, decision, this.signingKey, signedAt)] });
   }
 
   /** The decision signed with this client's key, for this turn and this moment. */
-  private signed(workflowId: string, decision: ApprovalDecision, { keyId, privateKey }: ApproverSigningKey, signedAt: string): ApprovalDecision {
+  private signed(workflowId: string, decision: ApprovalDecision, key: ApproverSigningKey, signedAt: string): ApprovalDecision {
+    const { keyId, privateKey } = key;
     if (decision.approver !== undefined && decision.approver !== keyId) {
-      throw new Error(`approver "${decision.approver}" differs from the signing key "${keyId}" (approvals.privateKeyEnv): a signed decision's approver is its key's name`);
+      const rule = "a signed decision's approver is its key's name";
+      throw new Error(`approver "${decision.approver}" differs from the signing key "${keyId}" (approvals.privateKeyEnv): ${rule}`);
     }
     // The signature vouches for the arguments the person saw, so it is never made over a digest fetched here.
-    const { argsDigest } = decision;
-    if (argsDigest === undefined) throw new Error(`argsDigest is required to sign a decision on call ${decision.callId}: give the digest of the arguments you decide on`);
-    const signature = signDecisionFields({ callId: decision.callId, decision: decision.decision, argsDigest, approver: keyId, signedAt, workflowId }, privateKey);
+    const { callId, decision: verdict, argsDigest } = decision;
+    if (argsDigest === undefined) {
+      throw new Error(`argsDigest is required to sign a decision on call ${callId}: give the digest of the arguments you decide on`);
+    }
+    const signature = signDecisionFields({ callId, decision: verdict, argsDigest, approver: keyId, signedAt, workflowId }, privateKey);
     return { ...decision, approver: keyId, argsDigest, keyId, signedAt, signature };
   }
 

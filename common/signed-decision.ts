@@ -104,6 +104,17 @@ export interface SignatureParts {
   signature?: unknown;
 }
 
+const SIGNED_FIELDS_TEXT = '{ callId, decision, argsDigest, approver, signedAt, workflowId }';
+
+/** Strict RFC 8032 verification, so that what verifies here verifies with any other Ed25519 library; false on malformed keys. */
+function verifies(signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean {
+  try {
+    return ed25519.verify(signature, message, publicKey, { zip215: false });
+  } catch {
+    return false;
+  }
+}
+
 function seconds(ms: number): string {
   return `${Math.round(ms / 1000)} s`;
 }
@@ -112,31 +123,36 @@ function seconds(ms: number): string {
 export function signatureProblem(parts: SignatureParts, check: SignatureCheck): string | undefined {
   const { keyId, signedAt, signature, approver } = parts;
   if (keyId === undefined && signedAt === undefined && signature === undefined) {
-    return 'the decision is unsigned: this worker takes only decisions signed by an approver key (keyId, signedAt, signature; see docs/approvals.md)';
+    const needed = '(keyId, signedAt, signature; see docs/approvals.md)';
+    return `the decision is unsigned: this worker takes only decisions signed by an approver key ${needed}`;
   }
   if (typeof keyId !== 'string' || keyId === '') return 'keyId must name the approver key that signed the decision';
   if (!Object.prototype.hasOwnProperty.call(check.publicKeys, keyId)) {
-    return `keyId "${keyId}" is not an approver key of this worker (approvals.publicKeysEnv names ${Object.keys(check.publicKeys).join(', ')})`;
+    const known = Object.keys(check.publicKeys).join(', ');
+    return `keyId "${keyId}" is not an approver key of this worker (approvals.publicKeysEnv names ${known})`;
   }
   if (approver !== undefined && approver !== keyId) {
-    return `approver ${JSON.stringify(approver)} differs from keyId "${keyId}": a signed decision's approver is its key's name (leave it out or send the same)`;
+    const rule = "a signed decision's approver is its key's name (leave it out or send the same)";
+    return `approver ${JSON.stringify(approver)} differs from keyId "${keyId}": ${rule}`;
   }
   if (typeof signedAt !== 'string' || !ISO_UTC.test(signedAt) || Number.isNaN(Date.parse(signedAt))) {
     return 'signedAt must be an ISO 8601 UTC time such as 2026-01-01T12:00:00.000Z';
   }
   const age = check.now - Date.parse(signedAt);
-  if (-age > SIGNED_AT_MAX_AHEAD_MS) return `signedAt ${signedAt} is ${seconds(-age)} ahead of the turn's clock (at most ${seconds(SIGNED_AT_MAX_AHEAD_MS)})`;
-  if (age > check.maxAgeMs) return `signedAt ${signedAt} is ${seconds(age)} old, older than approvals.signatureMaxAge (${seconds(check.maxAgeMs)})`;
-  const signatureBytes = typeof signature === 'string' ? base64Bytes(signature) : undefined;
-  if (signatureBytes?.length !== ED25519_BYTES.signature) return `signature must be base64 of the ${ED25519_BYTES.signature}-byte Ed25519 signature`;
-  const fields: SignedDecisionFields = { callId: parts.callId, decision: parts.decision, argsDigest: parts.argsDigest, approver: keyId, signedAt, workflowId: check.workflowId };
-  let valid = false;
-  try {
-    // Strict RFC 8032 verification, so that what verifies here verifies with any other Ed25519 library.
-    valid = ed25519.verify(signatureBytes, decisionSigningBytes(fields), base64Bytes(check.publicKeys[keyId])!, { zip215: false });
-  } catch {
-    valid = false;
+  if (-age > SIGNED_AT_MAX_AHEAD_MS) {
+    return `signedAt ${signedAt} is ${seconds(-age)} ahead of the turn's clock (at most ${seconds(SIGNED_AT_MAX_AHEAD_MS)})`;
   }
-  if (!valid) return `signature does not verify with key "${keyId}" over { callId, decision, argsDigest, approver, signedAt, workflowId } of this turn`;
+  if (age > check.maxAgeMs) {
+    return `signedAt ${signedAt} is ${seconds(age)} old, older than approvals.signatureMaxAge (${seconds(check.maxAgeMs)})`;
+  }
+  const signatureBytes = typeof signature === 'string' ? base64Bytes(signature) : undefined;
+  if (signatureBytes?.length !== ED25519_BYTES.signature) {
+    return `signature must be base64 of the ${ED25519_BYTES.signature}-byte Ed25519 signature`;
+  }
+  const { callId, decision, argsDigest } = parts;
+  const fields: SignedDecisionFields = { callId, decision, argsDigest, approver: keyId, signedAt, workflowId: check.workflowId };
+  if (!verifies(signatureBytes, decisionSigningBytes(fields), base64Bytes(check.publicKeys[keyId])!)) {
+    return `signature does not verify with key "${keyId}" over ${SIGNED_FIELDS_TEXT} of this turn`;
+  }
   return undefined;
 }

@@ -161,7 +161,10 @@ export const configSchema = z.strictObject({
        * of them (docs/approvals.md); off when unset.
        */
       publicKeysEnv: envName.optional(),
-      /** On a client: the environment variable holding the operator's signing key, one `name:base64` entry (raw 32-byte Ed25519 private key). */
+      /**
+       * On a client: the environment variable holding the operator's signing key, one `name:base64`
+       * entry (the raw 32-byte Ed25519 private key).
+       */
       privateKeyEnv: envName.optional(),
       /** How old a signed decision's `signedAt` may be when the turn takes it, by the turn's clock. */
       signatureMaxAge: duration.default('10 minutes'),

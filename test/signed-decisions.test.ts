@@ -43,7 +43,9 @@ describe('the signed text of a decision', () => {
   it('is the canonical JSON of the six fields, in UTF-8', () => {
     expect(decisionSigningText(fields)).toBe(canonicalJson(fields));
     expect(decisionSigningText(fields)).toBe(
-      '{"approver":"alice","argsDigest":"' + 'ab'.repeat(32) + '","callId":"call-0-0","decision":"approve","signedAt":"2026-01-01T12:00:00.000Z","workflowId":"turn-\\"quoted\\"-é-✓"}',
+      '{"approver":"alice","argsDigest":"' +
+        'ab'.repeat(32) +
+        '","callId":"call-0-0","decision":"approve","signedAt":"2026-01-01T12:00:00.000Z","workflowId":"turn-\\"quoted\\"-é-✓"}',
     );
     expect(Buffer.from(decisionSigningBytes(fields)).equals(Buffer.from(decisionSigningText(fields), 'utf8'))).toBe(true);
   });
@@ -56,13 +58,29 @@ describe('the signed text of a decision', () => {
 
     const theirs = sign(null, Buffer.from(decisionSigningText(fields), 'utf8'), privateKey).toString('base64');
     expect(theirs).toBe(ours); // Ed25519 signatures are deterministic.
-    const check = { publicKeys: parseApproverPublicKeys(pair.publicEntry, 'keys'), workflowId: fields.workflowId, now: Date.parse(fields.signedAt), maxAgeMs: 60_000 };
-    const sent = { callId: fields.callId, decision: fields.decision, argsDigest: fields.argsDigest, keyId: 'alice', signedAt: fields.signedAt, signature: theirs };
+    const check = {
+      publicKeys: parseApproverPublicKeys(pair.publicEntry, 'keys'),
+      workflowId: fields.workflowId,
+      now: Date.parse(fields.signedAt),
+      maxAgeMs: 60_000,
+    };
+    const sent = {
+      callId: fields.callId,
+      decision: fields.decision,
+      argsDigest: fields.argsDigest,
+      keyId: 'alice',
+      signedAt: fields.signedAt,
+      signature: theirs,
+    };
     expect(signatureProblem(sent, check)).toBeUndefined();
     expect(signatureProblem({ ...sent, decision: 'deny' }, check)).toMatch(/^signature does not verify with key "alice"/);
-    expect(signatureProblem({ ...sent, signedAt: '2026-01-01 12:00' }, check)).toBe('signedAt must be an ISO 8601 UTC time such as 2026-01-01T12:00:00.000Z');
+    expect(signatureProblem({ ...sent, signedAt: '2026-01-01 12:00' }, check)).toBe(
+      'signedAt must be an ISO 8601 UTC time such as 2026-01-01T12:00:00.000Z',
+    );
     expect(signatureProblem({ ...sent, keyId: 42 }, check)).toBe('keyId must name the approver key that signed the decision');
-    expect(signatureProblem({ ...sent, signature: Buffer.alloc(63).toString('base64') }, check)).toBe('signature must be base64 of the 64-byte Ed25519 signature');
+    expect(signatureProblem({ ...sent, signature: Buffer.alloc(63).toString('base64') }, check)).toBe(
+      'signature must be base64 of the 64-byte Ed25519 signature',
+    );
   });
 
   it('reads and writes base64 as Buffer does, and refuses what is not padded base64', () => {
@@ -79,13 +97,21 @@ describe('approver keys', () => {
   it('names the variable, the entry and what is wrong with a bad key list', () => {
     const { publicEntry } = generateApproverKeyPair('alice');
     expect(() => parseApproverPublicKeys('alice', 'KEYS')).toThrow('KEYS: expected "name:base64publickey" entries, got "alice"');
-    expect(() => parseApproverPublicKeys('alice:AAAA', 'KEYS')).toThrow('KEYS: key "alice" is not base64 of a raw 32-byte Ed25519 public key (got 3 bytes)');
+    expect(() => parseApproverPublicKeys('alice:AAAA', 'KEYS')).toThrow(
+      'KEYS: key "alice" is not base64 of a raw 32-byte Ed25519 public key (got 3 bytes)',
+    );
     expect(() => parseApproverPublicKeys(`${publicEntry},${publicEntry}`, 'KEYS')).toThrow('KEYS: key name "alice" is given twice');
     expect(() => parseApproverPublicKeys(' , ', 'KEYS')).toThrow('KEYS: no key given');
     expect(() => parseApproverPublicKeys(`a b${publicEntry.slice(5)}`, 'KEYS')).toThrow('KEYS: key name "a b" may hold only letters');
-    expect(() => parseApproverSigningKey(`${publicEntry},${publicEntry}`, 'KEY')).toThrow('KEY: expected one "name:base64privatekey" entry, got 2');
-    expect(() => approverPublicKeysFromEnvironment('APPROVERS', {})).toThrow('approvals.publicKeysEnv: the environment variable APPROVERS is not set');
-    expect(() => approverSigningKeyFromEnvironment('MY_KEY', {})).toThrow('approvals.privateKeyEnv: the environment variable MY_KEY is not set');
+    expect(() => parseApproverSigningKey(`${publicEntry},${publicEntry}`, 'KEY')).toThrow(
+      'KEY: expected one "name:base64privatekey" entry, got 2',
+    );
+    expect(() => approverPublicKeysFromEnvironment('APPROVERS', {})).toThrow(
+      'approvals.publicKeysEnv: the environment variable APPROVERS is not set',
+    );
+    expect(() => approverSigningKeyFromEnvironment('MY_KEY', {})).toThrow(
+      'approvals.privateKeyEnv: the environment variable MY_KEY is not set',
+    );
     expect(approverPublicKeysFromEnvironment(undefined, {})).toBeUndefined();
   });
 
@@ -94,7 +120,11 @@ describe('approver keys', () => {
     expect(() => createTurnSettings(config, {})).toThrow('approvals.publicKeysEnv: the environment variable APPROVERS is not set');
     const { publicEntry } = generateApproverKeyPair('alice');
     const settings = await createTurnSettings(config, { APPROVERS: publicEntry })();
-    expect(settings.approvals).toEqual({ requireDigest: true, publicKeys: { alice: publicEntry.slice('alice:'.length) }, signatureMaxAgeMs: 300_000 });
+    expect(settings.approvals).toEqual({
+      requireDigest: true,
+      publicKeys: { alice: publicEntry.slice('alice:'.length) },
+      signatureMaxAgeMs: 300_000,
+    });
     expect((await createTurnSettings(testConfig(), {})()).approvals).toEqual({ requireDigest: true });
   });
 });

@@ -34,7 +34,14 @@ async function signedBy(
 ): Promise<ApprovalDecision> {
   const { keyId, privateKey } = parseApproverSigningKey(privateEntry, 'test key');
   const full: SignedDecisionFields = { ...fields, approver: keyId, signedAt: new Date((await serverNow()) + offsetMs).toISOString() };
-  return { callId: full.callId, decision: full.decision, argsDigest: full.argsDigest, keyId, signedAt: full.signedAt, signature: signDecisionFields(full, privateKey) };
+  return {
+    callId: full.callId,
+    decision: full.decision,
+    argsDigest: full.argsDigest,
+    keyId,
+    signedAt: full.signedAt,
+    signature: signDecisionFields(full, privateKey),
+  };
 }
 
 async function firstPending(handle: WorkflowHandle): Promise<{ callId: string; digest: string }> {
@@ -54,7 +61,8 @@ function outboxTurn(interact: (handle: WorkflowHandle, client: TollgateClient) =
   const send = sendMessageTool({ workspace: config.workspace });
   const outbox = path.join(config.workspace, 'outbox');
   const step = { toolCalls: [{ tool: 'send_message', args: { to: 'ops', subject: 'Hello', body: 'The brief.' } }] };
-  const delivered = () => (existsSync(outbox) ? readdirSync(outbox, { recursive: true }).filter((name) => String(name).endsWith('.json')).length : 0);
+  const delivered = () =>
+    existsSync(outbox) ? readdirSync(outbox, { recursive: true }).filter((name) => String(name).endsWith('.json')).length : 0;
   return runTurn({
     config,
     tools: [send],
@@ -80,7 +88,9 @@ describe('signed decisions, when the worker has approver keys', () => {
       expect((await handle.query('state')) as TurnState).toMatchObject({ decisions: [], pendingApprovals: [{ callId }] });
       await client.deny(handle.workflowId, callId, { argsDigest: digest, reason: 'not now' });
     });
-    expect(whys(state)).toEqual([expect.stringMatching(/^the decision is unsigned: this worker takes only decisions signed by an approver key/)]);
+    expect(whys(state)).toEqual([
+      expect.stringMatching(/^the decision is unsigned: this worker takes only decisions signed by an approver key/),
+    ]);
     expect(state.rejectedDecisions[0].decision).toMatchObject({ approver: 'alice', decision: 'approve' });
     expect(state.decisions).toEqual([expect.objectContaining({ decision: 'deny', approver: 'alice', keyId: 'alice', reason: 'not now' })]);
     expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'denied', attempts: 0 })]);
@@ -135,17 +145,21 @@ describe('signed decisions, when the worker has approver keys', () => {
     expect(delivered).toBe(0);
   });
 
-  it('takes a decision TollgateClient signed with its configured key: the call runs once, the approver is the key name, and it replays', async () => {
+  it('takes a decision TollgateClient signed with its configured key: runs the call once as the key name, and replays', async () => {
     let receipt: unknown;
     const { result, delivered, state, history } = await outboxTurn(async (handle, client) => {
       const { callId, digest } = await firstPending(handle);
       expect(client.signingKeyId).toBe('alice');
-      await expect(client.approve(handle.workflowId, callId, { argsDigest: digest, approver: 'mallory' })).rejects.toThrow(/differs from the signing key "alice"/);
+      await expect(client.approve(handle.workflowId, callId, { argsDigest: digest, approver: 'mallory' })).rejects.toThrow(
+        /differs from the signing key "alice"/,
+      );
       receipt = await client.approve(handle.workflowId, callId, { argsDigest: digest, reason: 'checked' });
     });
     expect(receipt).toEqual({ callId: 'call-0-0', decision: 'approve', accepted: true });
     expect(state.rejectedDecisions).toEqual([]);
-    expect(state.decisions).toEqual([{ callId: 'call-0-0', decision: 'approve', approver: 'alice', keyId: 'alice', reason: 'checked', signedAt: expect.any(String) }]);
+    expect(state.decisions).toEqual([
+      { callId: 'call-0-0', decision: 'approve', approver: 'alice', keyId: 'alice', reason: 'checked', signedAt: expect.any(String) },
+    ]);
     expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'send_message', status: 'success', attempts: 1 })]);
     expect(delivered).toBe(1);
     // Verification runs again on replay, by the recorded workflow clock, and decides the same.
@@ -155,7 +169,10 @@ describe('signed decisions, when the worker has approver keys', () => {
   it('takes a decision signed by hand and sent as the approval signal, by the second key', async () => {
     const { result, delivered, state } = await outboxTurn(async (handle) => {
       const { callId, digest } = await firstPending(handle);
-      await handle.signal(approvalSignal, await signedBy(bob.privateEntry, { callId, decision: 'approve', argsDigest: digest, workflowId: handle.workflowId }));
+      await handle.signal(
+        approvalSignal,
+        await signedBy(bob.privateEntry, { callId, decision: 'approve', argsDigest: digest, workflowId: handle.workflowId }),
+      );
     });
     expect(state.decisions).toEqual([expect.objectContaining({ approver: 'bob', keyId: 'bob' })]);
     expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);

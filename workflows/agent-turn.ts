@@ -36,10 +36,12 @@ const { turnSettings } = proxyLocalActivities<Activities>({ startToCloseTimeout:
 
 /**
  * What a turn runs under: the worker's config limits, lowered or raised by the turn's own, and
- * whether decisions must name their digest and be signed. Turns recorded before the settings patch keep the
- * built-in limits and take a decision without a digest, as they did then.
+ * whether decisions must name their digest and be signed. Turns recorded before the settings patch
+ * keep the built-in limits and take a decision without a digest, as they did then.
  */
-async function settingsFor(own: TurnLimits | undefined): Promise<{ limits: Required<TurnLimits>; requireDigest: boolean; signing?: ApprovalBook['signing'] }> {
+async function settingsFor(
+  own: TurnLimits | undefined,
+): Promise<{ limits: Required<TurnLimits>; requireDigest: boolean; signing?: ApprovalBook['signing'] }> {
   if (!patched(TURN_SETTINGS_PATCH)) return { limits: { ...DEFAULT_TURN_LIMITS, ...own }, requireDigest: false };
   const settings = await turnSettings();
   const { publicKeys, signatureMaxAgeMs } = settings.approvals ?? {};

@@ -95,7 +95,9 @@ export class ApprovalBook {
   accept(decision: ApprovalDecision): void {
     const { callId, decision: verdict, approver, reason, keyId, signedAt } = decision;
     // A signed decision's approver is the name of the key that signed it.
-    const taken: ApprovalDecision = this.signing ? { callId, decision: verdict, approver: keyId, reason, keyId, signedAt } : { callId, decision: verdict, approver, reason };
+    const taken: ApprovalDecision = this.signing
+      ? { callId, decision: verdict, approver: keyId, reason, keyId, signedAt }
+      : { callId, decision: verdict, approver, reason };
     this.decided.set(callId, taken);
     this.state.decisions.push(taken);
   }
