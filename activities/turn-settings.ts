@@ -1,4 +1,5 @@
 import type { TurnSettings } from '../common/activity-types';
+import { approverPublicKeysFromEnvironment } from '../common/approver-keys';
 import { toMilliseconds } from '../common/duration';
 import type { TurnLimits } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
@@ -12,10 +13,17 @@ export function limitsFromConfig(config: TollgateConfig): Required<TurnLimits> {
 /**
  * The `turnSettings` local activity: what the worker's config says a turn runs under. A turn asks
  * once at its start, so the answer is recorded in its history and config limits apply to turns
- * started by any client (the Temporal CLI, another SDK), not only by TollgateClient.
+ * started by any client (the Temporal CLI, another SDK), not only by TollgateClient. Approver public
+ * keys travel with the settings (they are not secret), so each turn keeps the keys it started with.
  */
-export function createTurnSettings(config: TollgateConfig) {
-  const settings: TurnSettings = { limits: limitsFromConfig(config), approvals: { requireDigest: config.approvals.requireDigest } };
+export function createTurnSettings(config: TollgateConfig, env: NodeJS.ProcessEnv = process.env) {
+  // Read once, when the worker starts: a missing or malformed key list stops the worker with its error.
+  const publicKeys = approverPublicKeysFromEnvironment(config.approvals.publicKeysEnv, env);
+  const signing = publicKeys ? { publicKeys, signatureMaxAgeMs: toMilliseconds(config.approvals.signatureMaxAge) } : {};
+  const settings: TurnSettings = {
+    limits: limitsFromConfig(config),
+    approvals: { requireDigest: config.approvals.requireDigest, ...signing },
+  };
   return async function turnSettings(): Promise<TurnSettings> {
     return settings;
   };

@@ -5,6 +5,7 @@ import { WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError }
 import { Command, CommanderError, Option } from 'commander';
 import { codecFromEnvironment } from '../codec/aes-gcm-codec';
 import { codecTokenFromEnvironment, startCodecServer } from '../codec/codec-server';
+import { generateApproverKeyPair } from '../common/approver-keys';
 import type { AgentTurnInput, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import { loadConfig } from '../config/load-config';
@@ -153,7 +154,7 @@ for (const decision of ['approve', 'deny'] as const) {
     .argument('<workflowId>')
     .argument('<callId>')
     .option('--reason <text>', 'why, for the record')
-    .option('--approver <name>', 'who decides (default: the login name)')
+    .option('--approver <name>', 'who decides (default: the login name; with approvals.privateKeyEnv, the signing key\'s name)')
     .option('--args-digest <sha256>', 'the digest of the arguments you saw; without it, the call is shown and the digest of what is shown is sent')
     .action(async (workflowId: string, callId: string, options) => {
       const receipt = await withClient(async (client) => {
@@ -166,11 +167,36 @@ for (const decision of ['approve', 'deny'] as const) {
           if (!shown.matches) throw new CliError(`rejected: the arguments of call ${callId} do not match their digest; nothing was sent`);
           digest = pending.argsDigest;
         }
-        return client[decision](workflowId, callId, { reason: options.reason, approver: options.approver ?? process.env.USER, argsDigest: digest });
+        // A signing client records its key's name as the approver; otherwise the login name stands in.
+        const approver = options.approver ?? (client.signingKeyId ? undefined : process.env.USER);
+        return client[decision](workflowId, callId, { reason: options.reason, approver, argsDigest: digest });
       });
       print(receipt, () => `${receipt.decision === 'approve' ? 'Approved' : 'Denied'} ${receipt.callId} of ${workflowId}.`);
     });
 }
+
+const keys = program.command('keys').description('approver keys that sign decisions (approvals.publicKeysEnv, approvals.privateKeyEnv)');
+
+keys
+  .command('generate')
+  .description("print a new Ed25519 approver key pair as the worker's public entry and the operator's private entry")
+  .argument('<name>', 'the key name, recorded as the approver of every decision it signs')
+  .action((name: string) => {
+    let pair: ReturnType<typeof generateApproverKeyPair>;
+    try {
+      pair = generateApproverKeyPair(name);
+    } catch (error) {
+      throw new CliError((error as Error).message);
+    }
+    print({ name, ...pair }, () =>
+      [
+        "# The worker's approvals.publicKeysEnv variable (public; several entries are separated by commas):",
+        pair.publicEntry,
+        "# The operator's approvals.privateKeyEnv variable (secret: keep it out of config files and shell history):",
+        pair.privateEntry,
+      ].join('\n'),
+    );
+  });
 
 program
   .command('history')

@@ -115,7 +115,9 @@ export async function followTurn(client: TollgateClient, workflowId: string, { m
           console.log(`Waiting; decide with: tollgate approve ${workflowId} ${pending.callId}   (or deny)`);
           continue;
         }
-        const options = { approver: os.userInfo().username, reason: choice.reason, argsDigest: pending.argsDigest };
+        // A signing client records its key's name as the approver; otherwise the login name stands in.
+        const approver = client.signingKeyId ? undefined : os.userInfo().username;
+        const options = { approver, reason: choice.reason, argsDigest: pending.argsDigest };
         const receipt = choice.decision === 'approve' ? await client.approve(workflowId, pending.callId, options) : await client.deny(workflowId, pending.callId, options);
         console.log(`Decision accepted: ${receipt.decision} ${receipt.callId}.`);
       }

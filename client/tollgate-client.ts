@@ -9,6 +9,8 @@ import type { TollgateConfig } from '../config/config-schema';
 import type { agentTurn } from '../workflows';
 import { decideUpdate, stateQuery } from '../workflows/messages';
 import { ACTIVITY_NAMES, type StreamProgress } from '../common/activity-types';
+import { approverSigningKeyFromEnvironment, type ApproverSigningKey } from '../common/approver-keys';
+import { signDecisionFields } from '../common/signed-decision';
 
 /** A decision was sent to a turn that is no longer running. */
 export class TurnEndedError extends Error {
@@ -30,6 +32,7 @@ export interface InboxEntry extends PendingApproval {
 
 /** Who decided, why, and the digest of the arguments they saw. */
 export interface DecisionOptions {
+  /** With a signing key, leave it out or give the key's name: a signed decision's approver is its key's name. */
   approver?: string;
   reason?: string;
   argsDigest?: string;
@@ -59,15 +62,28 @@ export class TollgateClient {
     readonly config: TollgateConfig,
     /** Decrypts what the client reads outside the SDK's own paths (heartbeat details of the live view). */
     private readonly codec?: PayloadCodec,
+    /** Signs every decision this client sends (the config's `approvals.privateKeyEnv`). */
+    private readonly signingKey?: ApproverSigningKey,
+    /** Dates signatures (`signedAt`); turns check it against the server's clock, which a time-skipping test server moves ahead. */
+    private readonly clock: () => number | Promise<number> = Date.now,
   ) {}
 
-  /** Connects to the configured server, encrypting payloads when the config names a keyring. */
-  static async connect(config: TollgateConfig): Promise<TollgateClient> {
+  /**
+   * Connects to the configured server, encrypting payloads when the config names a keyring and
+   * signing decisions when it names a private key.
+   */
+  static async connect(config: TollgateConfig, env: NodeJS.ProcessEnv = process.env): Promise<TollgateClient> {
+    const signingKey = approverSigningKeyFromEnvironment(config.approvals.privateKeyEnv, env);
     const connection = await connectClient(config);
-    const codec = codecFromEnvironment(config.encryption.keysEnv);
+    const codec = codecFromEnvironment(config.encryption.keysEnv, env);
     const dataConverter = codec ? { payloadCodecs: [codec], ...ENCRYPTED_CONVERTER_PATHS } : undefined;
     const client = new Client({ connection, namespace: config.temporal.namespace, dataConverter });
-    return new TollgateClient(client, config, codec);
+    return new TollgateClient(client, config, codec, signingKey);
+  }
+
+  /** The name of the key this client signs decisions with, if it has one. */
+  get signingKeyId(): string | undefined {
+    return this.signingKey?.keyId;
   }
 
   /** Starts one turn; limits the input leaves out come from the worker's config, read by the turn itself. */
@@ -164,7 +180,25 @@ export class TollgateClient {
     const handle = this.client.workflow.getHandle(workflowId);
     const { status } = await handle.describe();
     if (status.name !== 'RUNNING') throw new TurnEndedError(`turn ${workflowId} has already ended (${status.name}); no call waits for a decision`);
-    return handle.executeUpdate(decideUpdate, { args: [decision] });
+    if (!this.signingKey) return handle.executeUpdate(decideUpdate, { args: [decision] });
+    const signedAt = new Date(await this.clock()).toISOString();
+    return handle.executeUpdate(decideUpdate, { args: [this.signed(workflowId, decision, this.signingKey, signedAt)] });
+  }
+
+  /** The decision signed with this client's key, for this turn and this moment. */
+  private signed(workflowId: string, decision: ApprovalDecision, key: ApproverSigningKey, signedAt: string): ApprovalDecision {
+    const { keyId, privateKey } = key;
+    if (decision.approver !== undefined && decision.approver !== keyId) {
+      const rule = "a signed decision's approver is its key's name";
+      throw new Error(`approver "${decision.approver}" differs from the signing key "${keyId}" (approvals.privateKeyEnv): ${rule}`);
+    }
+    // The signature vouches for the arguments the person saw, so it is never made over a digest fetched here.
+    const { callId, decision: verdict, argsDigest } = decision;
+    if (argsDigest === undefined) {
+      throw new Error(`argsDigest is required to sign a decision on call ${callId}: give the digest of the arguments you decide on`);
+    }
+    const signature = signDecisionFields({ callId, decision: verdict, argsDigest, approver: keyId, signedAt, workflowId }, privateKey);
+    return { ...decision, approver: keyId, argsDigest, keyId, signedAt, signature };
   }
 
   /** The Web UI page of a turn (its timeline, where the activity summaries show), when the UI's address is known. */

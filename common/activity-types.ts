@@ -120,5 +120,11 @@ export type StatusLookup =
 export interface TurnSettings {
   limits: Required<TurnLimits>;
   /** Left out by workers older than the approval settings; a turn then requires the digest. */
-  approvals?: { requireDigest: boolean };
+  approvals?: {
+    requireDigest: boolean;
+    /** Approver public keys (raw, base64) by name; when present, every decision must be signed by one. Left out when signing is off. */
+    publicKeys?: Record<string, string>;
+    /** How old a signature's `signedAt` may be; present with `publicKeys`. */
+    signatureMaxAgeMs?: number;
+  };
 }

@@ -107,6 +107,12 @@ export interface ApprovalDecision {
   reason?: string;
   /** When given, must equal the pending call's argsDigest. */
   argsDigest?: string;
+  /** Signed decisions (required when the worker has approver keys): the signing key's name, recorded as the approver. */
+  keyId?: string;
+  /** When the decision was signed, an ISO 8601 UTC time. */
+  signedAt?: string;
+  /** Base64 Ed25519 signature over the decision's signed fields (docs/approvals.md). */
+  signature?: string;
 }
 
 /** A decision that changed nothing, and why. */

@@ -218,6 +218,19 @@ export const configSchema = z.strictObject({
        * and the `decide` update's `argsDigest`); one without it is rejected and recorded.
        */
       requireDigest: z.boolean().default(true),
+      /**
+       * On a worker: the environment variable holding the approvers' public keys, `name:base64` entries
+       * (raw 32-byte Ed25519 keys) separated by commas. When set, every decision must be signed by one
+       * of them (docs/approvals.md); off when unset.
+       */
+      publicKeysEnv: envName.optional(),
+      /**
+       * On a client: the environment variable holding the operator's signing key, one `name:base64`
+       * entry (the raw 32-byte Ed25519 private key).
+       */
+      privateKeyEnv: envName.optional(),
+      /** How old a signed decision's `signedAt` may be when the turn takes it, by the turn's clock. */
+      signatureMaxAge: duration.default('10 minutes'),
     })
     .prefault({}),
   redact: z

@@ -6,6 +6,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseApproverPublicKeys, parseApproverSigningKey } from '../common/approver-keys';
+import { publicKeyOf } from '../common/signed-decision';
 import type { AgentTurnResult, ToolEvent, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import { loadConfig, PROJECT_ROOT } from '../config/load-config';
@@ -163,8 +165,25 @@ describe('the tollgate CLI', () => {
     expect(statusOfServer).toMatchObject({ code: 0, stdout: `A Temporal server answers at ${server.address}.\n` });
   });
 
+  it('generates an approver key pair as the two environment entries, and names a bad key name in one line', async () => {
+    const text = await tollgate(['keys', 'generate', 'ops-lead']);
+    expect(text.code).toBe(0);
+    const [publicEntry, privateEntry] = text.stdout.split('\n').filter((line) => line !== '' && !line.startsWith('#'));
+    const { keyId, privateKey } = parseApproverSigningKey(privateEntry, 'private entry');
+    expect(keyId).toBe('ops-lead');
+    const derived = Buffer.from(publicKeyOf(privateKey)).toString('base64');
+    expect(parseApproverPublicKeys(publicEntry, 'public entry')).toEqual({ 'ops-lead': derived });
+    const json = await tollgate(['--json', 'keys', 'generate', 'ops-lead']);
+    const entry = expect.stringMatching(/^ops-lead:/);
+    expect(JSON.parse(json.stdout)).toEqual({ name: 'ops-lead', publicEntry: entry, privateEntry: entry });
+    expect(JSON.parse(json.stdout).privateEntry).not.toBe(privateEntry);
+    const bad = await tollgate(['keys', 'generate', 'ops lead']);
+    const why = 'key name "ops lead" may hold only letters, digits, ".", "_", "@" and "-" (at most 64)';
+    expect(bad).toMatchObject({ code: 1, stderr: `tollgate: ${why}\n` });
+  });
+
   it('prints help for every command', async () => {
-    for (const command of ['run', 'start', 'status', 'follow', 'inbox', 'approve', 'deny', 'history', 'worker', 'server']) {
+    for (const command of ['run', 'start', 'status', 'follow', 'inbox', 'approve', 'deny', 'history', 'worker', 'server', 'keys']) {
       const help = await tollgate([command, '--help']);
       expect(help.code).toBe(0);
       expect(help.stdout).toContain(`Usage: tollgate ${command}`);

@@ -36,13 +36,17 @@ const { turnSettings } = proxyLocalActivities<Activities>({ startToCloseTimeout:
 
 /**
  * What a turn runs under: the worker's config limits, lowered or raised by the turn's own, and
- * whether decisions must name their digest. Turns recorded before the settings patch keep the
- * built-in limits and take a decision without a digest, as they did then.
+ * whether decisions must name their digest and be signed. Turns recorded before the settings patch
+ * keep the built-in limits and take a decision without a digest, as they did then.
  */
-async function settingsFor(own: TurnLimits | undefined): Promise<{ limits: Required<TurnLimits>; requireDigest: boolean }> {
+async function settingsFor(
+  own: TurnLimits | undefined,
+): Promise<{ limits: Required<TurnLimits>; requireDigest: boolean; signing?: ApprovalBook['signing'] }> {
   if (!patched(TURN_SETTINGS_PATCH)) return { limits: { ...DEFAULT_TURN_LIMITS, ...own }, requireDigest: false };
   const settings = await turnSettings();
-  return { limits: { ...settings.limits, ...own }, requireDigest: settings.approvals?.requireDigest ?? true };
+  const { publicKeys, signatureMaxAgeMs } = settings.approvals ?? {};
+  const signing = publicKeys ? { publicKeys, maxAgeMs: signatureMaxAgeMs ?? 0 } : undefined;
+  return { limits: { ...settings.limits, ...own }, requireDigest: settings.approvals?.requireDigest ?? true, signing };
 }
 
 /** Why a model step failed for good; an invalid model fails the workflow instead (the caller's mistake). */
@@ -124,8 +128,9 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     },
   );
 
-  const { limits, requireDigest } = await settingsFor(input.limits);
+  const { limits, requireDigest, signing } = await settingsFor(input.limits);
   approvals.requireDigest = requireDigest;
+  approvals.signing = signing;
   const messages: TurnMessage[] = [...(input.history ?? []), { role: 'user', content: prompt }];
   const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   let answer: string | undefined;

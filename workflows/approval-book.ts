@@ -2,6 +2,7 @@ import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@tempor
 import { REJECTED_DECISION_BOUNDS } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import type { ApprovalDecision, PendingApproval, TruncatedDecision, TurnState } from '../common/types';
+import { signatureProblem } from '../common/signed-decision';
 import { unencryptedMode } from '../common/unencrypted';
 
 function clip(text: string, maxChars: number): string {
@@ -31,6 +32,11 @@ export class ApprovalBook {
   private readonly decided = new Map<string, ApprovalDecision>();
   /** Whether a decision must name the digest of the arguments it decides on (the config's `approvals.requireDigest`). */
   requireDigest = false;
+  /**
+   * The approvers' public keys (base64 by name) and how old a signature may be, when the worker's
+   * config names them (`approvals.publicKeysEnv`): then every decision must be signed by one of them.
+   */
+  signing?: { publicKeys: Record<string, string>; maxAgeMs: number };
 
   constructor(private readonly state: TurnState) {}
 
@@ -41,7 +47,9 @@ export class ApprovalBook {
   }
 
   private reason(decision: unknown): string | undefined {
-    if (!decision || typeof decision !== 'object') return 'a decision must be an object { callId, decision, approver?, reason?, argsDigest? }';
+    if (!decision || typeof decision !== 'object') {
+      return 'a decision must be an object { callId, decision, approver?, reason?, argsDigest?, keyId?, signedAt?, signature? }';
+    }
     if (unencryptedMode(decision)) {
       return 'the decision arrived unencrypted; with payload encryption on, decisions must come from a client holding the keyring';
     }
@@ -51,11 +59,14 @@ export class ApprovalBook {
     if (this.decided.has(callId)) return `call ${callId} was already decided`;
     const pending = this.state.pendingApprovals.find((entry) => entry.callId === callId);
     if (!pending) return `no call ${callId} waits for approval`;
-    if (argsDigest === undefined && this.requireDigest) {
+    if (argsDigest === undefined && (this.requireDigest || this.signing)) {
       return `argsDigest is required: send the digest of the arguments of call ${callId} you decide on (pendingApprovals in the state query)`;
     }
     if (argsDigest !== undefined && argsDigest !== pending.argsDigest) return `argsDigest does not match the arguments of call ${callId}`;
-    return undefined;
+    if (!this.signing) return undefined;
+    // Date.now() is the workflow's clock: the same on every replay.
+    const check = { ...this.signing, workflowId: workflowInfo().workflowId, now: Date.now() };
+    return signatureProblem({ ...(decision as Partial<ApprovalDecision>), callId, decision: verdict, argsDigest: argsDigest! }, check);
   }
 
   /** Takes a decision if it is valid, or records it as rejected; returns why it was rejected. */
@@ -82,8 +93,11 @@ export class ApprovalBook {
 
   /** Takes a decision already judged valid. */
   accept(decision: ApprovalDecision): void {
-    const { callId, decision: verdict, approver, reason } = decision;
-    const taken: ApprovalDecision = { callId, decision: verdict, approver, reason };
+    const { callId, decision: verdict, approver, reason, keyId, signedAt } = decision;
+    // A signed decision's approver is the name of the key that signed it.
+    const taken: ApprovalDecision = this.signing
+      ? { callId, decision: verdict, approver: keyId, reason, keyId, signedAt }
+      : { callId, decision: verdict, approver, reason };
     this.decided.set(callId, taken);
     this.state.decisions.push(taken);
   }
