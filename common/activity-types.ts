@@ -82,6 +82,12 @@ export interface RunToolInput {
   tool: string;
   args: unknown;
   allowedTools?: string[];
+  /**
+   * The effect the workflow decided the call runs under (the model step's worker declared it).
+   * `runTool` refuses the call when its own registry declares another. Inputs recorded before this
+   * field existed carry none and are run as before.
+   */
+  effect?: ToolEffect;
 }
 
 /**

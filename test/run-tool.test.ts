@@ -7,6 +7,7 @@ import { defineTool, type ToolContext, type ToolDefinition, type ToolSpec } from
 import { createRunTool } from '../activities/boundary/run-tool';
 import { createToolRegistry } from '../tools/tool-registry';
 import { ToolOutcome } from '../tools/tool-outcome';
+import { openSqliteStore } from '../activities/intents/sqlite-store';
 import { runToolOnce, type FlatBoundaryResult } from './helpers/run-tool-once';
 
 const echoInput = z.strictObject({ text: z.string().describe('text') });
@@ -105,6 +106,41 @@ describe('runTool', () => {
     const runTool = createRunTool({ registry: createToolRegistry({ tools: [tool] }) });
     await Promise.all(Array.from({ length: 6 }, (_, index) => runToolOnce(runTool, { taskId: 't', callId: `c${index}`, tool: 'echo', args: { text: 'x' } })));
     expect(most).toBe(2);
+  });
+});
+
+describe('runTool under the effect its own registry declares', () => {
+  const sendInput = z.strictObject({ to: z.string().describe('to') });
+
+  it('refuses a call the workflow decided under another effect, before any claim or side effect', async () => {
+    let runs = 0;
+    const send = defineTool({ name: 'send', description: 'send', input: sendInput, effect: 'irreversible_write', handler: () => (runs++, 'sent') });
+    const store = openSqliteStore(':memory:');
+    const runTool = createRunTool({ registry: createToolRegistry({ tools: [send] }), store });
+    const input = { taskId: 'task', callId: 'call-0-0', tool: 'send', args: { to: 'ops' } };
+    await expect(runToolOnce(runTool, { ...input, effect: 'read' })).resolves.toEqual({
+      status: 'error',
+      code: 'forbidden',
+      retryable: false,
+      message: "send is not run: the model step's worker declared it read, this worker declares irreversible_write",
+      executions: 0,
+      originalSize: 0,
+      truncated: false,
+    });
+    await expect(runToolOnce(runTool, { ...input, effect: 'reversible_write' })).resolves.toMatchObject({ code: 'forbidden', executions: 0 });
+    expect(runs).toBe(0);
+    await expect(store.listTask('task')).resolves.toEqual([]);
+    await store.close();
+  });
+
+  it('runs a call whose effect agrees, and one recorded before the effect was sent, as before', async () => {
+    let runs = 0;
+    const echo = echoTool(() => (runs++, 'said'));
+    const runTool = createRunTool({ registry: createToolRegistry({ tools: [echo] }) });
+    await expect(runToolOnce(runTool, { taskId: 't', callId: 'c1', tool: 'echo', args: { text: 'x' }, effect: 'read' })).resolves.toMatchObject({ status: 'success', executions: 1 });
+    await expect(runToolOnce(runTool, { taskId: 't', callId: 'c2', tool: 'echo', args: { text: 'x' } })).resolves.toMatchObject({ status: 'success', executions: 1 });
+    await expect(runToolOnce(runTool, { taskId: 't', callId: 'c3', tool: 'echo', args: { text: 'x' }, effect: 'irreversible_write' })).resolves.toMatchObject({ code: 'forbidden' });
+    expect(runs).toBe(2);
   });
 });
 

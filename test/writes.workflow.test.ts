@@ -164,6 +164,21 @@ describe('the failure matrix for writes', () => {
     expect(existsSync(path.join(config.workspace, '..', 'escape.md'))).toBe(false);
   });
 
+  it('refuses a call the model step decided under a weaker effect than the running worker declares: forbidden, 0 executions', async () => {
+    const irreversible = ledgerTool({ effect: 'irreversible_write', behave: (_n, apply) => apply() });
+    const olderVersion = ledgerTool({ effect: 'reversible_write', behave: (_n, apply) => apply() });
+    const { result, modelInputs } = await runTurn({
+      tools: [irreversible.tool],
+      modelStepTools: [olderVersion.tool],
+      input: { prompt: 'x', model: scripted([bookStep, { text: 'done' }]) },
+    });
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'forbidden', attempts: 0 })]);
+    const seen = modelInputs[1].messages.find((message) => message.role === 'tool');
+    expect(seen).toMatchObject({ result: { message: "book_room is not run: the model step's worker declared it reversible_write, this worker declares irreversible_write" } });
+    expect(irreversible.counts.executions + olderVersion.counts.executions).toBe(0);
+    expect(irreversible.counts.effects + olderVersion.counts.effects).toBe(0);
+  });
+
   it('writes the same save_draft intent once, however often it is asked for in a task', async () => {
     const config = testConfig();
     const store = openSqliteStore(config.store.sqliteFile);

@@ -29,6 +29,16 @@ class TimeoutError extends Error {
 
 
 /**
+ * Why a call may not run under the effect the workflow decided: the worker of the model step
+ * declared another effect for the tool than this worker does (a fleet mixing tool versions).
+ * Undefined when they agree, or when the input names no effect (recorded before it was sent).
+ */
+export function effectMismatch(tool: ToolDefinition, input: RunToolInput): string | undefined {
+  if (input.effect === undefined || input.effect === tool.effect) return undefined;
+  return `${tool.name} is not run: the model step's worker declared it ${input.effect}, this worker declares ${tool.effect}`;
+}
+
+/**
  * The `runTool` activity: the execution half of the boundary. It checks the call again (the model
  * step already did, but an activity can be started by anyone), waits for a place under the tool's
  * concurrency limit, runs the handler under its timeout, then redacts, truncates and normalizes.
@@ -192,6 +202,8 @@ export function createRunTool({
     const checked = checkToolCall({ registry, request: input, allowedTools: input.allowedTools, taskId: input.taskId });
     if (checked.refusal) return BoundaryResults.refused(checked.refusal.code, checked.refusal.message);
     const tool = registry.get(input.tool)!;
+    const mismatch = effectMismatch(tool, input);
+    if (mismatch) return BoundaryResults.refused('forbidden', mismatch);
     return executors[tool.effect](tool, tool.input.parse(input.args), input);
   };
 }

@@ -32,7 +32,7 @@ export const irreversibleWriteStrategy: EffectStrategy = {
       return BoundaryResults.denied(`denied${by}${decision.reason ? `: ${decision.reason}` : ''}`);
     }
     try {
-      const ran = readBoundaryResult(await writeActivity(call)({ taskId, callId: call.callId, tool: call.tool, args: call.args, allowedTools }));
+      const ran = readBoundaryResult(await writeActivity(call)({ taskId, callId: call.callId, tool: call.tool, args: call.args, allowedTools, effect: policy.effect }));
       return { ...ran, executions: ran.executions > 0 ? 1 : 0 };
     } catch (error) {
       return BoundaryResults.outcomeUnknown(`${call.tool} was cut off and is not run again: ${interruption(error)}`, 1);

@@ -27,7 +27,7 @@ export const readStrategy: EffectStrategy = {
       },
     });
     try {
-      return readBoundaryResult(await runTool({ taskId, callId: call.callId, tool: call.tool, args: call.args, allowedTools }));
+      return readBoundaryResult(await runTool({ taskId, callId: call.callId, tool: call.tool, args: call.args, allowedTools, effect: policy.effect }));
     } catch (error) {
       if (!(error instanceof ActivityFailure)) throw error;
       const exhausted = error.retryState === RetryState.MAXIMUM_ATTEMPTS_REACHED;

@@ -28,7 +28,7 @@ export const reversibleWriteStrategy: EffectStrategy = {
         await sleep(Math.min(policy.retry.initialIntervalMs * policy.retry.backoffCoefficient ** (round - 1), policy.retry.maximumIntervalMs));
       }
       try {
-        const ran = readBoundaryResult(await runTool({ taskId, callId: call.callId, tool: call.tool, args: call.args, allowedTools }));
+        const ran = readBoundaryResult(await runTool({ taskId, callId: call.callId, tool: call.tool, args: call.args, allowedTools, effect: policy.effect }));
         executions += ran.executions > 0 ? 1 : 0;
         if (ran.result.status === 'error' && ran.result.retryable) {
           lastProblem = ran.result.message ?? ran.result.code ?? 'error';
