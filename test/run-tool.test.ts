@@ -109,6 +109,93 @@ describe('runTool', () => {
   });
 });
 
+describe('the wait for a place under the concurrency limit', () => {
+  const draftInput = z.strictObject({ name: z.string().describe('name') });
+
+  /** A reversible write with concurrency 1 whose `hold` call keeps its place (ignoring its abort) until `letGo` is called. */
+  function heldTool() {
+    const ran: string[] = [];
+    let letGo!: () => void;
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+    const tool = defineTool({
+      name: 'draft',
+      description: 'draft',
+      input: draftInput,
+      effect: 'reversible_write',
+      timeout: 200,
+      concurrency: 1,
+      status: () => 'not_applied',
+      handler: async ({ name }) => {
+        ran.push(name);
+        if (name === 'hold') await held;
+        return `wrote ${name}`;
+      },
+    });
+    const store = openSqliteStore(':memory:');
+    return { ran, letGo, store, runTool: createRunTool({ registry: createToolRegistry({ tools: [tool] }), store }) };
+  }
+
+  it('times a call out while it waits behind a handler that keeps its place: 0 executions, its handler never runs', async () => {
+    const { ran, letGo, store, runTool } = heldTool();
+    const first = runToolOnce(runTool, { taskId: 't', callId: 'c1', tool: 'draft', args: { name: 'hold' } }).catch((error) => error);
+    const started = Date.now();
+    const second = await runToolOnce(runTool, { taskId: 't', callId: 'c2', tool: 'draft', args: { name: 'waits' } });
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(second).toEqual({
+      status: 'error',
+      code: 'transient_failure',
+      retryable: true,
+      message: 'draft timed out after 200 ms waiting for a place under its concurrency limit of 1; it did not run',
+      executions: 0,
+      originalSize: 0,
+      truncated: false,
+    });
+    // The first was cut off by its own timeout while still applying: an interruption, 1 execution.
+    await expect(first).resolves.toMatchObject({ type: 'write_interrupted', details: [{ executions: 1 }] });
+    letGo();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(ran).toEqual(['hold']);
+    // The attempt that never started is given up, so it is claimable again rather than in flight; the place is free again.
+    const intents = await store.listTask('t');
+    expect(intents.map((intent) => [intent.callId, intent.state])).toEqual([['c1', 'started']]);
+    await expect(runToolOnce(runTool, { taskId: 't', callId: 'c3', tool: 'draft', args: { name: 'waits' } })).resolves.toMatchObject({ status: 'success', executions: 1 });
+    expect(ran).toEqual(['hold', 'waits']);
+    await store.close();
+  });
+
+  it('never runs a call cancelled while it waits, even once the place is free', async () => {
+    const { ran, letGo, store, runTool } = heldTool();
+    const first = runToolOnce(runTool, { taskId: 't', callId: 'c1', tool: 'draft', args: { name: 'hold' } }).catch((error) => error);
+    const waiting = new MockActivityEnvironment();
+    const second = waiting.run(runTool, { taskId: 't', callId: 'c2', tool: 'draft', args: { name: 'waits' } }).catch((error) => error);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    waiting.cancel();
+    await expect(second).resolves.toMatchObject({ name: 'CancelledFailure' });
+    letGo();
+    await first;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    expect(ran).toEqual(['hold']);
+    expect((await store.listTask('t')).map((intent) => intent.callId)).toEqual(['c1']);
+    await store.close();
+  });
+
+  it('times a read out inside its timeout while it waits, with the executions of its earlier attempts', async () => {
+    let letGo!: () => void;
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+    const runs: string[] = [];
+    const tool = echoTool(async ({ text }) => (runs.push(text), text === 'hold' ? held.then(() => text) : text), { timeout: 200, concurrency: 1 });
+    const runTool = createRunTool({ registry: createToolRegistry({ tools: [tool] }) });
+    const first = runToolOnce(runTool, { taskId: 't', callId: 'c1', tool: 'echo', args: { text: 'hold' } }).catch((error) => error);
+    const second = await runToolOnce(runTool, { taskId: 't', callId: 'c2', tool: 'echo', args: { text: 'waits' } }, { attempt: 2 }).catch((error) => error);
+    expect(second).toBeInstanceOf(ApplicationFailure);
+    expect(second).toMatchObject({ type: 'transient_failure', nonRetryable: false, details: [{ executions: 1 }] });
+    expect(second.message).toMatch(/waiting for a place under its concurrency limit of 1; it did not run$/);
+    letGo();
+    await first;
+    expect(runs).toEqual(['hold']);
+  });
+});
+
 describe('runTool under the effect its own registry declares', () => {
   const sendInput = z.strictObject({ to: z.string().describe('to') });
 

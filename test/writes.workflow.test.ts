@@ -110,6 +110,29 @@ describe('the failure matrix for writes', () => {
     expect(seen).toMatchObject({ result: { status: 'success', data: { booked: true, from: 'status' } } });
   });
 
+  it('backs off before it looks up again, so a write still applying after its timeout is found applied, not run twice', async () => {
+    const reversible = ledgerTool({
+      effect: 'reversible_write',
+      timeout: 200,
+      behave: async (execution, apply) => {
+        // The first execution ignores its abort signal and applies 800 ms after its timeout, well inside the 2 s backoff.
+        if (execution === 1) await new Promise((resolve) => setTimeout(resolve, 1_000));
+        apply();
+        return 'booked';
+      },
+    });
+    const config = testConfig({ retry: { initialInterval: '2s', maximumInterval: '2s' } });
+    const { result } = await runTurn({
+      config,
+      tools: [reversible.tool],
+      input: { prompt: 'x', model: scripted([bookStep, { text: 'done' }]) },
+      // Waits in real time, so the backoff passes on the clock the handler runs by.
+      interact: async (handle) => void (await waitForState(handle, (state) => state.status !== 'running')),
+    });
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
+    expect(reversible.counts).toEqual({ executions: 1, effects: 1, lookups: 2 });
+  });
+
   it('reports an approved irreversible write that took effect and then timed out as outcome_unknown: 1 execution, never 2', async () => {
     const irreversible = ledgerTool({
       effect: 'irreversible_write',
