@@ -46,6 +46,12 @@ export interface ToolPolicy {
   maxAttempts: number;
   /** How long an irreversible write waits for a human decision. */
   approvalTimeoutMs: number;
+  /**
+   * Irreversible writes: how long the approved call may wait for a worker to start it (config
+   * `approvals.scheduleToStart`); after that it did not run and ends as `not_run`. Policies
+   * recorded before this field existed carry none, and their calls wait without a bound.
+   */
+  scheduleToStartMs?: number;
   /** The backoff between attempts, from the worker's config. */
   retry: RetryBackoff;
 }

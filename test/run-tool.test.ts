@@ -237,6 +237,14 @@ describe('createToolRegistry', () => {
     expect(() => createToolRegistry({ tools: [tool, tool] })).toThrow('tool "echo" is declared twice');
   });
 
+  it('gives irreversible writes, and only them, the schedule-to-start bound of an approved call', () => {
+    const send = defineTool({ name: 'send', description: 'send', input: z.strictObject({}), effect: 'irreversible_write', handler: () => 'sent' });
+    const registry = createToolRegistry({ tools: [echoTool(() => 'x'), send], approvedScheduleToStartMs: 90_000 });
+    expect(registry.policy('send')).toMatchObject({ effect: 'irreversible_write', scheduleToStartMs: 90_000 });
+    expect(registry.policy('echo')).not.toHaveProperty('scheduleToStartMs');
+    expect(createToolRegistry({ tools: [send] }).policy('send')).toMatchObject({ scheduleToStartMs: 3_600_000 });
+  });
+
   it('applies config overrides and refuses overrides for unknown tools', () => {
     const registry = createToolRegistry({ tools: [echoTool(() => 'x')], overrides: { echo: { timeout: '2s', maxAttempts: 5 } } });
     expect(registry.policy('echo')).toMatchObject({ effect: 'read', timeoutMs: 2000, maxAttempts: 5 });

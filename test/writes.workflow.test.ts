@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
@@ -12,9 +13,14 @@ import { taskFolderName } from '../tools/built-in/workspace-path';
 import type { TurnState } from '../common/types';
 import { approvalSignal, decideUpdate } from '../workflows/messages';
 import { testConfig } from './helpers/test-config';
-import { scripted, waitForState, useTurnRunner, type TurnOptions } from './helpers/turn-runner';
+import { createWorker } from '../worker/create-worker';
+import { createActivities } from '../activities';
+import type { ModelStepInput } from '../common/activity-types';
+import type { AgentTurnResult } from '../common/types';
+import { scripted, waitForState, useTimeSkippingEnvironment, useTurnRunner, type TurnOptions } from './helpers/turn-runner';
 
-const runTurn = useTurnRunner();
+const environment = useTimeSkippingEnvironment();
+const runTurn = useTurnRunner(environment);
 
 function connectionReset(): Error {
   return Object.assign(new Error('write ECONNRESET'), { code: 'ECONNRESET' });
@@ -158,6 +164,61 @@ describe('the failure matrix for writes', () => {
     ]);
     expect(irreversible.counts.executions).toBe(1);
     expect(irreversible.counts.effects).toBe(1);
+  });
+
+  it('ends an approved irreversible call that no worker could start in time as not_run: 0 executions, never outcome_unknown', async () => {
+    // One worker with a single activity slot. A read of another turn holds that slot until the test lets it go,
+    // so the approved call waits in the task queue; after approvals.scheduleToStart (1 s) the server times it out.
+    const { env, workflowBundle } = environment;
+    const irreversible = ledgerTool({ effect: 'irreversible_write', behave: (_n, apply) => apply() });
+    let holding = false;
+    let letGo!: () => void;
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+    const slowRead = defineTool({
+      name: 'slow_read',
+      description: 'Reads slowly.',
+      input: z.strictObject({}),
+      effect: 'read',
+      timeout: 60_000,
+      handler: async () => {
+        holding = true;
+        await held;
+        return 'read';
+      },
+    });
+    const base = testConfig({ approvals: { scheduleToStart: '1s' } });
+    const taskQueue = `test-${randomUUID()}`;
+    const config = { ...base, temporal: { ...base.temporal, taskQueue } };
+    const store = openSqliteStore(config.store.sqliteFile);
+    const activities = createActivities({ config, tools: [irreversible.tool, slowRead], store });
+    const modelInputs: ModelStepInput[] = [];
+    const worker = await createWorker({
+      config,
+      connection: env.nativeConnection,
+      activities: { ...activities, modelStep: (input: ModelStepInput) => (modelInputs.push(structuredClone(input)), activities.modelStep(input)) },
+      store,
+      workflowBundle,
+      workerOptions: { maxConcurrentActivityTaskExecutions: 1 },
+    });
+    const start = (taskId: string, steps: Parameters<typeof scripted>[0]) =>
+      env.client.workflow.start('agentTurn', { workflowId: `turn-${randomUUID()}`, taskQueue, args: [{ taskId, prompt: 'x', model: scripted(steps) }] });
+    const { result, state } = await worker.runUntil(async () => {
+      const booking = await start('task-1', [bookStep, { text: 'done' }]);
+      const { callId } = await firstPending(booking);
+      const reading = await start('task-2', [{ toolCalls: [{ tool: 'slow_read', args: {} }] }, { text: 'done' }]);
+      await expect.poll(() => holding, { timeout: 20_000 }).toBe(true);
+      await booking.signal(approvalSignal, { callId, decision: 'approve' });
+      const ended = await waitForState(booking, (current) => current.toolCalls.length > 0);
+      letGo();
+      await reading.result();
+      return { result: (await booking.result()) as AgentTurnResult, state: ended };
+    });
+    await store.close();
+    expect(state.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'not_run', attempts: 0 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'not_run', attempts: 0 })]);
+    expect(irreversible.counts).toEqual({ executions: 0, effects: 0, lookups: 0 });
+    const told = modelInputs.find((input) => input.taskId === 'task-1' && input.step === 1)?.messages.find((message) => message.role === 'tool');
+    expect(told).toMatchObject({ result: { status: 'error', code: 'not_run', retryable: false, message: 'book_room was approved, but no worker started it within 1 s; it did not run' } });
   });
 
   it('refuses a forbidden write before it is scheduled: forbidden, 0 executions', async () => {
