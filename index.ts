@@ -64,7 +64,7 @@ export type {
 } from './common/types';
 
 // Configuration
-/** The validated config: temporal.config.yaml, a Temporal profile and the environment, layered. */
-export type { TollgateConfig } from './config/config-schema';
+/** The validated config: temporal.config.yaml, a Temporal profile and the environment, layered; the MCP servers as `createWorker({ mcp })` takes them. */
+export type { McpConfigInput, TollgateConfig } from './config/config-schema';
 /** Loads and validates the config; a bad key is a ConfigError naming it. */
 export { ConfigError, loadConfig, parseConfig } from './config/load-config';

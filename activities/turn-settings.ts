@@ -15,7 +15,7 @@ export function limitsFromConfig(config: TollgateConfig): Required<TurnLimits> {
  * started by any client (the Temporal CLI, another SDK), not only by TollgateClient.
  */
 export function createTurnSettings(config: TollgateConfig) {
-  const settings: TurnSettings = { limits: limitsFromConfig(config) };
+  const settings: TurnSettings = { limits: limitsFromConfig(config), approvals: { requireDigest: config.approvals.requireDigest } };
   return async function turnSettings(): Promise<TurnSettings> {
     return settings;
   };

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { Command, CommanderError, Option } from 'commander';
 import { codecFromEnvironment } from '../codec/aes-gcm-codec';
-import { startCodecServer } from '../codec/codec-server';
+import { codecTokenFromEnvironment, startCodecServer } from '../codec/codec-server';
 import type { AgentTurnInput, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import { loadConfig } from '../config/load-config';
@@ -13,7 +13,7 @@ import type { IntentRecord } from '../activities/intents/intent-store';
 import { ensureServer } from '../server/dev-server';
 import { probeServer } from '../connection/temporal-connection';
 import { runWorker } from '../worker/run-worker';
-import { followTurn, toolCallTable } from './follow-turn';
+import { describeApproval, followTurn, toolCallTable } from './follow-turn';
 import { forTerminal } from './terminal-text';
 import { formatTable } from './format-table';
 import { TollgateClient, TurnEndedError } from './tollgate-client';
@@ -81,7 +81,11 @@ function turnInput(task: string, options: { taskId?: string; model?: string; too
 
 function describeState(workflowId: string, state: TurnState): string {
   const lines = [`${workflowId}: ${state.status}, phase ${state.phase}, step ${state.step + 1}, ${state.toolCalls.length} tool call(s)`];
-  for (const pending of state.pendingApprovals) lines.push(`  waiting for approval: ${pending.callId} ${pending.tool} (argsDigest ${pending.argsDigest.slice(0, 16)}…, expires ${pending.expiresAt})`);
+  for (const pending of state.pendingApprovals) {
+    lines.push(forTerminal(`  waiting for approval: ${pending.callId} ${pending.tool}`));
+    lines.push(...describeApproval(pending).text.split('\n').slice(1).map((line) => `  ${line}`));
+  }
+  if (state.rejectedDecisionsDropped > 0) lines.push(`  ${state.rejectedDecisionsDropped} older rejected decision(s) not kept`);
   for (const rejected of state.rejectedDecisions) lines.push(`  rejected decision: ${rejected.why}`);
   return lines.join('\n');
 }
@@ -137,7 +141,10 @@ program
     print(entries, () =>
       entries.length === 0
         ? 'Nothing waits for approval.'
-        : formatTable(['workflow', 'task', 'call', 'tool', 'argsDigest', 'expires'], entries.map((entry) => [entry.workflowId, entry.taskId, entry.callId, entry.tool, `${entry.argsDigest.slice(0, 16)}…`, entry.expiresAt])),
+        : [
+            formatTable(['workflow', 'task', 'call', 'tool', 'expires'], entries.map((entry) => [entry.workflowId, entry.taskId, entry.callId, entry.tool, entry.expiresAt].map((cell) => forTerminal(cell)))),
+            ...entries.map((entry) => `\n${forTerminal(entry.workflowId)} ${describeApproval(entry).text}`),
+          ].join('\n'),
     );
   });
 
@@ -149,11 +156,20 @@ for (const decision of ['approve', 'deny'] as const) {
     .argument('<callId>')
     .option('--reason <text>', 'why, for the record')
     .option('--approver <name>', 'who decides (default: the login name)')
-    .option('--args-digest <sha256>', 'the digest of the arguments you saw; the decision is rejected if the call differs')
+    .option('--args-digest <sha256>', 'the digest of the arguments you saw; without it, the call is shown and the digest of what is shown is sent')
     .action(async (workflowId: string, callId: string, options) => {
-      const receipt = await withClient((client) =>
-        client[decision](workflowId, callId, { reason: options.reason, approver: options.approver ?? process.env.USER, argsDigest: options.argsDigest }),
-      );
+      const receipt = await withClient(async (client) => {
+        let digest: string | undefined = options.argsDigest;
+        if (!digest) {
+          const pending = (await client.state(workflowId)).pendingApprovals.find((entry) => entry.callId === callId);
+          if (!pending) throw new CliError(`rejected: no call ${callId} waits for approval`);
+          const shown = describeApproval(pending);
+          if (!json()) console.log(shown.text);
+          if (!shown.matches) throw new CliError(`rejected: the arguments of call ${callId} do not match their digest; nothing was sent`);
+          digest = pending.argsDigest;
+        }
+        return client[decision](workflowId, callId, { reason: options.reason, approver: options.approver ?? process.env.USER, argsDigest: digest });
+      });
       print(receipt, () => `${receipt.decision === 'approve' ? 'Approved' : 'Denied'} ${receipt.callId} of ${workflowId}.`);
     });
 }
@@ -203,8 +219,17 @@ program
     const config = loadConfig();
     const codec = codecFromEnvironment(config.encryption.keysEnv);
     if (!codec) throw new CliError('encryption.keysEnv is not set in the config: there is nothing to decode');
-    const codecServer = await startCodecServer({ codec, port: Number(options.port ?? config.encryption.codecServer.port), origins: config.encryption.codecServer.origins });
-    console.log(`Codec server at ${codecServer.url} for ${config.encryption.codecServer.origins.join(', ')}; Ctrl-C stops it.`);
+    const { host, hosts, origins, tokenEnv } = config.encryption.codecServer;
+    let token: string;
+    try {
+      token = codecTokenFromEnvironment(tokenEnv);
+    } catch (error) {
+      throw new CliError((error as Error).message);
+    }
+    const port = Number(options.port ?? config.encryption.codecServer.port);
+    const codecServer = await startCodecServer({ codec, token, port, host, origins, hosts });
+    console.log(`Codec server at ${codecServer.url} for ${origins.join(', ')}; callers send "Authorization: Bearer $${tokenEnv}".`);
+    console.log('Ctrl-C stops it.');
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
       process.once('SIGTERM', resolve);

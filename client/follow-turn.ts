@@ -49,11 +49,11 @@ export function toolCallTable(events: ToolEvent[]): string {
  * arguments as JSON, exactly those the digest covers (`matches` is false when they are not, and
  * then the call must not be approved from this view).
  */
-export function describeApproval(pending: PendingApproval): { text: string; matches: boolean } {
+export function describeApproval(pending: PendingApproval, { maxArgsChars = 4_000 }: { maxArgsChars?: number } = {}): { text: string; matches: boolean } {
   const matches = argsDigest(pending.args) === pending.argsDigest;
-  const digest = `argsDigest ${pending.argsDigest.slice(0, 16)}…`;
-  const header = `Approval needed for ${pending.callId}: ${pending.tool} (${digest}, expires ${pending.expiresAt})`;
-  const args = JSON.stringify(pending.args, null, 2) ?? 'undefined';
+  const header = `Approval needed for ${pending.callId}: ${pending.tool} (expires ${pending.expiresAt})\n  argsDigest ${pending.argsDigest}`;
+  const whole = JSON.stringify(pending.args, null, 2) ?? 'undefined';
+  const args = whole.length <= maxArgsChars ? whole : `${whole.slice(0, maxArgsChars)}\n… ${whole.length - maxArgsChars} more characters (the whole arguments: --json)`;
   const lines = [header, ...args.split('\n').map((line) => `  ${line}`)];
   if (!matches) lines.push('These arguments do not match the digest of the call, so it cannot be approved from here.');
   return { text: forTerminal(lines.join('\n')), matches };
@@ -72,13 +72,15 @@ export async function followTurn(client: TollgateClient, workflowId: string, { m
   let shownEvents = 0;
   let streamed = { step: -1, length: 0 };
   let waitingLine = '';
+  // While a question waits for its answer, nothing is drawn over it.
+  let asking = false;
   const clearSpinner = () => {
     if (spinnerShown) process.stdout.write('\r\x1b[2K');
     spinnerShown = false;
   };
   const timer = spinning
     ? setInterval(() => {
-        if (streamed.length > 0) return;
+        if (streamed.length > 0 || asking) return;
         process.stdout.write(`\r\x1b[2K${SPINNER[frame++ % SPINNER.length]} ${forTerminal(waitingLine) || 'working…'}`);
         spinnerShown = true;
       }, 120)
@@ -106,7 +108,9 @@ export async function followTurn(client: TollgateClient, workflowId: string, { m
         const shown = describeApproval(pending);
         console.log(shown.text);
         const mismatch = { decision: 'deny' as const, reason: 'the arguments shown did not match their digest' };
-        const choice = shown.matches || mode === 'wait' ? await decide(pending, mode) : mismatch;
+        asking = true;
+        clearSpinner();
+        const choice = await (shown.matches || mode === 'wait' ? decide(pending, mode) : Promise.resolve(mismatch)).finally(() => (asking = false));
         if (!choice) {
           console.log(`Waiting; decide with: tollgate approve ${workflowId} ${pending.callId}   (or deny)`);
           continue;

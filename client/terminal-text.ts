@@ -3,6 +3,7 @@
  * carriage return, backspace, bell…), DEL, C1 controls (CSI, OSC…) and the Unicode bidi controls
  * (embeddings, overrides, isolates, the marks LRM, RLM and ALM).
  */
+// eslint-disable-next-line no-control-regex -- matching control characters is what this pattern is for.
 const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 /**

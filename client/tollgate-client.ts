@@ -1,10 +1,10 @@
 import { Client, WorkflowIdReusePolicy } from '@temporalio/client';
 import { connectClient } from '../connection/temporal-connection';
 import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
-import { codecFromEnvironment } from '../codec/aes-gcm-codec';
+import { codecFromEnvironment, ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gcm-codec';
 import { AGENT_TURN_WORKFLOW_TYPE } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
-import type { AgentTurnInput, AgentTurnResult, ApprovalDecision, DecisionReceipt, PendingApproval, TurnLimits, TurnState } from '../common/types';
+import type { AgentTurnInput, AgentTurnResult, ApprovalDecision, DecisionReceipt, PendingApproval, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import type { agentTurn } from '../workflows';
 import { decideUpdate, stateQuery } from '../workflows/messages';
@@ -65,7 +65,8 @@ export class TollgateClient {
   static async connect(config: TollgateConfig): Promise<TollgateClient> {
     const connection = await connectClient(config);
     const codec = codecFromEnvironment(config.encryption.keysEnv);
-    const client = new Client({ connection, namespace: config.temporal.namespace, dataConverter: codec ? { payloadCodecs: [codec] } : undefined });
+    const dataConverter = codec ? { payloadCodecs: [codec], ...ENCRYPTED_CONVERTER_PATHS } : undefined;
+    const client = new Client({ connection, namespace: config.temporal.namespace, dataConverter });
     return new TollgateClient(client, config, codec);
   }
 

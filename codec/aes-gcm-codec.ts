@@ -1,6 +1,8 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import path from 'node:path';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import { UNENCRYPTED_METADATA, type RequireEncrypted } from '../common/unencrypted';
 
 /** The metadata encoding of a payload this codec encrypted. */
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
@@ -38,9 +40,21 @@ export function parseKeyring(text: string, source: string): Keyring {
   return { currentKeyId, keys };
 }
 
+/** How a codec treats what it decodes. */
+export interface AesGcmCodecOptions {
+  /**
+   * Flags every payload that arrives unencrypted with this mode (metadata `tollgate-unencrypted`),
+   * so that the workflow refuses what the mode covers. A worker's codec sets it; a client's does not.
+   */
+  markUnencrypted?: RequireEncrypted;
+}
+
 /** A PayloadCodec that encrypts every payload with AES-256-GCM, the key id in the payload's metadata. */
 export class AesGcmCodec implements PayloadCodec {
-  constructor(private readonly keyring: Keyring) {}
+  constructor(
+    private readonly keyring: Keyring,
+    private readonly options: AesGcmCodecOptions = {},
+  ) {}
 
   async encode(payloads: Payload[]): Promise<Payload[]> {
     const key = this.keyring.keys.get(this.keyring.currentKeyId)!;
@@ -56,7 +70,7 @@ export class AesGcmCodec implements PayloadCodec {
   async decode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((payload) => {
       const encoding = payload.metadata?.encoding ? decoder.decode(payload.metadata.encoding) : undefined;
-      if (encoding !== ENCRYPTED_ENCODING) return payload;
+      if (encoding !== ENCRYPTED_ENCODING) return this.flagUnencrypted(payload);
       const keyId = payload.metadata?.[KEY_ID_METADATA] ? decoder.decode(payload.metadata[KEY_ID_METADATA]) : '';
       const key = this.keyring.keys.get(keyId);
       if (!key) throw new Error(`a payload is encrypted with key "${keyId}", which this keyring does not hold`);
@@ -67,12 +81,33 @@ export class AesGcmCodec implements PayloadCodec {
       return temporal.api.common.v1.Payload.decode(plain) as Payload;
     });
   }
+
+  private flagUnencrypted(payload: Payload): Payload {
+    const mode = this.options.markUnencrypted;
+    if (!mode) return payload;
+    return { ...payload, metadata: { ...payload.metadata, [UNENCRYPTED_METADATA]: encoder.encode(mode) } };
+  }
 }
 
 /** The codec the config asks for (`encryption.keysEnv` names the environment variable holding the keyring), or none. */
-export function codecFromEnvironment(keysEnv: string | undefined, env: NodeJS.ProcessEnv = process.env): AesGcmCodec | undefined {
+export function codecFromEnvironment(
+  keysEnv: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+  options: AesGcmCodecOptions = {},
+): AesGcmCodec | undefined {
   if (!keysEnv) return undefined;
   const text = env[keysEnv];
   if (!text) throw new Error(`encryption.keysEnv: the environment variable ${keysEnv} is not set; it holds "keyId:base64key" entries`);
-  return new AesGcmCodec(parseKeyring(text, keysEnv));
+  return new AesGcmCodec(parseKeyring(text, keysEnv), options);
 }
+
+/**
+ * The converters an encrypting worker and client use (`codec/converters.js`): failures keep their
+ * message and stack trace in an encoded (so encrypted) payload, and values decoded from payloads
+ * that arrived unencrypted carry a mark the workflow checks. Workflow bundles built for an
+ * encrypting worker must be built with these paths too.
+ */
+export const ENCRYPTED_CONVERTER_PATHS = {
+  payloadConverterPath: path.join(__dirname, 'converters.js'),
+  failureConverterPath: path.join(__dirname, 'converters.js'),
+} as const;

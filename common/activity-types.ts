@@ -54,6 +54,8 @@ export interface ToolPolicy {
   scheduleToStartMs?: number;
   /** The backoff between attempts, from the worker's config. */
   retry: RetryBackoff;
+  /** Tools from elsewhere (MCP): the digest of the definition the model saw; only a worker serving the same definition runs the call. */
+  definitionDigest?: string;
 }
 
 /** A tool call after the boundary's first checks: either runnable with its policy, or refused. */
@@ -94,6 +96,8 @@ export interface RunToolInput {
    * field existed carry none and are run as before.
    */
   effect?: ToolEffect;
+  /** The definition digest from the call's recorded policy; must equal the executing worker's. */
+  definitionDigest?: string;
 }
 
 /**
@@ -127,4 +131,6 @@ export type StatusLookup =
 /** What the `turnSettings` local activity returns at a turn's start: the worker's configured limits, recorded once in history. */
 export interface TurnSettings {
   limits: Required<TurnLimits>;
+  /** Left out by workers older than the approval settings; a turn then requires the digest. */
+  approvals?: { requireDigest: boolean };
 }

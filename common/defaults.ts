@@ -34,3 +34,27 @@ export const DEFAULT_TASK_QUEUE = 'tollgate';
 
 /** The workflow type of the public contract. */
 export const AGENT_TURN_WORKFLOW_TYPE = 'agentTurn';
+
+/**
+ * What a turn keeps of the decisions it rejected: the newest `kept` (older ones are only counted),
+ * each decision whole up to `decisionChars` characters of JSON, each reason up to `whyChars`.
+ */
+export const REJECTED_DECISION_BOUNDS = { kept: 20, decisionChars: 1_024, whyChars: 300 } as const;
+
+/** The longest text one conversation `send` takes, in characters. */
+export const MAX_SEND_TEXT_CHARS = 100_000;
+
+/**
+ * Bounds of every sandboxed `shell` command. `cpuSeconds`, `addressSpaceBytes` and `fileSizeBytes` are rlimits of each
+ * process; `processes` bounds the command's process tree (a pids cgroup when the worker can create one, else RLIMIT_NPROC
+ * set inside the sandbox's user namespace); `memoryBytes` bounds the tree's memory where a cgroup v2 memory controller is
+ * available; `outputBytes` is the most of stdout and stderr together read before the command is stopped.
+ */
+export const SHELL_LIMITS = {
+  cpuSeconds: 30,
+  addressSpaceBytes: 1024 * 1024 * 1024,
+  fileSizeBytes: 64 * 1024 * 1024,
+  processes: 64,
+  memoryBytes: 1024 * 1024 * 1024,
+  outputBytes: 1_000_000,
+} as const;

@@ -111,9 +111,18 @@ export interface ApprovalDecision {
 
 /** A decision that changed nothing, and why. */
 export interface RejectedDecision {
+  /** What was sent, when its JSON is at most 1,024 characters; a {@link TruncatedDecision} otherwise. */
   decision: unknown;
+  /** Why it was refused, at most 300 characters. */
   why: string;
   at: string;
+}
+
+/** A rejected decision too large to keep whole: the first 1,024 characters of its JSON, and how long that JSON was. */
+export interface TruncatedDecision {
+  truncated: true;
+  jsonChars: number;
+  json: string;
 }
 
 /** What the `decide` update returns for an accepted decision. */
@@ -136,7 +145,10 @@ export interface TurnState {
   pendingApprovals: PendingApproval[];
   /** Decisions that were accepted, by call id. */
   decisions: ApprovalDecision[];
+  /** The newest 20 rejected decisions, oldest first. */
   rejectedDecisions: RejectedDecision[];
+  /** Rejected decisions dropped from `rejectedDecisions` to keep it at 20. */
+  rejectedDecisionsDropped: number;
   toolCalls: ToolEvent[];
   modelInterruptions: ModelInterruption[];
 }

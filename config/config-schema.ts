@@ -95,6 +95,69 @@ export const toolOverrideSchema = z.strictObject({
   summaryFields: z.array(z.string().min(1)).optional(),
 });
 
+/** Overrides of one MCP tool's policy, by the tool's name on its server (config `mcp.servers.<name>.tools.<tool>`). */
+export const mcpToolOverrideSchema = z.strictObject({
+  enabled: z.boolean().optional(),
+  /** Wins over the server's annotations; `reversible_write` is refused, since an MCP tool has no status check. */
+  effect: z.enum(['read', 'irreversible_write']).optional(),
+  timeout: duration.optional(),
+  maxAttempts: z.number().int().min(1).max(20).optional(),
+  maxOutputChars: z.number().int().min(16).optional(),
+  approvalTimeout: duration.optional(),
+  summaryFields: z.array(z.string().min(1)).optional(),
+});
+
+const STDIO_ONLY = ['command', 'args', 'env', 'cwd'] as const;
+const HTTP_ONLY = ['url', 'headersFromEnv'] as const;
+
+/** One MCP server: `command` (a child process spoken to over stdio) or `url` (Streamable HTTP). */
+export const mcpServerSchema = z
+  .strictObject({
+    command: z.string().min(1).optional(),
+    args: z.array(z.string()).optional(),
+    /** Variables for the server's process, on top of a minimal environment (never the worker's whole environment). */
+    env: z.record(envName, z.string()).optional(),
+    cwd: z.string().optional(),
+    url: httpUrl.optional(),
+    /** Header name -> the environment variable holding its value, so a token stays out of the config. */
+    headersFromEnv: z.record(z.string().regex(/^[A-Za-z0-9-]+$/, 'expected an HTTP header name'), envName).optional(),
+    /** Whether the server's tool annotations decide effects (default false: every tool is an irreversible write). */
+    trustAnnotations: z.boolean().default(false),
+    /** When true, a server that cannot start is logged and its tools are left out instead of stopping the worker. */
+    optional: z.boolean().default(false),
+    /** Only these tools (names on the server) are served; all when left out. */
+    include: z.array(z.string().min(1)).optional(),
+    /** These tools are never served. */
+    exclude: z.array(z.string().min(1)).default([]),
+    tools: z.record(z.string(), mcpToolOverrideSchema).default({}),
+    /** How long starting, connecting and listing the tools may take. */
+    connectTimeout: duration.default('30s'),
+  })
+  .superRefine((server, context) => {
+    if ((server.command === undefined) === (server.url === undefined)) {
+      context.addIssue({ code: 'custom', message: 'give exactly one of command (stdio) or url (Streamable HTTP)' });
+      return;
+    }
+    const foreign = server.url === undefined ? HTTP_ONLY : STDIO_ONLY;
+    for (const key of foreign) {
+      if (server[key] !== undefined) context.addIssue({ code: 'custom', path: [key], message: `${key} belongs to ${server.url === undefined ? 'a Streamable HTTP' : 'a stdio'} server, and this one has ${server.url === undefined ? 'a command' : 'a url'}` });
+    }
+  });
+
+/** One configured MCP server. */
+export type McpServerConfig = z.output<typeof mcpServerSchema>;
+
+/** The `mcp` section: MCP servers whose tools the worker serves as `<server>__<tool>`. */
+export const mcpSchema = z.strictObject({
+  servers: z.record(z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, 'expected 1-32 letters, digits, _ or -'), mcpServerSchema).default({}),
+});
+
+/** The validated `mcp` section. */
+export type McpConfig = z.output<typeof mcpSchema>;
+
+/** The `mcp` section as written (defaults left out), as `createWorker({ mcp })` takes it. */
+export type McpConfigInput = z.input<typeof mcpSchema>;
+
 /** How read tools are retried between attempts (the number of attempts is per tool). */
 export const retrySchema = z.strictObject({
   initialInterval: duration.default(DEFAULT_RETRY_BACKOFF.initialIntervalMs),
@@ -135,23 +198,41 @@ export const configSchema = z.strictObject({
       retention: positiveDuration.default(STORE_RETENTION_DEFAULTS.retentionMs),
     })
     .prefault({}),
-  approvals: z
-    .strictObject({
-      /** How long an approved irreversible call may wait for a worker to start it; after that it ends as `not_run`. */
-      scheduleToStart: positiveDuration.default(DEFAULT_APPROVED_SCHEDULE_TO_START_MS),
-    })
-    .prefault({}),
   encryption: z
     .strictObject({
       /** The environment variable holding the keyring, `keyId:base64key` entries separated by commas (the first encrypts). No encryption when unset. */
       keysEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected the name of an environment variable').optional(),
+      /**
+       * Payloads a worker refuses when they arrive unencrypted: `decisions` (the `approval` signal and
+       * the `decide` update, recorded as rejected) or `all` (also turn and conversation inputs and `send`).
+       */
+      requireEncrypted: z.enum(['decisions', 'all']).default('decisions'),
       codecServer: z
         .strictObject({
           port: z.number().int().min(1).max(65535).default(8888),
+          /** The address it listens on. */
+          host: z.string().min(1).default('127.0.0.1'),
+          /** The environment variable holding the bearer token every caller must send; the server refuses to start without it. */
+          tokenEnv: envName.default('TOLLGATE_CODEC_TOKEN'),
           /** Web UI origins allowed to call it. */
-          origins: z.array(z.string()).default(['http://127.0.0.1:8233', 'http://localhost:8233']),
+          origins: z
+            .array(z.string().regex(/^https?:\/\/[^/\s]+$/, 'expected an origin like http://127.0.0.1:8233'))
+            .default(['http://127.0.0.1:8233', 'http://localhost:8233']),
+          /** `Host` header values it answers (host:port); by default the loopback names with its port. */
+          hosts: z.array(z.string().regex(/^[^\s/]+:\d+$/, 'expected host:port')).optional(),
         })
         .prefault({}),
+    })
+    .prefault({}),
+  approvals: z
+    .strictObject({
+      /**
+       * Whether a decision must name the digest of the arguments it approves (the `approval` signal's
+       * and the `decide` update's `argsDigest`); one without it is rejected and recorded.
+       */
+      requireDigest: z.boolean().default(true),
+      /** How long an approved irreversible call may wait for a worker to start it; after that it ends as `not_run`. */
+      scheduleToStart: positiveDuration.default(DEFAULT_APPROVED_SCHEDULE_TO_START_MS),
     })
     .prefault({}),
   redact: z
@@ -160,6 +241,7 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   tools: z.record(z.string(), toolOverrideSchema).default({}),
+  mcp: mcpSchema.prefault({}),
 });
 
 /** The config as written in the file (every key optional). */

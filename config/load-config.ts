@@ -3,7 +3,7 @@ import path from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import type { z } from 'zod';
 import { loadClientConfigProfile, type ClientConfigProfile } from '@temporalio/envconfig';
-import { configSchema, type TollgateConfig } from './config-schema';
+import { configSchema, mcpSchema, type McpConfig, type TollgateConfig } from './config-schema';
 
 /** The config file Tollgate reads when `TOLLGATE_CONFIG` names none. */
 export const DEFAULT_CONFIG_FILE = 'temporal.config.yaml';
@@ -21,6 +21,8 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === 'unrecognized_keys') {
     return issue.keys.map((key) => `unknown key "${at ? `${at}.${key}` : key}"`).join('; ');
   }
+  // A record's key that fails its own schema: say why, not only that it is invalid.
+  if (issue.code === 'invalid_key') return `${at || '(top level)'}: ${issue.issues.map((inner) => inner.message).join('; ')}`;
   return `${at || '(top level)'}: ${issue.message}`;
 }
 
@@ -63,7 +65,18 @@ export function parseConfig(
   config.temporal.devServer.dbFile = resolve(config.temporal.devServer.dbFile);
   config.temporal.devServer.logFile = resolve(config.temporal.devServer.logFile);
   config.store.sqliteFile = resolve(config.store.sqliteFile);
+  for (const server of Object.values(config.mcp.servers)) if (server.cwd !== undefined) server.cwd = resolve(server.cwd);
   return { ...config, temporalProfile, configFile: source, projectRoot: PROJECT_ROOT };
+}
+
+/** Validates an `mcp` section given to the library (`createWorker({ mcp })`); errors name the key as the config's do. */
+export function parseMcpConfig(data: unknown, source: string): McpConfig {
+  const result = mcpSchema.safeParse(data ?? {});
+  if (!result.success) {
+    const problems = result.error.issues.map((issue) => describeIssue({ ...issue, path: ['mcp', ...issue.path] }));
+    throw new ConfigError(`${source}: ${problems.join('; ')}`);
+  }
+  return result.data;
 }
 
 /** Reads and validates the config file: `TOLLGATE_CONFIG`, else `temporal.config.yaml` at the project root. */

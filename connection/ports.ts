@@ -39,14 +39,19 @@ export function portIsFree(host: string, port: number): Promise<boolean> {
   });
 }
 
-/** A free TCP port on the loopback interface, for servers that tests start. */
-export function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, host, () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
+/** Ports freePort chooses from: below the kernel's ephemeral range (32768–60999 on Linux), so no outgoing connection and no port a server asks the kernel for can take it between the choice and the bind. */
+const CHOSEN_PORTS = { low: 10_000, high: 32_000 } as const;
+
+/**
+ * A free TCP port on the loopback interface, for servers that tests and the demo start. It is
+ * chosen at random below the ephemeral range: a port the kernel hands out (port 0) may be taken
+ * again at once by another process's outgoing connection or by a server that binds port 0 — a
+ * dev server does so for its internal services — before the caller binds it.
+ */
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  for (let tries = 0; tries < 200; tries++) {
+    const port = CHOSEN_PORTS.low + Math.floor(Math.random() * (CHOSEN_PORTS.high - CHOSEN_PORTS.low));
+    if (await portIsFree(host, port)) return port;
+  }
+  throw new ServerError(`no free port between ${CHOSEN_PORTS.low} and ${CHOSEN_PORTS.high} on ${host}`);
 }

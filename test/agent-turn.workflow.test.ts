@@ -4,7 +4,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { builtInTools } from '../tools/built-in';
-import { defineTool, type ToolDefinition } from '../tools/define-tool';
+import { defineTool } from '../tools/define-tool';
 import type { ScriptStep } from '../common/types';
 import { approvalSignal } from '../workflows/messages';
 import { testConfig } from './helpers/test-config';
@@ -38,7 +38,7 @@ describe('agentTurn', () => {
       interact: async (handle) => {
         const waiting = await waitForState(handle, (current) => current.pendingApprovals.length > 0);
         expect(waiting.pendingApprovals).toEqual([expect.objectContaining({ tool: 'send_message', callId: 'call-3-0' })]);
-        await handle.signal(approvalSignal, { callId: 'call-3-0', decision: 'approve', approver: 'tester' });
+        await handle.signal(approvalSignal, { callId: 'call-3-0', decision: 'approve', approver: 'tester', argsDigest: waiting.pendingApprovals[0].argsDigest });
       },
     });
     expect(result.status).toBe('completed');

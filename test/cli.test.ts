@@ -4,7 +4,7 @@ import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentTurnResult, ToolEvent, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
@@ -99,13 +99,21 @@ describe('the tollgate CLI', () => {
 
     const status = await tollgate(['status', workflowId]);
     expect(status.stdout).toContain('waiting for approval: call-3-0 send_message');
+    // The whole digest and the arguments it covers, as the inbox shows them too.
+    expect(status.stdout).toContain(`argsDigest ${entry.argsDigest}`);
+    expect(status.stdout).toMatch(/"to": "[^"]+"/);
+    expect(inboxText.stdout).toContain(`argsDigest ${entry.argsDigest}`);
 
     const forged = await tollgate(['approve', workflowId, 'call-3-0', '--args-digest', 'f'.repeat(64)]);
     expect(forged.code).toBe(1);
     expect(forged.stderr.trim()).toBe(`tollgate: rejected: argsDigest does not match the arguments of call call-3-0`);
 
-    const approved = await tollgate(['approve', workflowId, 'call-3-0', '--reason', 'checked', '--args-digest', entry.argsDigest]);
-    expect(approved).toMatchObject({ code: 0, stdout: `Approved call-3-0 of ${workflowId}.\n` });
+    // Without --args-digest the command shows the call and sends the digest of what it showed.
+    const approved = await tollgate(['approve', workflowId, 'call-3-0', '--reason', 'checked']);
+    expect(approved.code).toBe(0);
+    expect(approved.stdout).toContain(`Approval needed for call-3-0: send_message`);
+    expect(approved.stdout).toContain(`argsDigest ${entry.argsDigest}`);
+    expect(approved.stdout.endsWith(`Approved call-3-0 of ${workflowId}.\n`)).toBe(true);
     const again = await tollgate(['deny', workflowId, 'call-3-0']);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(new RegExp(`^tollgate: rejected: (call call-3-0 was already decided|no call call-3-0 waits for approval|turn ${workflowId} has already ended \\(COMPLETED\\); no call waits for a decision)\\n$`));

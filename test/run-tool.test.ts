@@ -1,9 +1,9 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { MockActivityEnvironment } from '@temporalio/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ToolError } from '../tools/tool-error';
 import { defineTool, type ToolContext, type ToolDefinition, type ToolSpec } from '../tools/define-tool';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { createRunTool } from '../activities/boundary/run-tool';
 import { createToolRegistry } from '../tools/tool-registry';
 import { ToolOutcome } from '../tools/tool-outcome';

@@ -152,10 +152,11 @@ describe('the failure matrix for writes', () => {
       tools: [irreversible.tool],
       input: { prompt: 'x', model: scripted([bookStep, bookStep, { text: 'done' }]) },
       interact: async (handle) => {
-        await handle.signal(approvalSignal, { callId: (await firstPending(handle)).callId, decision: 'approve' });
+        const first = await firstPending(handle);
+        await handle.signal(approvalSignal, { callId: first.callId, decision: 'approve', argsDigest: first.digest });
         // The model asks again for the same intent, and a human approves again: it still does not run.
         const again = await waitForState(handle, (current) => current.pendingApprovals.some((pending) => pending.callId === 'call-1-0'));
-        await handle.signal(approvalSignal, { callId: again.pendingApprovals[0].callId, decision: 'approve' });
+        await handle.signal(approvalSignal, { callId: again.pendingApprovals[0].callId, decision: 'approve', argsDigest: again.pendingApprovals[0].argsDigest });
       },
     });
     expect(result.toolCalls.map((event) => [event.status, event.code, event.attempts])).toEqual([
@@ -203,15 +204,20 @@ describe('the failure matrix for writes', () => {
     const start = (taskId: string, steps: Parameters<typeof scripted>[0]) =>
       env.client.workflow.start('agentTurn', { workflowId: `turn-${randomUUID()}`, taskQueue, args: [{ taskId, prompt: 'x', model: scripted(steps) }] });
     const { result, state } = await worker.runUntil(async () => {
-      const booking = await start('task-1', [bookStep, { text: 'done' }]);
-      const { callId } = await firstPending(booking);
-      const reading = await start('task-2', [{ toolCalls: [{ tool: 'slow_read', args: {} }] }, { text: 'done' }]);
-      await expect.poll(() => holding, { timeout: 20_000 }).toBe(true);
-      await booking.signal(approvalSignal, { callId, decision: 'approve' });
-      const ended = await waitForState(booking, (current) => current.toolCalls.length > 0);
-      letGo();
-      await reading.result();
-      return { result: (await booking.result()) as AgentTurnResult, state: ended };
+      try {
+        const booking = await start('task-1', [bookStep, { text: 'done' }]);
+        const { callId, digest } = await firstPending(booking);
+        const reading = await start('task-2', [{ toolCalls: [{ tool: 'slow_read', args: {} }] }, { text: 'done' }]);
+        await expect.poll(() => holding, { timeout: 20_000 }).toBe(true);
+        await booking.signal(approvalSignal, { callId, decision: 'approve', argsDigest: digest });
+        const ended = await waitForState(booking, (current) => current.toolCalls.length > 0);
+        letGo();
+        await reading.result();
+        return { result: (await booking.result()) as AgentTurnResult, state: ended };
+      } finally {
+        // A failed expectation must not leave the read holding the worker's only slot: the worker's shutdown waits for it.
+        letGo();
+      }
     });
     await store.close();
     expect(state.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'not_run', attempts: 0 })]);
@@ -311,8 +317,8 @@ describe('approvals of irreversible writes', () => {
   it('does not run a denied call: denied, 0 executions, and no error budget spent', async () => {
     const { result, delivered } = await outboxTurn(
       async (handle) => {
-        const { callId } = await firstPending(handle);
-        await handle.signal(approvalSignal, { callId, decision: 'deny', approver: 'lead', reason: 'not now' });
+        const { callId, digest } = await firstPending(handle);
+        await handle.signal(approvalSignal, { callId, decision: 'deny', approver: 'lead', reason: 'not now', argsDigest: digest });
       },
       { limits: { errorBudget: 0 } },
     );
@@ -327,6 +333,36 @@ describe('approvals of irreversible writes', () => {
     expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'approval_expired', attempts: 0 })]);
     expect(delivered).toBe(0);
     expect(Date.now() - started).toBeLessThan(60_000);
+  });
+
+  it("rejects and records a decision that names no digest, unless the worker's config says digests are optional", async () => {
+    const { result, delivered, state } = await outboxTurn(async (handle) => {
+      const { callId, digest } = await firstPending(handle);
+      await handle.signal(approvalSignal, { callId, decision: 'approve', approver: 'blind' });
+      const blind = await handle.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve' }] }).catch((error) => error);
+      expect(blind).toBeInstanceOf(WorkflowUpdateFailedError);
+      expect(blind.cause.message).toBe(`argsDigest is required: send the digest of the arguments of call ${callId} you decide on (pendingApprovals in the state query)`);
+      await waitForState(handle, (current) => current.rejectedDecisions.length === 1);
+      await handle.signal(approvalSignal, { callId, decision: 'approve', approver: 'sighted', argsDigest: digest });
+    });
+    expect(state.rejectedDecisions).toEqual([expect.objectContaining({ why: expect.stringMatching(/^argsDigest is required/) })]);
+    expect(state.decisions).toEqual([expect.objectContaining({ approver: 'sighted' })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
+    expect(delivered).toBe(1);
+
+    const config = testConfig({ approvals: { requireDigest: false } });
+    const send = sendMessageTool({ workspace: config.workspace });
+    const step = { toolCalls: [{ tool: 'send_message', args: { to: 'ops', subject: 'Hello', body: 'The brief.' } }] };
+    const optional = await runTurn({
+      config,
+      tools: [send],
+      input: { prompt: 'x', model: scripted([step, { text: 'done' }]) },
+      interact: async (handle) => {
+        await handle.signal(approvalSignal, { callId: (await firstPending(handle)).callId, decision: 'approve', approver: 'developer' });
+      },
+    });
+    expect(optional.state.rejectedDecisions).toEqual([]);
+    expect(optional.result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
   });
 
   it('rejects and records decisions for another call, with a wrong digest, or replayed', async () => {
@@ -359,10 +395,10 @@ describe('approvals of irreversible writes', () => {
         expect(forged.cause.message).toBe(`argsDigest does not match the arguments of call ${callId}`);
         await expect(handle.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve', argsDigest: digest }] })).resolves.toEqual({ callId, decision: 'approve', accepted: true });
         const next = await waitForState(handle, (current) => current.pendingApprovals.some((pending) => pending.callId !== callId));
-        const replayed = await handle.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve' }] }).catch((error) => error);
+        const replayed = await handle.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve', argsDigest: digest }] }).catch((error) => error);
         expect(replayed).toBeInstanceOf(WorkflowUpdateFailedError);
         expect(replayed.cause.message).toMatch(/already decided|no call .* waits for approval/);
-        await handle.signal(approvalSignal, { callId, decision: 'approve' });
+        await handle.signal(approvalSignal, { callId, decision: 'approve', argsDigest: digest });
         await waitForState(handle, (current) => current.rejectedDecisions.length === 1);
         const waiting = next.pendingApprovals.find((pending) => pending.callId !== callId)!;
         await handle.signal(approvalSignal, { callId: waiting.callId, decision: 'deny', argsDigest: waiting.argsDigest, reason: 'one message is enough' });

@@ -23,7 +23,7 @@ export function openCorpus(folder: string): Corpus {
       try {
         names = readdirSync(folder).filter((name) => name.endsWith('.md')).sort();
       } catch (error) {
-        throw new Error(`corpus folder ${folder} cannot be read: ${(error as Error).message}`);
+        throw new Error(`corpus folder ${folder} cannot be read: ${(error as Error).message}`, { cause: error });
       }
       return names.map((name) => {
         const content = readFileSync(path.join(folder, name), 'utf8');

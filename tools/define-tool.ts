@@ -77,6 +77,10 @@ export interface ToolDefinition {
   summary?: (args: unknown) => string;
   /** Argument fields the Web UI summary shows instead of `summary` (config `tools.<name>.summaryFields`). */
   summaryFields?: string[];
+  /** The model-visible JSON schema when the arguments are described by one (an MCP server's) rather than by zod; `input` then validates against it. */
+  inputJsonSchema?: unknown;
+  /** SHA-256 of what the model and an approver were shown (name, description, schema, annotations); a call recorded under another digest is refused. */
+  definitionDigest?: string;
   handler: (args: unknown, context: ToolContext) => Promise<unknown> | unknown;
 }
 
@@ -118,6 +122,7 @@ export function defineTool<Schema extends z.ZodType>(spec: ToolSpec<Schema>): To
 
 /** The JSON schema of a tool's arguments, as the model sees it (field descriptions from `.describe()`). */
 export function toolJsonSchema(tool: ToolDefinition): unknown {
+  if (tool.inputJsonSchema !== undefined) return tool.inputJsonSchema;
   let schema = jsonSchemas.get(tool.input);
   if (schema === undefined) {
     schema = z.toJSONSchema(tool.input, { io: 'input' });

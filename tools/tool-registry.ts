@@ -64,7 +64,14 @@ export function createToolRegistry({
     policy(name) {
       const tool = byName.get(name);
       if (!tool) return undefined;
-      const policy: ToolPolicy = { effect: tool.effect, timeoutMs: tool.timeoutMs, maxAttempts: tool.maxAttempts, approvalTimeoutMs: tool.approvalTimeoutMs, retry };
+      const policy: ToolPolicy = {
+        effect: tool.effect,
+        timeoutMs: tool.timeoutMs,
+        maxAttempts: tool.maxAttempts,
+        approvalTimeoutMs: tool.approvalTimeoutMs,
+        retry,
+        ...(tool.definitionDigest ? { definitionDigest: tool.definitionDigest } : {}),
+      };
       return tool.effect === 'irreversible_write' ? { ...policy, scheduleToStartMs: approvedScheduleToStartMs } : policy;
     },
   };

@@ -1,15 +1,20 @@
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { DataConverter } from '@temporalio/common';
 import { Runtime, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
-import { codecFromEnvironment } from '../codec/aes-gcm-codec';
+import { codecFromEnvironment, ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gcm-codec';
 import { createActivities, type Activities } from '../activities';
 import { openConfiguredStore } from '../activities/intents/open-store';
 import type { IdempotencyStore } from '../activities/intents/intent-store';
 import { startRetention, type RetentionPass } from '../activities/intents/retention';
 import { toMilliseconds } from '../common/duration';
 import type { ToolDefinition } from '../tools/define-tool';
-import type { TollgateConfig } from '../config/config-schema';
+import type { McpConfigInput, TollgateConfig } from '../config/config-schema';
+import { parseMcpConfig } from '../config/load-config';
 import { connectWorker } from '../connection/temporal-connection';
+import { startMcpTools } from '../tools/mcp/mcp-tool-source';
+import type { McpLog } from '../tools/mcp/mcp-connection';
+import { builtInTools } from '../tools/built-in';
 
 /** The file webpack bundles the workflows from. */
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
@@ -21,6 +26,10 @@ export interface CreateWorkerOptions {
   connection?: NativeConnection;
   /** Replaces the built-in tools. */
   tools?: ToolDefinition[];
+  /** MCP servers whose tools are served next to `tools`, in the shape of the config's `mcp` section (which it replaces). */
+  mcp?: McpConfigInput;
+  /** Where MCP servers' stderr and reconnects are logged (default: the worker's stderr). */
+  mcpLog?: McpLog;
   /** Replaces the store the config names; the caller then closes it. */
   store?: IdempotencyStore;
   /** Replaces the activities built from config and tools (tests wrap them to observe calls). */
@@ -35,9 +44,9 @@ export type WorkerService = () => () => void;
 
 /**
  * A Temporal worker serving Tollgate's workflows and activities, with the resources it opened
- * itself (the connection, the idempotency store): `run` and `runUntil` close them when the worker
- * has stopped; what the caller passed in stays the caller's to close. Its services (the store's
- * retention) start when it runs and stop when it stops.
+ * itself (the connection, the idempotency store, the MCP clients): `run` and `runUntil` close
+ * them when the worker has stopped; what the caller passed in stays the caller's to close. Its
+ * services (the store's retention) start when it runs and stop when it stops.
  */
 export class TollgateWorker {
   constructor(
@@ -89,10 +98,38 @@ export class TollgateWorker {
   }
 }
 
-/** Builds the tool registry (stopping here on a bad declaration), bundles the workflows and creates the worker. */
-export async function createWorker({ config, connection: given, tools, store: givenStore, activities, workflowBundle, workerOptions }: CreateWorkerOptions): Promise<TollgateWorker> {
+/** A name only the converters of an encrypting worker put into a workflow bundle. */
+const ENCRYPTED_BUNDLE_MARKER = 'MarkingPayloadConverter';
+
+/**
+ * Refuses a prebuilt bundle that lacks the converters an encrypting worker needs (it would keep
+ * failures in plaintext and take unencrypted decisions).
+ */
+async function checkBundle(config: TollgateConfig, bundle: WorkerOptions['workflowBundle']): Promise<void> {
+  if (!bundle || !config.encryption.keysEnv) return;
+  const code = 'code' in bundle ? bundle.code : await readFile(bundle.codePath, 'utf8');
+  if (!code.includes(ENCRYPTED_BUNDLE_MARKER)) {
+    throw new Error(
+      'workflowBundle: encryption is on (encryption.keysEnv), but the bundle was built without ENCRYPTED_CONVERTER_PATHS; ' +
+        'pass them to bundleWorkflowCode',
+    );
+  }
+}
+
+/**
+ * Starts the MCP servers and lists their tools, builds the tool registry (stopping here on a bad
+ * declaration or a server that cannot start), bundles the workflows and creates the worker.
+ */
+export async function createWorker(options: CreateWorkerOptions): Promise<TollgateWorker> {
+  const { config, connection: given, tools, store: givenStore, activities, workflowBundle, workerOptions } = options;
+  await checkBundle(config, workflowBundle);
   const owned: Array<() => Promise<void>> = [];
   try {
+    if (activities && options.mcp) throw new Error('createWorker: give mcp or activities, not both (activities already carry their tools)');
+    const mcp = options.mcp === undefined ? config.mcp : parseMcpConfig(options.mcp, 'createWorker({ mcp })');
+    // MCP servers start first: one that cannot start stops the worker before anything else is opened.
+    const mcpTools = activities ? undefined : await startMcpTools({ mcp, log: options.mcpLog });
+    if (mcpTools) owned.push(() => mcpTools.close());
     const connection = given ?? (await connectWorker(config));
     if (!given) owned.push(() => connection.close());
     let served = activities;
@@ -100,7 +137,7 @@ export async function createWorker({ config, connection: given, tools, store: gi
     if (!served) {
       store ??= openConfiguredStore(config);
       if (!givenStore) owned.push(() => store!.close());
-      served = createActivities({ config, tools, store });
+      served = createActivities({ config, tools: [...(tools ?? builtInTools(config)), ...(mcpTools?.tools ?? [])], store });
     }
     const services = store ? [retentionService(store, config)] : [];
     const worker = await Worker.create({
@@ -134,8 +171,11 @@ function logRetentionPass(pass: RetentionPass): void {
   else logger.info('retention: pruned committed intents', { committedBefore, ...pass.report });
 }
 
-/** Encrypts every payload when the config names a keyring (`encryption.keysEnv`); plain JSON otherwise. */
+/**
+ * Encrypts every payload and failure message when the config names a keyring (`encryption.keysEnv`),
+ * flagging what arrives unencrypted for the workflow to refuse (`encryption.requireEncrypted`); plain JSON otherwise.
+ */
 export function dataConverterFor(config: TollgateConfig): DataConverter | undefined {
-  const codec = codecFromEnvironment(config.encryption.keysEnv);
-  return codec ? { payloadCodecs: [codec] } : undefined;
+  const codec = codecFromEnvironment(config.encryption.keysEnv, process.env, { markUnencrypted: config.encryption.requireEncrypted });
+  return codec ? { payloadCodecs: [codec], ...ENCRYPTED_CONVERTER_PATHS } : undefined;
 }

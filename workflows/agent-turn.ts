@@ -6,6 +6,7 @@ import { DEFAULT_TURN_LIMITS } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import type { AgentTurnInput, AgentTurnResult, ToolEvent, TurnLimits, TurnMessage, TurnState, Usage } from '../common/types';
 import type { TurnStatus } from '../common/codes';
+import { unencryptedMode } from '../common/unencrypted';
 import { ApprovalBook } from './approval-book';
 import { EFFECT_STRATEGIES } from './effects';
 import { approvalSignal, decideUpdate, stateQuery } from './messages';
@@ -33,10 +34,15 @@ const { modelStep } = proxyActivities<Activities>({
 
 const { turnSettings } = proxyLocalActivities<Activities>({ startToCloseTimeout: '10 seconds', summary: 'turn settings', retry: { maximumAttempts: 5 } });
 
-/** The limits a turn runs under: the worker's config (or, for turns recorded before that, the built-in defaults), lowered or raised by the turn's own. */
-async function turnLimits(own: TurnLimits | undefined): Promise<Required<TurnLimits>> {
-  const base = patched(TURN_SETTINGS_PATCH) ? (await turnSettings()).limits : DEFAULT_TURN_LIMITS;
-  return { ...base, ...own };
+/**
+ * What a turn runs under: the worker's config limits, lowered or raised by the turn's own, and
+ * whether decisions must name their digest. Turns recorded before the settings patch keep the
+ * built-in limits and take a decision without a digest, as they did then.
+ */
+async function settingsFor(own: TurnLimits | undefined): Promise<{ limits: Required<TurnLimits>; requireDigest: boolean }> {
+  if (!patched(TURN_SETTINGS_PATCH)) return { limits: { ...DEFAULT_TURN_LIMITS, ...own }, requireDigest: false };
+  const settings = await turnSettings();
+  return { limits: { ...settings.limits, ...own }, requireDigest: settings.approvals?.requireDigest ?? true };
 }
 
 /** Why a model step failed for good; an invalid model fails the workflow instead (the caller's mistake). */
@@ -54,6 +60,7 @@ function invalidInput(message: string): ApplicationFailure {
 
 function checkInput(input: unknown): asserts input is AgentTurnInput {
   if (!input || typeof input !== 'object') throw invalidInput('expected an object { taskId, prompt, model?, tools?, limits? }');
+  if (unencryptedMode(input) === 'all') throw invalidInput('the input arrived unencrypted; encryption.requireEncrypted is "all"');
   const { taskId, prompt, tools, limits, history } = input as Record<string, unknown>;
   if (history !== undefined && !Array.isArray(history)) throw invalidInput('history must be a list of messages');
   if (typeof taskId !== 'string' || taskId.trim() === '') throw invalidInput('taskId must be a non-empty string');
@@ -86,7 +93,18 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   }
 
   const events: ToolEvent[] = [];
-  const state: TurnState = { taskId, status: 'running', phase: 'model', step: 0, pendingApprovals: [], decisions: [], rejectedDecisions: [], toolCalls: events, modelInterruptions: [] };
+  const state: TurnState = {
+    taskId,
+    status: 'running',
+    phase: 'model',
+    step: 0,
+    pendingApprovals: [],
+    decisions: [],
+    rejectedDecisions: [],
+    rejectedDecisionsDropped: 0,
+    toolCalls: events,
+    modelInterruptions: [],
+  };
   const approvals = new ApprovalBook(state);
   setHandler(stateQuery, () => state);
   setHandler(approvalSignal, (decision) => {
@@ -106,7 +124,8 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     },
   );
 
-  const limits = await turnLimits(input.limits);
+  const { limits, requireDigest } = await settingsFor(input.limits);
+  approvals.requireDigest = requireDigest;
   const messages: TurnMessage[] = [...(input.history ?? []), { role: 'user', content: prompt }];
   const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   let answer: string | undefined;

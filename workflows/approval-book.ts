@@ -1,6 +1,26 @@
 import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { REJECTED_DECISION_BOUNDS } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE } from '../common/search-attributes';
-import type { ApprovalDecision, PendingApproval, TurnState } from '../common/types';
+import type { ApprovalDecision, PendingApproval, TruncatedDecision, TurnState } from '../common/types';
+import { unencryptedMode } from '../common/unencrypted';
+
+function clip(text: string, maxChars: number): string {
+  return text.length > maxChars ? `${text.slice(0, maxChars - 1)}…` : text;
+}
+
+/** A rejected decision as its record keeps it: whole when small, else the start of its JSON and its size. */
+function bounded(decision: unknown): unknown {
+  let json: string;
+  try {
+    json = JSON.stringify(decision) ?? String(decision);
+  } catch {
+    json = String(decision);
+  }
+  const { decisionChars } = REJECTED_DECISION_BOUNDS;
+  if (json.length <= decisionChars) return decision;
+  const truncated: TruncatedDecision = { truncated: true, jsonChars: json.length, json: json.slice(0, decisionChars) };
+  return truncated;
+}
 
 /**
  * The approvals of one turn: what waits for a human, what was decided, and what was rejected.
@@ -9,18 +29,31 @@ import type { ApprovalDecision, PendingApproval, TurnState } from '../common/typ
  */
 export class ApprovalBook {
   private readonly decided = new Map<string, ApprovalDecision>();
+  /** Whether a decision must name the digest of the arguments it decides on (the config's `approvals.requireDigest`). */
+  requireDigest = false;
 
   constructor(private readonly state: TurnState) {}
 
-  /** Why a decision cannot be taken, or nothing when it can. */
+  /** Why a decision cannot be taken (at most a few hundred characters), or nothing when it can. */
   judge(decision: unknown): string | undefined {
+    const why = this.reason(decision);
+    return why === undefined ? undefined : clip(why, REJECTED_DECISION_BOUNDS.whyChars);
+  }
+
+  private reason(decision: unknown): string | undefined {
     if (!decision || typeof decision !== 'object') return 'a decision must be an object { callId, decision, approver?, reason?, argsDigest? }';
+    if (unencryptedMode(decision)) {
+      return 'the decision arrived unencrypted; with payload encryption on, decisions must come from a client holding the keyring';
+    }
     const { callId, decision: verdict, argsDigest } = decision as Partial<ApprovalDecision>;
     if (typeof callId !== 'string') return 'callId must be a string';
     if (verdict !== 'approve' && verdict !== 'deny') return `decision must be "approve" or "deny", got ${JSON.stringify(verdict)}`;
     if (this.decided.has(callId)) return `call ${callId} was already decided`;
     const pending = this.state.pendingApprovals.find((entry) => entry.callId === callId);
     if (!pending) return `no call ${callId} waits for approval`;
+    if (argsDigest === undefined && this.requireDigest) {
+      return `argsDigest is required: send the digest of the arguments of call ${callId} you decide on (pendingApprovals in the state query)`;
+    }
     if (argsDigest !== undefined && argsDigest !== pending.argsDigest) return `argsDigest does not match the arguments of call ${callId}`;
     return undefined;
   }
@@ -29,11 +62,22 @@ export class ApprovalBook {
   offer(decision: ApprovalDecision): string | undefined {
     const why = this.judge(decision);
     if (why) {
-      this.state.rejectedDecisions.push({ decision, why, at: new Date(Date.now()).toISOString() });
+      this.reject(decision, why);
       return why;
     }
     this.accept(decision);
     return undefined;
+  }
+
+  /** Records a rejected decision, bounded in size, keeping the newest few (`REJECTED_DECISION_BOUNDS`). */
+  private reject(decision: unknown, why: string): void {
+    const rejected = this.state.rejectedDecisions;
+    rejected.push({ decision: bounded(decision), why, at: new Date(Date.now()).toISOString() });
+    const excess = rejected.length - REJECTED_DECISION_BOUNDS.kept;
+    if (excess > 0) {
+      rejected.splice(0, excess);
+      this.state.rejectedDecisionsDropped += excess;
+    }
   }
 
   /** Takes a decision already judged valid. */

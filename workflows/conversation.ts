@@ -10,11 +10,10 @@ import {
 } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
 import type { AgentTurnResult, ConversationInput, ConversationState, TurnMessage } from '../common/types';
+import { unencryptedMode } from '../common/unencrypted';
 import { agentTurn } from './agent-turn';
 import { closeConversationSignal, historyQuery, sendUpdate } from './messages';
-import { CONVERSATION_DEFAULTS } from '../common/defaults';
-
-/** The default budget of earlier messages passed to a turn, in characters of their JSON. */
+import { CONVERSATION_DEFAULTS, MAX_SEND_TEXT_CHARS } from '../common/defaults';
 
 /**
  * Patch id: each `send` takes the conversation's mutex, so sends made at once run their turns one
@@ -50,6 +49,10 @@ export function boundedHistory(history: TurnMessage[], budgetChars: number): Tur
 export async function conversation(input: ConversationInput): Promise<ConversationState> {
   if (!input || typeof input.conversationId !== 'string' || input.conversationId.trim() === '') {
     throw ApplicationFailure.create({ type: 'invalid_input', message: 'conversation input: conversationId must be a non-empty string', nonRetryable: true });
+  }
+  if (unencryptedMode(input) === 'all') {
+    const message = 'conversation input: it arrived unencrypted; encryption.requireEncrypted is "all"';
+    throw ApplicationFailure.create({ type: 'invalid_input', message, nonRetryable: true });
   }
   const { conversationId, model, tools, limits, maxTurnsPerRun = CONVERSATION_DEFAULTS.maxTurnsPerRun, contextBudgetChars = CONVERSATION_DEFAULTS.contextBudgetChars } = input;
   const state: ConversationState = { conversationId, turns: input.turns ?? 0, history: [...(input.history ?? [])], closed: false };
@@ -88,6 +91,12 @@ export async function conversation(input: ConversationInput): Promise<Conversati
     {
       validator: (message) => {
         if (!message || typeof message.text !== 'string' || message.text.trim() === '') throw new Error('send: text must be a non-empty string');
+        if (message.text.length > MAX_SEND_TEXT_CHARS) {
+          throw new Error(`send: text is ${message.text.length} characters long; at most ${MAX_SEND_TEXT_CHARS} are taken`);
+        }
+        if (unencryptedMode(message) === 'all') {
+          throw new Error('send: the message arrived unencrypted; encryption.requireEncrypted is "all"');
+        }
         if (state.closed) throw new Error('send: the conversation is closed');
       },
     },

@@ -30,8 +30,10 @@ export function checkToolCall({
   /** The turn's task, for tools whose authorization depends on it (a per-task folder, say). */
   taskId?: string;
 }): CheckedToolCall {
-  const call = { ...request, argsDigest: argsDigest(request.args) };
   const tool = registry.get(request.tool);
+  // A tool from elsewhere binds its definition into what an approval names: a changed tool needs a new approval.
+  const digest = tool?.definitionDigest ? argsDigest({ args: request.args, definitionDigest: tool.definitionDigest }) : argsDigest(request.args);
+  const call = { ...request, argsDigest: digest };
   if (!tool) {
     const known = registry.list().map((candidate) => candidate.name).join(', ');
     return { ...call, refusal: { code: 'unknown_tool', message: `no tool named "${request.tool}"; available: ${known}` } };

@@ -255,6 +255,10 @@ export function createRunTool({
     const tool = registry.get(input.tool)!;
     const mismatch = effectMismatch(tool, input);
     if (mismatch) return BoundaryResults.refused('forbidden', mismatch);
+    if (tool.definitionDigest !== input.definitionDigest) {
+      const message = `${tool.name}: this worker serves another definition of the tool (digest ${String(tool.definitionDigest).slice(0, 12)}, the call was checked against ${String(input.definitionDigest).slice(0, 12)}); the call is not run`;
+      return BoundaryResults.refused('forbidden', message);
+    }
     return executors[tool.effect](tool, tool.input.parse(input.args), input);
   };
 }

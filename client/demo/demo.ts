@@ -1,5 +1,6 @@
-// `npm run demo [-- "<request>"] [--approve | --deny] [--model NAME | --model loopback]
-// [--keep-server] [--task-id ID]`: one real agent turn, end to end. `--model loopback` runs the
+// `npm run demo [-- "<request>"] [--approve | --deny] [--model NAME | --model loopback] [--mcp]
+// [--keep-server] [--task-id ID]`: one real agent turn, end to end. `--mcp` runs a turn through the
+// filesystem MCP server on a folder of the workspace: reads without approval, a write with one. `--model loopback` runs the
 // turn through the openai-compatible provider against a loopback server that streams the scripted
 // plan in OpenAI's wire format; any other name is a model of the config. Uses the Temporal server answering at the configured address, or starts
 // the embedded dev server; runs a worker in this process, starts the turn through the client SDK,
@@ -15,6 +16,7 @@ import { ensureServer } from '../../server/dev-server';
 import { binaryPath } from '../../server/temporal-binaries';
 import { createWorker } from '../../worker/create-worker';
 import { startLoopbackModelServer } from './loopback-model-server';
+import { mcpDemo } from './mcp-demo';
 import { followTurn } from '../follow-turn';
 import { formatTable } from '../format-table';
 import { forTerminal } from '../terminal-text';
@@ -31,9 +33,11 @@ async function main(): Promise<number> {
       approve: { type: 'boolean', default: false },
       deny: { type: 'boolean', default: false },
       model: { type: 'string' },
+      mcp: { type: 'boolean', default: false },
     },
   });
   if (values.approve && values.deny) throw new Error('--approve and --deny exclude each other');
+  if (values.mcp && values.model) throw new Error('--mcp plays its own script; leave out --model');
   const prompt = positionals.join(' ').trim() || DEFAULT_REQUEST;
   const taskId = values['task-id'] ?? `demo-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')}`;
 
@@ -43,6 +47,7 @@ async function main(): Promise<number> {
   const config = loopback
     ? { ...loaded, model: { ...loaded.model, models: { ...loaded.model.models, loopback: { provider: 'openai-compatible' as const, model: 'scripted', baseURL: loopback.baseURL } } } }
     : loaded;
+  const mcp = values.mcp ? mcpDemo(config.workspace) : undefined;
   const lease = await ensureServer(config);
   console.log(lease.started ? `Started the Temporal dev server at ${lease.address}.` : `Using the Temporal server at ${lease.address}.`);
   const stopServer = async () => {
@@ -57,12 +62,13 @@ async function main(): Promise<number> {
   let client: TollgateClient | undefined;
   try {
     // The worker opens its own connection (registering the search attributes) and store, and closes them when it stops.
-    worker = await createWorker({ config });
+    worker = await createWorker({ config, ...(mcp ? { mcp: mcp.mcp } : {}) });
     workerRun = worker.run();
     client = await TollgateClient.connect(config);
 
-    console.log(`Task ${taskId}: "${prompt}"`);
-    const handle = await client.startTurn({ taskId, prompt, model: values.model });
+    const turnPrompt = mcp && positionals.length === 0 ? mcp.prompt : prompt;
+    console.log(`Task ${taskId}: "${turnPrompt}"`);
+    const handle = await client.startTurn({ taskId, prompt: turnPrompt, model: mcp ? mcp.model : values.model });
     console.log(`Started workflow ${handle.workflowId} on task queue ${config.temporal.taskQueue}.`);
     const result = await followTurn(client, handle.workflowId, { mode: values.approve ? 'approve' : values.deny ? 'deny' : 'ask' });
 
@@ -81,6 +87,7 @@ async function main(): Promise<number> {
     const outbox = path.join(config.workspace, 'outbox');
     // Messages lie in one folder per task: outbox/<task>/<key>.json.
     const messages = existsSync(outbox) ? readdirSync(outbox, { recursive: true }).filter((name) => String(name).endsWith('.json')).length : 0;
+    if (mcp) console.log(`\nMCP folder: ${path.relative(process.cwd(), mcp.folder)} (${readdirSync(mcp.folder).join(', ')})`);
     const sent = `${messages} message${messages === 1 ? '' : 's'} in outbox/<task>/`;
     console.log(`\nWorkspace: ${path.relative(process.cwd(), config.workspace)} (drafts/<task>/, and ${sent})`);
     if (lease.uiUrl) console.log(`Web UI: ${client.uiLink(lease.uiUrl, handle)}`);

@@ -14,6 +14,7 @@ import { bundleWorkflows, quietRuntime } from '../helpers/servers';
 import { testConfig } from '../helpers/test-config';
 import { scripted } from '../helpers/turn-runner';
 import { taskFolderName } from '../../tools/built-in/workspace-path';
+import { argsDigest } from '../../tools/canonical-json';
 
 const TURNS = 8;
 const KILLS = 30;
@@ -79,6 +80,8 @@ async function killScenario({ name, workers: workerCount, postgres }: { name: st
     const client = await TollgateClient.connect(testConfig({ temporal: { address: server.address, taskQueue } }));
 
     const handles = [];
+    // What the person is shown of each turn's message, by workflow id: its arguments' digest.
+    const digests = new Map<string, string>();
     for (let turn = 0; turn < TURNS; turn++) {
       const script = [
         { toolCalls: [{ tool: 'save_draft', args: { path: `turn-${turn}/a.md`, content: `first draft of turn ${turn}\n` } }] },
@@ -86,7 +89,9 @@ async function killScenario({ name, workers: workerCount, postgres }: { name: st
         { toolCalls: [{ tool: 'save_draft', args: { path: `turn-${turn}/b.md`, content: `second draft of turn ${turn}\n` } }] },
         { text: `turn ${turn} done` },
       ];
-      handles.push(await client.startTurn({ taskId: `${taskPrefix}-${turn}`, prompt: `turn ${turn}`, model: scripted(script), limits: { errorBudget: 10, maxSteps: 20 } }));
+      const handle = await client.startTurn({ taskId: `${taskPrefix}-${turn}`, prompt: `turn ${turn}`, model: scripted(script), limits: { errorBudget: 10, maxSteps: 20 } });
+      digests.set(handle.workflowId, argsDigest(script[1].toolCalls![0].args));
+      handles.push(handle);
     }
 
     // A person approves each send as soon as it waits; signals need no worker, so they land even while none runs.
@@ -94,12 +99,13 @@ async function killScenario({ name, workers: workerCount, postgres }: { name: st
     const approver = (async () => {
       while (approving) {
         for await (const execution of client.client.workflow.list({ query: `TollgateAwaitingApproval = true AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'` })) {
-          // The send is the second model reply; a step dropped after a kill shifts its call id.
+          // The person approves the message they were shown, naming its digest; the send is the second
+          // model reply, and a step dropped after a kill shifts its call id.
           for (let step = 1; step <= 6; step++) {
             // A turn listed as waiting may have ended since: a signal to it is refused, and that is fine.
             await client.client.workflow
               .getHandle(execution.workflowId)
-              .signal(approvalSignal, { callId: `call-${step}-0`, decision: 'approve', approver: 'fault-test' })
+              .signal(approvalSignal, { callId: `call-${step}-0`, decision: 'approve', approver: 'fault-test', argsDigest: digests.get(execution.workflowId) })
               .catch((error: unknown) => {
                 if (!(error instanceof WorkflowNotFoundError)) throw error;
               });

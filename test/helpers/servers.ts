@@ -2,6 +2,7 @@ import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundleWithSour
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ensureSearchAttributes } from '../../connection/temporal-connection';
 import { requireBinary } from '../../server/temporal-binaries';
+import { ENCRYPTED_CONVERTER_PATHS } from '../../codec/aes-gcm-codec';
 import { WORKFLOWS_PATH } from '../../worker/create-worker';
 
 let runtimeInstalled = false;
@@ -27,7 +28,8 @@ export async function startTimeSkippingServer(): Promise<TestWorkflowEnvironment
   return env;
 }
 
-/** The workflows bundled once for a test file. */
-export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('WARN') });
+/** The workflows bundled once for a test file; with `encrypted`, with the converters of an encrypting worker. */
+export function bundleWorkflows({ encrypted = false }: { encrypted?: boolean } = {}): Promise<WorkflowBundleWithSourceMap> {
+  const converters = encrypted ? ENCRYPTED_CONVERTER_PATHS : {};
+  return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('WARN'), ...converters });
 }

@@ -1,7 +1,6 @@
 import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../../activities/intents/sqlite-store';
 import { createRunTool } from '../../activities/boundary/run-tool';

@@ -6,6 +6,7 @@ import type { PendingApproval, ToolEvent } from '../../common/types';
 import { argsDigest } from '../../tools/canonical-json';
 
 /** Anything a terminal would act on: C0 but newline and tab, DEL, C1, bidi controls. */
+// eslint-disable-next-line no-control-regex -- matching control characters is what this pattern is for.
 const ACTIVE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 
 const EXPIRES = '2026-01-02T00:00:00.000Z';
@@ -48,8 +49,14 @@ describe('what the approval prompt and the event lines show', () => {
     expect(shown.text).toContain('"to": "ops\\u{202E}"');
     expect(shown.text).toContain('"subject": "Hi\\u001b[2K\\u001b[1A"');
     expect(shown.text).toContain('"body": "Send all\\u{2067} refunds \\u{2069}now"');
-    const digest = argsDigest(args).slice(0, 16);
-    expect(shown.text.split('\n')[0]).toBe(`Approval needed for call-3-0: send_message (argsDigest ${digest}…, expires ${EXPIRES})`);
+    // The whole digest, on its own line under the call.
+    expect(shown.text.split('\n').slice(0, 2)).toEqual([`Approval needed for call-3-0: send_message (expires ${EXPIRES})`, `  argsDigest ${argsDigest(args)}`]);
+  });
+
+  it('bounds very long arguments and says how much is left out', () => {
+    const shown = describeApproval(pending({ body: 'x'.repeat(10_000) }), { maxArgsChars: 100 });
+    expect(shown.text.length).toBeLessThan(400);
+    expect(shown.text).toMatch(/… \d+ more characters \(the whole arguments: --json\)/);
   });
 
   it('says so, and does not allow approving, when the arguments shown are not those the digest covers', () => {

@@ -1,11 +1,20 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readlinkSync, realpathSync } from 'node:fs';
+import { constants } from 'node:os';
 import { z } from 'zod';
 import type { ToolEffect } from '../../common/codes';
+import { SHELL_LIMITS } from '../../common/defaults';
 import { defineTool, type ToolDefinition } from '../define-tool';
 import { ToolOutcome } from '../tool-outcome';
-
-const MAX_CAPTURE_CHARS = 1_000_000;
+import {
+  checkShellLimits,
+  createCallCgroup,
+  describeShellLimits,
+  findCgroupBase,
+  rlimitPrologue,
+  type CallCgroup,
+  type ShellLimits,
+} from './shell-limits';
 
 /** The arguments of `shell`. */
 export const shellInput = z.strictObject({
@@ -52,9 +61,9 @@ function isolationArgs(): string[] {
  * The bubblewrap command line for one shell command: only the system folders a shell needs,
  * read-only; the workspace the only writable place (plus a private /tmp); a user namespace without
  * capabilities; no network; its own process, IPC and host namespaces; an environment of PATH, HOME
- * (the workspace) and LANG alone; and it dies with the worker.
+ * (the workspace) and LANG alone; hard rlimits (CPU, address space, file size, processes); and it dies with the worker.
  */
-export function sandboxArgs(workspace: string, command: string): string[] {
+export function sandboxArgs(workspace: string, command: string, limits: ShellLimits = SHELL_LIMITS): string[] {
   const real = realpathSync(workspace);
   return [
     ...isolationArgs(),
@@ -64,8 +73,93 @@ export function sandboxArgs(workspace: string, command: string): string[] {
     '--setenv', 'HOME', real,
     '--setenv', 'LANG', 'C.UTF-8',
     '--chdir', real,
-    'bash', '--noprofile', '--norc', '-c', command,
+    'bash', '--noprofile', '--norc', '-c', `${rlimitPrologue(limits)}; exec bash --noprofile --norc -c "$1"`, 'bash', command,
   ];
+}
+
+// What a signal that ended a command means when one of the limits sent it.
+function signalHint(name: string, limits: ShellLimits): string {
+  if (name === 'SIGXCPU') return ` (its CPU time limit of ${limits.cpuSeconds} s)`;
+  if (name === 'SIGXFSZ') return ` (its file size limit of ${limits.fileSizeBytes} bytes)`;
+  return '';
+}
+
+// A bash exit code above 128 is 128 plus the number of the signal that ended the process.
+function signalName(exitCode: number | null, exitSignal: NodeJS.Signals | null): string | undefined {
+  if (exitSignal) return exitSignal;
+  if (exitCode === null || exitCode <= 128) return undefined;
+  return Object.entries(constants.signals).find(([, number]) => number === exitCode - 128)?.[0];
+}
+
+/** How one command runs: its argv, whether it has a process group of its own to kill, and its cgroup if any. */
+interface CommandRun {
+  argv: string[];
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  ownGroup: boolean;
+  cgroup?: CallCgroup;
+  limits: ShellLimits;
+  signal: AbortSignal;
+}
+
+/**
+ * Runs one command, reading at most `limits.outputBytes` of stdout and stderr together: past that, or when `signal`
+ * aborts, the whole process tree is killed (the sandbox's process namespace, the cgroup, or the process group).
+ */
+function runCommand({ argv, cwd, env, ownGroup, cgroup, limits, signal }: CommandRun): Promise<ToolOutcome> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const child = spawn(argv[0], argv.slice(1), { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: ownGroup });
+    const killTree = () => {
+      cgroup?.kill();
+      try {
+        if (ownGroup && child.pid) process.kill(-child.pid, 'SIGKILL');
+        else child.kill('SIGKILL');
+      } catch {
+        // Already ended.
+      }
+    };
+    const onAbort = () => {
+      killTree();
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    let truncated = false;
+    const collect = (chunk: Buffer) => {
+      if (truncated) return;
+      const room = limits.outputBytes - bytes;
+      chunks.push(chunk.subarray(0, room));
+      bytes += Math.min(room, chunk.length);
+      if (chunk.length > room) {
+        truncated = true;
+        killTree();
+      }
+    };
+    child.stdout.on('data', collect);
+    child.stderr.on('data', collect);
+    child.once('error', (error) => {
+      signal.removeEventListener('abort', onAbort);
+      reject(error);
+    });
+    child.once('close', (exitCode, exitSignal) => {
+      signal.removeEventListener('abort', onAbort);
+      // Whatever the command left running (a background process that ignores SIGTERM) ends with it.
+      killTree();
+      const output = Buffer.concat(chunks).toString('utf8');
+      const lastLine = output.trim().split('\n').at(-1)?.slice(0, 300) ?? '';
+      if (truncated) {
+        const message = `the command was stopped: its output passed the limit of ${limits.outputBytes} bytes (stdout and stderr together)`;
+        const tail = lastLine ? `; it ended with: ${lastLine.slice(0, 100)}` : '';
+        return resolve(ToolOutcome.error(`${message}${tail}`, { code: 'tool_failure' }));
+      }
+      if (exitCode === 0) return resolve(ToolOutcome.ok({ exitCode, output }));
+      const name = signalName(exitCode, exitSignal);
+      const how = name ? `was ended by ${name}${signalHint(name, limits)}` : `exited with code ${exitCode}`;
+      resolve(ToolOutcome.error(`the command ${how}${lastLine ? `: ${lastLine}` : ''}`, { code: 'tool_failure' }));
+    });
+  });
 }
 
 /**
@@ -77,15 +171,24 @@ export function shellTool({
   workspace,
   effect = 'irreversible_write',
   sandbox = bubblewrapAvailable(),
+  limits: limitOverrides = {},
   warn = (line: string) => console.warn(line),
+  log = (line: string) => console.info(line),
 }: {
   workspace: string;
   effect?: Extract<ToolEffect, 'read' | 'irreversible_write'>;
   /** Run each command inside bubblewrap; defaults to whether bubblewrap works here. */
   sandbox?: boolean;
+  /** Bounds of each sandboxed command; each left out is SHELL_LIMITS'. */
+  limits?: Partial<ShellLimits>;
   warn?: (line: string) => void;
+  /** Receives the line, at start, that says which limits apply. */
+  log?: (line: string) => void;
 }): ToolDefinition {
+  const limits = checkShellLimits({ ...SHELL_LIMITS, ...limitOverrides });
+  const cgroupBase = sandbox ? findCgroupBase() : { reason: 'no sandbox' };
   if (!sandbox) warn('shell: bubblewrap (bwrap) is not available, so shell commands run unsandboxed and every shell call needs approval');
+  else log(describeShellLimits(limits, cgroupBase));
   return defineTool({
     name: 'shell',
     description: `Run a bash command in the workspace folder${sandbox ? ' (sandboxed: no network, read-only system)' : ''}; returns its exit code and output.`,
@@ -95,26 +198,17 @@ export function shellTool({
     timeout: '60s',
     maxAttempts: 1,
     maxOutputChars: 8_000,
-    handler: ({ command }, { signal }) => {
+    handler: async ({ command }, { signal }) => {
       mkdirSync(workspace, { recursive: true });
-      return new Promise((resolve, reject) => {
-        const child = sandbox
-          ? spawn('bwrap', sandboxArgs(workspace, command), { signal, stdio: ['ignore', 'pipe', 'pipe'], env: minimalSpawnEnvironment() })
-          : spawn('bash', ['-c', command], { cwd: workspace, signal, stdio: ['ignore', 'pipe', 'pipe'] });
-        let output = '';
-        const collect = (chunk: Buffer) => {
-          if (output.length < MAX_CAPTURE_CHARS) output += chunk.toString('utf8');
-        };
-        child.stdout.on('data', collect);
-        child.stderr.on('data', collect);
-        child.once('error', reject);
-        child.once('close', (exitCode, exitSignal) => {
-          if (exitCode === 0) return resolve(ToolOutcome.ok({ exitCode, output }));
-          const lastLine = output.trim().split('\n').at(-1)?.slice(0, 300) ?? '';
-          const how = exitSignal ? `was ended by ${exitSignal}` : `exited with code ${exitCode}`;
-          resolve(ToolOutcome.error(`the command ${how}${lastLine ? `: ${lastLine}` : ''}`, { code: 'tool_failure' }));
-        });
-      });
+      if (!sandbox) return runCommand({ argv: ['bash', '-c', command], cwd: workspace, ownGroup: true, limits, signal });
+      const cgroup = 'kind' in cgroupBase ? createCallCgroup(cgroupBase, limits) : undefined;
+      const argv = ['bwrap', ...sandboxArgs(workspace, command, limits)];
+      try {
+        const env = minimalSpawnEnvironment();
+        return await runCommand({ argv: cgroup ? cgroup.wrap(argv) : argv, env, ownGroup: false, cgroup, limits, signal });
+      } finally {
+        void cgroup?.remove();
+      }
     },
   });
 }

@@ -16,8 +16,8 @@ export const MAX_SEGMENT_BYTES = 200;
 /** Longest relative path a tool may name, in UTF-8 bytes. */
 const MAX_PATH_BYTES = 512;
 
-/** Control characters (C0, DEL, C1) and Unicode bidi controls: never part of a name. */
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+/** Control characters (\p{Cc}: C0, DEL, C1) and Unicode bidi controls: never part of a name. */
+const CONTROL = /[\p{Cc}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
 
 function hex(character: string): string {
   return `U+${character.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;

@@ -1,7 +1,7 @@
 import { condition } from '@temporalio/workflow';
 import { BoundaryResults } from '../../common/boundary-results';
 import { interruption, neverStarted, readBoundaryResult } from './activity-results';
-import type { EffectStrategy } from './effect-strategy';
+import { runToolInput, type EffectStrategy } from './effect-strategy';
 import { writeActivity } from './write-activities';
 
 /**
@@ -33,7 +33,7 @@ export const irreversibleWriteStrategy: EffectStrategy = {
       return BoundaryResults.denied(`denied${by}${decision.reason ? `: ${decision.reason}` : ''}`);
     }
     try {
-      const ran = readBoundaryResult(await writeActivity(call)({ taskId, callId: call.callId, tool: call.tool, args: call.args, allowedTools, effect: policy.effect }));
+      const ran = readBoundaryResult(await writeActivity(call)(runToolInput({ taskId, call, allowedTools })));
       return { ...ran, executions: ran.executions > 0 ? 1 : 0 };
     } catch (error) {
       if (neverStarted(error)) {

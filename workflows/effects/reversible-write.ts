@@ -1,7 +1,7 @@
 import { patched, sleep } from '@temporalio/workflow';
 import { BoundaryResults } from '../../common/boundary-results';
 import { interruption, readBoundaryResult } from './activity-results';
-import type { EffectStrategy } from './effect-strategy';
+import { runToolInput, type EffectStrategy } from './effect-strategy';
 import { lookupActivity, writeActivity } from './write-activities';
 
 /**
@@ -41,7 +41,7 @@ export const reversibleWriteStrategy: EffectStrategy = {
       }
       if (round > 0 && !backoffFirst) await sleep(backoffMs(policy.retry, round));
       try {
-        const ran = readBoundaryResult(await runTool({ taskId, callId: call.callId, tool: call.tool, args: call.args, allowedTools, effect: policy.effect }));
+        const ran = readBoundaryResult(await runTool(runToolInput({ taskId, call, allowedTools })));
         executions += ran.executions > 0 ? 1 : 0;
         if (ran.result.status === 'error' && ran.result.retryable) {
           lastProblem = ran.result.message ?? ran.result.code ?? 'error';

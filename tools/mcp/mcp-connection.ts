@@ -1,0 +1,221 @@
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { toMilliseconds } from '../../common/duration';
+import type { McpServerConfig } from '../../config/config-schema';
+
+/** Where a worker's MCP connections write their lines (the server's stderr, reconnects). */
+export type McpLog = (line: string) => void;
+
+/** A call that never reached the server: nothing can have happened, so any call may be tried again. */
+export class McpNotSentError extends Error {
+  override name = 'McpNotSentError';
+}
+
+/** The server answered with a JSON-RPC error: its own verdict on the call. */
+export function isServerAnswer(error: unknown): boolean {
+  return error instanceof McpError && error.code !== ErrorCode.ConnectionClosed && error.code !== ErrorCode.RequestTimeout;
+}
+
+/** The delay after the first failed connect, and the longest; the first reconnect after a lost connection is immediate. */
+export const RECONNECT_BACKOFF = { initialMs: 200, maximumMs: 5_000 } as const;
+
+/** How long to wait before connecting again after this many failed connects in a row: doubling, up to the maximum. */
+export function reconnectDelay(failures: number): number {
+  if (failures <= 0) return 0;
+  return Math.min(RECONNECT_BACKOFF.initialMs * 2 ** (failures - 1), RECONNECT_BACKOFF.maximumMs);
+}
+
+const CLIENT_INFO = { name: 'tollgate', version: '1' };
+
+/** The first line of an error's message, for one-line logs and errors. */
+function firstLine(error: unknown): string {
+  const text = error instanceof Error ? error.message || error.name : String(error);
+  return text.split('\n')[0].trim();
+}
+
+/**
+ * One worker's client of one MCP server. It connects at start; after a failure the next call
+ * connects again (at once the first time, then with a growing delay), and a call made while the
+ * server is away fails with `McpNotSentError` rather than waiting. `close` ends it for good.
+ */
+export class McpConnection {
+  private client: Client | undefined;
+  private connecting: Promise<Client> | undefined;
+  private failures = 0;
+  private nextAttemptAt = 0;
+  private closed = false;
+  private readonly changeListeners: Array<() => void> = [];
+
+  constructor(
+    /** The server's name in the config. */
+    readonly name: string,
+    /** The server's config entry. */
+    readonly config: McpServerConfig,
+    private readonly log: McpLog,
+    private readonly env: NodeJS.ProcessEnv = process.env,
+  ) {}
+
+  /** Connects the first time; throws a one-line error naming the cause. */
+  async start(): Promise<void> {
+    await this.connected();
+  }
+
+  /** Every tool the server lists, all pages. */
+  async listTools(): Promise<Tool[]> {
+    return this.use(async (client) => {
+      const tools: Tool[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.connectTimeoutMs() });
+        tools.push(...page.tools);
+        cursor = page.nextCursor;
+      } while (cursor);
+      return tools;
+    });
+  }
+
+  /** Calls a tool; the signal cancels the request (the server is told), the timeout is the SDK's own bound beyond the boundary's. */
+  async callTool(tool: string, args: unknown, { signal, timeoutMs }: { signal: AbortSignal; timeoutMs: number }): Promise<CallToolResult> {
+    return this.use(async (client) => {
+      const params = { name: tool, arguments: args as Record<string, unknown> };
+      const result = await client.callTool(params, undefined, { signal, timeout: timeoutMs });
+      return ('toolResult' in result ? { content: [{ type: 'text', text: JSON.stringify(result.toolResult) }] } : result) as CallToolResult;
+    });
+  }
+
+  /** Registers a listener called when the server says its tool list changed, or after a reconnect. */
+  onToolsChanged(listener: () => void): void {
+    this.changeListeners.push(listener);
+  }
+
+  /** Closes the client (and a stdio server's process); no call connects again. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const client = this.client ?? (await this.connecting?.catch(() => undefined));
+    this.client = undefined;
+    await client?.close().catch(() => undefined);
+  }
+
+  private connectTimeoutMs(): number {
+    return toMilliseconds(this.config.connectTimeout);
+  }
+
+  /** Runs `fn` on a connected client; a failure that is not the server's own answer drops the client, so the next call connects again. */
+  private async use<T>(fn: (client: Client) => Promise<T>): Promise<T> {
+    const client = await this.connected();
+    try {
+      return await fn(client);
+    } catch (error) {
+      if (isServerAnswer(error)) throw error;
+      if (error instanceof StreamableHTTPError && error.code !== undefined && error.code >= 400 && error.code < 500) {
+        // The HTTP server refused the request itself (a session it no longer knows, say): the tool never ran.
+        this.drop(client, `refused a request (HTTP ${error.code})`);
+        throw new McpNotSentError(`mcp server "${this.name}" refused the request (HTTP ${error.code}); the call was not run`);
+      }
+      this.drop(client, `lost: ${firstLine(error)}`);
+      throw error;
+    }
+  }
+
+  private drop(client: Client, why: string): void {
+    if (this.client !== client) return;
+    this.client = undefined;
+    this.log(`[mcp ${this.name}] connection ${why}; the next call connects again`);
+    void client.close().catch(() => undefined);
+  }
+
+  private async connected(): Promise<Client> {
+    if (this.closed) throw new McpNotSentError(`mcp server "${this.name}" is closed (the worker is shutting down)`);
+    if (this.client) return this.client;
+    if (this.connecting) return this.connecting;
+    const wait = this.nextAttemptAt - Date.now();
+    if (wait > 0) throw new McpNotSentError(`mcp server "${this.name}" is not connected; the next attempt is in ${wait} ms`);
+    // After a reconnect the server may serve other tools: the listeners look again.
+    const reconnect = this.changeListeners.length > 0;
+    this.connecting = this.connect().then(
+      (client) => {
+        this.connecting = undefined;
+        this.failures = 0;
+        if (this.closed) {
+          void client.close();
+          throw new McpNotSentError(`mcp server "${this.name}" is closed (the worker is shutting down)`);
+        }
+        this.client = client;
+        if (reconnect) this.changed();
+        return client;
+      },
+      (error: unknown) => {
+        this.connecting = undefined;
+        this.failures++;
+        this.nextAttemptAt = Date.now() + reconnectDelay(this.failures);
+        throw new McpNotSentError(`mcp server "${this.name}" could not connect: ${firstLine(error)}`);
+      },
+    );
+    return this.connecting;
+  }
+
+  private changed(): void {
+    for (const listener of this.changeListeners) listener();
+  }
+
+  private async connect(): Promise<Client> {
+    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    const transport = this.transport();
+    client.onclose = () => {
+      if (this.client === client) this.drop(client, 'closed by the server');
+    };
+    client.onerror = () => undefined;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.changed());
+    try {
+      await client.connect(transport, { timeout: this.connectTimeoutMs() });
+    } catch (error) {
+      await client.close().catch(() => undefined);
+      throw error;
+    }
+    return client;
+  }
+
+  private transport(): Transport {
+    const { config } = this;
+    if (config.url !== undefined) {
+      const headers: Record<string, string> = {};
+      for (const [header, variable] of Object.entries(config.headersFromEnv ?? {})) {
+        const value = this.env[variable];
+        if (!value) throw new Error(`header ${header} needs the environment variable ${variable}, which is not set`);
+        headers[header] = value;
+      }
+      return new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers } });
+    }
+    const transport = new StdioClientTransport({
+      command: config.command!,
+      args: config.args ?? [],
+      env: { ...getDefaultEnvironment(), ...config.env },
+      cwd: config.cwd === undefined ? undefined : path.resolve(config.cwd),
+      stderr: 'pipe',
+    });
+    this.forwardStderr(transport.stderr as Readable | null);
+    return transport;
+  }
+
+  /** A stdio server's stderr, line by line, into the worker's log under the server's name. */
+  private forwardStderr(stream: Readable | null): void {
+    if (!stream) return;
+    let pending = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      pending += chunk;
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) if (line.trim()) this.log(`[mcp ${this.name}] ${line.trimEnd()}`);
+    });
+    stream.on('end', () => {
+      if (pending.trim()) this.log(`[mcp ${this.name}] ${pending.trimEnd()}`);
+      pending = '';
+    });
+  }
+}

@@ -1,0 +1,238 @@
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { toMilliseconds } from '../../common/duration';
+import type { McpConfig, McpServerConfig } from '../../config/config-schema';
+import { canonicalJson, sha256 } from '../canonical-json';
+import type { ToolContext, ToolDefinition } from '../define-tool';
+import { TOOL_DEFAULTS } from '../../common/defaults';
+import { ToolError } from '../tool-error';
+import { isServerAnswer, McpConnection, McpNotSentError, type McpLog } from './mcp-connection';
+import { jsonSchemaInput } from './mcp-input-schema';
+import { mcpResultOutcome } from './mcp-result';
+import { mcpToolName } from './mcp-tool-name';
+
+/** The tools of a worker's MCP servers, and the connections behind them. */
+export interface McpToolSource {
+  tools: ToolDefinition[];
+  /** Closes every connection (stdio servers' processes end). */
+  close(): Promise<void>;
+}
+
+/** How much longer than the boundary's own timeout the SDK waits, so the boundary always cuts a call off first. */
+const SDK_TIMEOUT_MARGIN_MS = 5_000;
+
+/** The digest of what the model and an approver see of a tool: its name, description, input schema and annotations. */
+export function mcpDefinitionDigest(name: string, tool: Tool): string {
+  const shown = { name, description: tool.description ?? '', inputSchema: tool.inputSchema, annotations: tool.annotations ?? {} };
+  return sha256(canonicalJson(shown));
+}
+
+/**
+ * A tool's effect: the config's override; else, from a trusted server, `read` for
+ * `readOnlyHint: true` and `irreversible_write` for anything else; else `irreversible_write`.
+ * An MCP tool has no status check, so it is never a `reversible_write`, and `idempotentHint`
+ * does not make a write retried (see docs/mcp.md).
+ */
+export function mcpToolEffect(tool: Tool, server: McpServerConfig): 'read' | 'irreversible_write' {
+  const override = server.tools[tool.name]?.effect;
+  if (override) return override;
+  if (server.trustAnnotations && tool.annotations?.readOnlyHint === true) return 'read';
+  return 'irreversible_write';
+}
+
+/** Whether the config serves a server's tool: in `include` (when given), not in `exclude`, not disabled. */
+function served(tool: string, server: McpServerConfig): boolean {
+  if (server.include && !server.include.includes(tool)) return false;
+  return !server.exclude.includes(tool) && server.tools[tool]?.enabled !== false;
+}
+
+/** Config keys naming tools the server does not list: each is an error naming the key. */
+function checkNamedTools(name: string, server: McpServerConfig, listed: Tool[]): void {
+  const known = new Set(listed.map((tool) => tool.name));
+  const named = [
+    ...(server.include ?? []).map((tool) => [`include`, tool] as const),
+    ...server.exclude.map((tool) => [`exclude`, tool] as const),
+    ...Object.keys(server.tools).map((tool) => [`tools.${tool}`, tool] as const),
+  ];
+  for (const [key, tool] of named) {
+    if (known.has(tool)) continue;
+    throw new Error(`config mcp.servers.${name}.${key}: the server has no tool named "${tool}" (it has: ${[...known].join(', ')})`);
+  }
+}
+
+/** The current definitions of one server's tools, by their name on the server, refreshed when the server's list changes. */
+class ServedDefinitions {
+  private current = new Map<string, string>();
+  private refreshing: Promise<void> | undefined;
+
+  constructor(
+    private readonly connection: McpConnection,
+    private readonly exposed: Map<string, string>,
+  ) {}
+
+  set(tools: Tool[]): void {
+    const servedNow = tools.filter((tool) => this.exposed.has(tool.name));
+    this.current = new Map(servedNow.map((tool) => [tool.name, mcpDefinitionDigest(this.exposed.get(tool.name)!, tool)]));
+  }
+
+  /** Lists the tools again; a failure leaves the last known list. */
+  refresh(): Promise<void> {
+    this.refreshing ??= this.connection
+      .listTools()
+      .then((tools) => this.set(tools))
+      .catch(() => undefined)
+      .finally(() => (this.refreshing = undefined));
+    return this.refreshing;
+  }
+
+  /** The digest of the tool as the server now declares it (listing again first when `fresh`), or undefined when it is gone. */
+  async digest(tool: string, fresh: boolean): Promise<string | undefined> {
+    if (fresh) this.set(await this.connection.listTools());
+    else await this.refreshing;
+    return this.current.get(tool);
+  }
+}
+
+/** Turns a failed call into what the boundary needs: a verdict (ToolError), or a throw that means "cut off mid-way" for a write. */
+function callFailure(error: unknown, { server, tool, write }: { server: string; tool: string; write: boolean }): Error {
+  const detail = error instanceof Error ? error.message.split('\n')[0] : String(error);
+  if (error instanceof McpNotSentError) return new ToolError(`${detail}`, 'transient_failure');
+  if (isServerAnswer(error)) return new ToolError(`mcp server "${server}" refused ${tool}: ${detail}`, 'tool_failure');
+  // Lost mid-call: a read may simply be asked again; a write may have taken effect, so the boundary reports outcome_unknown.
+  if (!write) return new ToolError(`mcp server "${server}" was lost during ${tool}: ${detail}`, 'transient_failure');
+  return new Error(`mcp server "${server}" was lost during ${tool}: ${detail}`);
+}
+
+/** One server tool as a registry entry: policy from config and annotations, input checked by its JSON Schema. */
+function toolDefinition({
+  name,
+  server,
+  tool,
+  connection,
+  definitions,
+}: {
+  name: string;
+  server: string;
+  tool: Tool;
+  connection: McpConnection;
+  definitions: ServedDefinitions;
+}): ToolDefinition {
+  const config = connection.config.tools[tool.name] ?? {};
+  const effect = mcpToolEffect(tool, connection.config);
+  const definitionDigest = mcpDefinitionDigest(name, tool);
+  const timeoutMs = config.timeout === undefined ? TOOL_DEFAULTS.timeoutMs : toMilliseconds(config.timeout);
+  let input;
+  try {
+    input = jsonSchemaInput(tool.inputSchema);
+  } catch (error) {
+    throw new Error(`mcp server "${server}": tool "${tool.name}": ${(error as Error).message}`);
+  }
+  const handler = async (args: unknown, context: ToolContext) => {
+    const write = effect !== 'read';
+    // A write lists the tools again before it runs; a read relies on the list kept current by the server's notifications.
+    const now = await definitions.digest(tool.name, write).catch((error: unknown) => {
+      throw callFailure(error, { server, tool: tool.name, write: false });
+    });
+    if (now !== definitionDigest) {
+      const change = now === undefined ? 'no longer lists it' : `now declares another definition (digest ${now.slice(0, 12)})`;
+      const checked = definitionDigest.slice(0, 12);
+      const message = `mcp server "${server}" ${change} than the one this call was checked against (${checked}); it is not run`;
+      throw new ToolError(message, 'forbidden');
+    }
+    try {
+      const result = await connection.callTool(tool.name, args, { signal: context.signal, timeoutMs: timeoutMs + SDK_TIMEOUT_MARGIN_MS });
+      return mcpResultOutcome(result);
+    } catch (error) {
+      throw callFailure(error, { server, tool: tool.name, write });
+    }
+  };
+  return {
+    name,
+    description: tool.description ?? tool.title ?? `${tool.name} from the MCP server ${server}`,
+    input,
+    inputJsonSchema: tool.inputSchema,
+    effect,
+    timeoutMs,
+    maxAttempts: config.maxAttempts ?? TOOL_DEFAULTS.maxAttempts,
+    maxOutputChars: config.maxOutputChars ?? TOOL_DEFAULTS.maxOutputChars,
+    concurrency: TOOL_DEFAULTS.concurrency,
+    approvalTimeoutMs: config.approvalTimeout === undefined ? TOOL_DEFAULTS.approvalTimeoutMs : toMilliseconds(config.approvalTimeout),
+    summaryFields: config.summaryFields,
+    definitionDigest,
+    handler,
+  };
+}
+
+/** Connects to one server and turns its served tools into registry entries. */
+async function serverTools(
+  name: string,
+  server: McpServerConfig,
+  log: McpLog,
+  env: NodeJS.ProcessEnv,
+): Promise<{ connection: McpConnection; tools: ToolDefinition[] }> {
+  const connection = new McpConnection(name, server, log, env);
+  try {
+    await connection.start();
+    const listed = await connection.listTools();
+    checkNamedTools(name, server, listed);
+    const chosen = listed.filter((tool) => served(tool.name, server));
+    const exposed = new Map(chosen.map((tool) => [tool.name, mcpToolName(name, tool.name)]));
+    const definitions = new ServedDefinitions(connection, exposed);
+    definitions.set(chosen);
+    connection.onToolsChanged(() => void definitions.refresh());
+    const tools = chosen.map((tool) => toolDefinition({ name: exposed.get(tool.name)!, server: name, tool, connection, definitions }));
+    return { connection, tools };
+  } catch (error) {
+    await connection.close();
+    throw error;
+  }
+}
+
+/**
+ * Starts one client per configured MCP server and lists their tools, named `<server>__<tool>`.
+ * A server that cannot start stops here with a one-line error naming it and the cause, unless it
+ * is `optional`: then it is logged and its tools are left out.
+ */
+export async function startMcpTools({
+  mcp,
+  log = (line) => console.warn(line),
+  env = process.env,
+}: {
+  mcp: McpConfig;
+  log?: McpLog;
+  /** Where `headersFromEnv` values are read. */
+  env?: NodeJS.ProcessEnv;
+}): Promise<McpToolSource> {
+  const entries = Object.entries(mcp.servers);
+  const started = await Promise.allSettled(entries.map(([name, server]) => serverTools(name, server, log, env)));
+  const connections = started.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value.connection] : []));
+  const close = async () => {
+    await Promise.all(connections.map((connection) => connection.close()));
+  };
+  const tools: ToolDefinition[] = [];
+  try {
+    for (const [index, outcome] of started.entries()) {
+      const [name, server] = entries[index];
+      if (outcome.status === 'fulfilled') {
+        tools.push(...outcome.value.tools);
+        continue;
+      }
+      const cause = outcome.reason instanceof Error ? outcome.reason.message.split('\n')[0] : String(outcome.reason);
+      if (cause.startsWith('config mcp.')) throw new Error(cause);
+      const line = `mcp server "${name}" could not start: ${cause.replace(/^mcp server "[^"]*"(:| could not connect:) /, '')}`;
+      if (!server.optional) throw new Error(line);
+      log(`${line}; it is optional, so its tools are left out`);
+    }
+    const names = new Map<string, string>();
+    for (const tool of tools) {
+      if (!names.has(tool.name)) {
+        names.set(tool.name, tool.name);
+        continue;
+      }
+      throw new Error(`mcp: two tools would both be named "${tool.name}"; rename a server in mcp.servers or exclude one of them`);
+    }
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { tools, close };
+}
