@@ -115,7 +115,10 @@ function world() {
 
   /** Whether the slot held the content at some moment between write `from` and write `to` of the world's history. */
   function heldBetween(slot: string, content: string, from: number, to: number): boolean {
-    const before = writes.slice(0, from).filter((write) => write.slot === slot).at(-1);
+    const before = writes
+      .slice(0, from)
+      .filter((write) => write.slot === slot)
+      .at(-1);
     if (before?.content === content) return true;
     return writes.slice(from, to).some((write) => write.slot === slot && write.content === content);
   }
@@ -157,10 +160,14 @@ async function runSchedule(stores: [IdempotencyStore, IdempotencyStore], rounds:
           answer = await ran.catch((): undefined => undefined);
         }
         const to = w.writes.length;
-        const applied = answer && ('state' in answer ? answer.state === 'applied' : answer.result.status === 'success' && answer.executions === 0);
+        const applied =
+          answer && ('state' in answer ? answer.state === 'applied' : answer.result.status === 'success' && answer.executions === 0);
         if (!applied) return;
         const holds = isPut ? w.heldBetween(step.slot, step.content, from, to) : (w.sends.get(key) ?? 0) > 0;
-        if (!holds) w.violations.push(`${callId} (${step.kind} ${JSON.stringify(args)}) answered applied, and the world never held it during the call`);
+        if (!holds)
+          w.violations.push(
+            `${callId} (${step.kind} ${JSON.stringify(args)}) answered applied, and the world never held it during the call`,
+          );
       }),
     );
   }

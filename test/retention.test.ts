@@ -158,7 +158,14 @@ describe('tollgate intents', () => {
     const listed = await tollgate(['--json', 'intents', taskId]);
     expect(listed.code).toBe(0);
     expect(JSON.parse(listed.stdout)).toEqual([
-      { key: committed, tool: 'save_draft', state: 'committed', callId: 'call-0-0', startedAt: committedRecord!.startedAt, committedAt: committedRecord!.committedAt },
+      {
+        key: committed,
+        tool: 'save_draft',
+        state: 'committed',
+        callId: 'call-0-0',
+        startedAt: committedRecord!.startedAt,
+        committedAt: committedRecord!.committedAt,
+      },
       { key: started, tool: 'save_draft', state: 'started', callId: 'call-1-0', startedAt: startedRecord!.startedAt },
     ]);
 

@@ -30,8 +30,10 @@ export function startRetention({
   now?: () => number;
   onPass?: (pass: RetentionPass) => void;
 }): Retention {
-  if (!Number.isFinite(retentionMs) || retentionMs <= 0) throw new RangeError(`store.retention must be longer than 0 ms, got ${retentionMs}`);
-  if (!Number.isFinite(intervalMs) || intervalMs <= 0) throw new RangeError(`the retention interval must be longer than 0 ms, got ${intervalMs}`);
+  if (!Number.isFinite(retentionMs) || retentionMs <= 0)
+    throw new RangeError(`store.retention must be longer than 0 ms, got ${retentionMs}`);
+  if (!Number.isFinite(intervalMs) || intervalMs <= 0)
+    throw new RangeError(`the retention interval must be longer than 0 ms, got ${intervalMs}`);
   let stopped = false;
   async function prune(): Promise<RetentionPass> {
     const committedBefore = new Date(now() - retentionMs);

@@ -6,6 +6,7 @@ import { PROJECT_ROOT } from '../../config/load-config';
 export function postgresUrl(): string {
   if (process.env.TOLLGATE_TEST_POSTGRES_URL) return process.env.TOLLGATE_TEST_POSTGRES_URL;
   const file = path.join(PROJECT_ROOT, '.tollgate', 'state', 'postgres-test-url');
-  if (!existsSync(file)) throw new Error('no PostgreSQL for the tests: run `node scripts/setup.mjs --system` as root, or set TOLLGATE_TEST_POSTGRES_URL');
+  if (!existsSync(file))
+    throw new Error('no PostgreSQL for the tests: run `node scripts/setup.mjs --system` as root, or set TOLLGATE_TEST_POSTGRES_URL');
   return readFileSync(file, 'utf8').trim();
 }
