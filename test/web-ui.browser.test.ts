@@ -99,7 +99,9 @@ describe('a turn in the Temporal Web UI', () => {
     expect(existsSync(path.join(OUTPUT, 'awaiting-approval.png'))).toBe(true);
     await page.close();
 
-    await client.deny(handle.workflowId, 'call-3-0', { reason: 'browser test' });
+    // The person decides on the call they were shown, naming its digest.
+    const waiting = (await client.state(handle.workflowId)).pendingApprovals.find((pending) => pending.callId === 'call-3-0')!;
+    await client.deny(handle.workflowId, 'call-3-0', { reason: 'browser test', argsDigest: waiting.argsDigest });
     expect((await client.result(handle.workflowId)).toolCalls.at(-1)).toMatchObject({ tool: 'send_message', status: 'denied', attempts: 0 });
   });
 });
