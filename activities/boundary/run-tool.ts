@@ -48,7 +48,6 @@ function keepPlaceUntilSettled(handled: Promise<unknown>, release: () => void): 
   });
 }
 
-
 /**
  * Why a call may not run under the effect the workflow decided: the worker of the model step
  * declared another effect for the tool than this worker does (a fleet mixing tool versions).
@@ -97,6 +96,7 @@ export function createRunTool({
     const controller = new AbortController();
     const onCancel = () => controller.abort(context.cancellationSignal.reason);
     context.cancellationSignal.addEventListener('abort', onCancel);
+    if (context.cancellationSignal.aborted) onCancel();
     // The timeout counts from here, so the wait for a place is inside it.
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<never>((_, reject) => {
