@@ -8,6 +8,7 @@ import { createConfiguredModels, type ModelEnvironment } from './models/language
 import { DEFAULT_SECRET_PATTERNS } from './boundary/redact';
 import { createRunTool } from './boundary/run-tool';
 import { createTurnSettings } from './turn-settings';
+import { toMilliseconds } from '../common/duration';
 import { createToolRegistry, retryBackoffFromConfig, type ToolRegistry } from '../tools/tool-registry';
 
 /** What the activities are built from; tests pass their own tools and store. */
@@ -28,6 +29,7 @@ export function createActivities({ config, tools, store, modelEnvironment }: Act
     tools: tools ?? builtInTools(config),
     overrides: config.tools,
     retry: retryBackoffFromConfig(config.retry),
+    approvedScheduleToStartMs: toMilliseconds(config.approvals.scheduleToStart),
   });
   const secretPatterns = [...DEFAULT_SECRET_PATTERNS, ...config.redact.patterns.map((source) => new RegExp(source, 'g'))];
   return {

@@ -9,6 +9,8 @@ import { generateApproverKeyPair } from '../common/approver-keys';
 import type { AgentTurnInput, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import { loadConfig } from '../config/load-config';
+import { openConfiguredStore } from '../activities/intents/open-store';
+import type { IntentRecord } from '../activities/intents/intent-store';
 import { ensureServer } from '../server/dev-server';
 import { probeServer } from '../connection/temporal-connection';
 import { runWorker } from '../worker/run-worker';
@@ -205,6 +207,27 @@ program
   .action(async (workflowId: string) => {
     const state = await withClient((client) => client.state(workflowId));
     print(state.toolCalls, () => (state.toolCalls.length === 0 ? 'No tool calls yet.' : toolCallTable(state.toolCalls)));
+  });
+
+/** The intents of a task as the `intents` command prints them. */
+function intentTable(intents: IntentRecord[]): string {
+  const rows = intents.map((intent) => [intent.key, intent.tool, intent.state, intent.callId, intent.startedAt, intent.committedAt ?? '-'].map(forTerminal));
+  return formatTable(['KEY', 'TOOL', 'STATE', 'CALL', 'STARTED', 'COMMITTED'], rows);
+}
+
+program
+  .command('intents')
+  .description("a task's write intents in the idempotency store: key, tool, state (started or committed), call and times")
+  .argument('<taskId>', 'the business task (the turn input\'s taskId)')
+  .action(async (taskId: string) => {
+    const store = openConfiguredStore(loadConfig());
+    try {
+      const intents = await store.listTask(taskId);
+      const shown = intents.map(({ key, tool, state, callId, startedAt, committedAt }) => ({ key, tool, state, callId, startedAt, ...(committedAt ? { committedAt } : {}) }));
+      print(shown, () => (intents.length === 0 ? `No intents recorded for task ${forTerminal(taskId)}.` : intentTable(intents)));
+    } finally {
+      await store.close();
+    }
   });
 
 program

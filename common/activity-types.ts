@@ -46,6 +46,12 @@ export interface ToolPolicy {
   maxAttempts: number;
   /** How long an irreversible write waits for a human decision. */
   approvalTimeoutMs: number;
+  /**
+   * Irreversible writes: how long the approved call may wait for a worker to start it (config
+   * `approvals.scheduleToStart`); after that it did not run and ends as `not_run`. Policies
+   * recorded before this field existed carry none, and their calls wait without a bound.
+   */
+  scheduleToStartMs?: number;
   /** The backoff between attempts, from the worker's config. */
   retry: RetryBackoff;
   /** Tools from elsewhere (MCP): the digest of the definition the model saw; only a worker serving the same definition runs the call. */
@@ -84,6 +90,12 @@ export interface RunToolInput {
   tool: string;
   args: unknown;
   allowedTools?: string[];
+  /**
+   * The effect the workflow decided the call runs under (the model step's worker declared it).
+   * `runTool` refuses the call when its own registry declares another. Inputs recorded before this
+   * field existed carry none and are run as before.
+   */
+  effect?: ToolEffect;
   /** The definition digest from the call's recorded policy; must equal the executing worker's. */
   definitionDigest?: string;
 }

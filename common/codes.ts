@@ -13,7 +13,9 @@ export type ErrorCode =
   | 'tool_failure'
   | 'outcome_unknown'
   | 'denied'
-  | 'approval_expired';
+  | 'approval_expired'
+  /** An approved irreversible call that no worker started within its schedule-to-start bound: nothing ran. */
+  | 'not_run';
 
 /** Every error code, also used as `ApplicationFailure` types. */
 export const ERROR_CODES: readonly ErrorCode[] = [
@@ -25,10 +27,11 @@ export const ERROR_CODES: readonly ErrorCode[] = [
   'outcome_unknown',
   'denied',
   'approval_expired',
+  'not_run',
 ];
 
 /** Codes that no automatic retry may repeat. */
-export const NON_RETRYABLE_CODES: readonly ErrorCode[] = ['unknown_tool', 'invalid_arguments', 'forbidden', 'tool_failure', 'outcome_unknown'];
+export const NON_RETRYABLE_CODES: readonly ErrorCode[] = ['unknown_tool', 'invalid_arguments', 'forbidden', 'tool_failure', 'outcome_unknown', 'not_run'];
 
 /** How a tool call ended: `denied` is its own status and spends no error budget. */
 export type ToolCallStatus = 'success' | 'error' | 'denied';

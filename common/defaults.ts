@@ -8,6 +8,15 @@ export const DEFAULT_TURN_LIMITS = { maxSteps: 10, maxToolCalls: 20, errorBudget
 /** A tool's policy when its declaration and the config leave it out. */
 export const TOOL_DEFAULTS = { timeoutMs: 30_000, maxAttempts: 3, maxOutputChars: 8_000, concurrency: 8, approvalTimeoutMs: 24 * 3_600_000 } as const;
 
+/**
+ * The idempotency store's retention: committed intents older than `retentionMs` (7 days, longer than
+ * any turn may wait for an approval) are pruned when a worker starts and every `pruneIntervalMs`.
+ */
+export const STORE_RETENTION_DEFAULTS = { retentionMs: 7 * 24 * 3_600_000, pruneIntervalMs: 3_600_000 } as const;
+
+/** How long an approved irreversible call may wait for a worker to start it; after that it did not run (`not_run`). */
+export const DEFAULT_APPROVED_SCHEDULE_TO_START_MS = 3_600_000;
+
 /** The backoff between attempts of a retried call when the config's `retry` sets none. */
 export const DEFAULT_RETRY_BACKOFF = { initialIntervalMs: 200, backoffCoefficient: 2, maximumIntervalMs: 5_000 } as const;
 

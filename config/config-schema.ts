@@ -1,7 +1,15 @@
 import type { ClientConfigProfile } from '@temporalio/envconfig';
 import { z } from 'zod';
 import { parseDuration } from '../common/duration';
-import { DEFAULT_ANTHROPIC_MAX_OUTPUT_TOKENS, DEFAULT_MAX_RETRY_DELAY_MS, DEFAULT_RETRY_BACKOFF, DEFAULT_TASK_QUEUE, DEFAULT_TURN_LIMITS } from '../common/defaults';
+import {
+  DEFAULT_ANTHROPIC_MAX_OUTPUT_TOKENS,
+  DEFAULT_APPROVED_SCHEDULE_TO_START_MS,
+  DEFAULT_MAX_RETRY_DELAY_MS,
+  DEFAULT_RETRY_BACKOFF,
+  DEFAULT_TASK_QUEUE,
+  DEFAULT_TURN_LIMITS,
+  STORE_RETENTION_DEFAULTS,
+} from '../common/defaults';
 
 const duration = z
   .union([z.number().nonnegative(), z.string().refine((text) => parseDuration(text) !== undefined, 'expected a duration like 500ms, 10s, 5 minutes, 24h')])
@@ -15,6 +23,9 @@ function isRegExp(source: string): boolean {
     return false;
   }
 }
+
+/** A duration longer than zero (zero would mean "at once" where it must mean "some time"). */
+const positiveDuration = duration.refine((value) => (parseDuration(value) ?? 0) > 0, 'expected a duration longer than 0');
 
 const port = z.number().int().min(1).max(65535);
 
@@ -183,6 +194,8 @@ export const configSchema = z.strictObject({
       sqliteFile: z.string().default('.tollgate/state/idempotency.db'),
       /** The environment variable holding the PostgreSQL connection URL (it carries a password). */
       postgresUrlEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected the name of an environment variable').default('TOLLGATE_POSTGRES_URL'),
+      /** Committed intents older than this are pruned (at worker start, then hourly); started ones are never deleted. */
+      retention: positiveDuration.default(STORE_RETENTION_DEFAULTS.retentionMs),
     })
     .prefault({}),
   encryption: z
@@ -231,6 +244,8 @@ export const configSchema = z.strictObject({
       privateKeyEnv: envName.optional(),
       /** How old a signed decision's `signedAt` may be when the turn takes it, by the turn's clock. */
       signatureMaxAge: duration.default('10 minutes'),
+      /** How long an approved irreversible call may wait for a worker to start it; after that it ends as `not_run`. */
+      scheduleToStart: positiveDuration.default(DEFAULT_APPROVED_SCHEDULE_TO_START_MS),
     })
     .prefault({}),
   redact: z

@@ -9,6 +9,8 @@ import {
   HISTORY_FOLDER,
   PRE_PATCH_HISTORY,
   RECORDED_HISTORY,
+  REVERSIBLE_RETRY_BEFORE_PATCH_HISTORY,
+  REVERSIBLE_RETRY_HISTORY,
 } from './helpers/histories';
 import { bundleWorkflows, quietRuntime } from './helpers/servers';
 
@@ -70,6 +72,30 @@ describe('replay of recorded turns', () => {
     for (const recorded of [before, after]) {
       await expect(Worker.runReplayHistory({ workflowBundle }, recorded, workflowId(recorded))).resolves.toBeUndefined();
     }
+  });
+
+  it('replays retried reversible writes from both sides of the lookup-after-backoff patch: lookup then backoff before it, backoff then lookup after', async () => {
+    quietRuntime();
+    type Recorded = {
+      events: Array<{ eventType: string; activityTaskScheduledEventAttributes?: { activityType: { name: string } }; markerRecordedEventAttributes?: { markerName: string } }>;
+    };
+    // What the workflow did after the first runTool failed: status lookups (local activity markers), timers, runTool, patch markers.
+    const afterFirstFailure = (recorded: Recorded) => {
+      const failed = recorded.events.findIndex((event) => event.eventType.endsWith('ACTIVITY_TASK_FAILED'));
+      return recorded.events.slice(failed + 1).flatMap((event) => {
+        const marker = event.markerRecordedEventAttributes?.markerName;
+        if (marker) return [marker === 'core_patch' ? 'patch' : 'lookup'];
+        if (event.eventType.endsWith('TIMER_STARTED')) return ['backoff'];
+        return event.activityTaskScheduledEventAttributes?.activityType.name === 'runTool' ? ['runTool'] : [];
+      }).slice(0, 4);
+    };
+    const before = JSON.parse(readFileSync(REVERSIBLE_RETRY_BEFORE_PATCH_HISTORY, 'utf8')) as Recorded;
+    const after = JSON.parse(readFileSync(REVERSIBLE_RETRY_HISTORY, 'utf8')) as Recorded;
+    expect(afterFirstFailure(before)).toEqual(['lookup', 'backoff', 'runTool']);
+    expect(afterFirstFailure(after)).toEqual(['patch', 'backoff', 'lookup', 'runTool']);
+    const workflowBundle = await bundleWorkflows();
+    await expect(Worker.runReplayHistory({ workflowBundle }, before, 'before-patch')).resolves.toBeUndefined();
+    await expect(Worker.runReplayHistory({ workflowBundle }, after, 'after-patch')).resolves.toBeUndefined();
   });
 
   it('catches a deliberately non-deterministic change of the workflow', async () => {

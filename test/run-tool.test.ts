@@ -3,9 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ToolError } from '../tools/tool-error';
 import { defineTool, type ToolContext, type ToolDefinition, type ToolSpec } from '../tools/define-tool';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { createRunTool } from '../activities/boundary/run-tool';
 import { createToolRegistry } from '../tools/tool-registry';
 import { ToolOutcome } from '../tools/tool-outcome';
+import { openSqliteStore } from '../activities/intents/sqlite-store';
 import { runToolOnce, type FlatBoundaryResult } from './helpers/run-tool-once';
 
 const echoInput = z.strictObject({ text: z.string().describe('text') });
@@ -107,10 +109,140 @@ describe('runTool', () => {
   });
 });
 
+describe('the wait for a place under the concurrency limit', () => {
+  const draftInput = z.strictObject({ name: z.string().describe('name') });
+
+  /** A reversible write with concurrency 1 whose `hold` call keeps its place (ignoring its abort) until `letGo` is called. */
+  function heldTool() {
+    const ran: string[] = [];
+    let letGo!: () => void;
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+    const tool = defineTool({
+      name: 'draft',
+      description: 'draft',
+      input: draftInput,
+      effect: 'reversible_write',
+      timeout: 200,
+      concurrency: 1,
+      status: () => 'not_applied',
+      handler: async ({ name }) => {
+        ran.push(name);
+        if (name === 'hold') await held;
+        return `wrote ${name}`;
+      },
+    });
+    const store = openSqliteStore(':memory:');
+    return { ran, letGo, store, runTool: createRunTool({ registry: createToolRegistry({ tools: [tool] }), store }) };
+  }
+
+  it('times a call out while it waits behind a handler that keeps its place: 0 executions, its handler never runs', async () => {
+    const { ran, letGo, store, runTool } = heldTool();
+    const first = runToolOnce(runTool, { taskId: 't', callId: 'c1', tool: 'draft', args: { name: 'hold' } }).catch((error) => error);
+    const started = Date.now();
+    const second = await runToolOnce(runTool, { taskId: 't', callId: 'c2', tool: 'draft', args: { name: 'waits' } });
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(second).toEqual({
+      status: 'error',
+      code: 'transient_failure',
+      retryable: true,
+      message: 'draft timed out after 200 ms waiting for a place under its concurrency limit of 1; it did not run',
+      executions: 0,
+      originalSize: 0,
+      truncated: false,
+    });
+    // The first was cut off by its own timeout while still applying: an interruption, 1 execution.
+    await expect(first).resolves.toMatchObject({ type: 'write_interrupted', details: [{ executions: 1 }] });
+    letGo();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(ran).toEqual(['hold']);
+    // The attempt that never started is given up, so it is claimable again rather than in flight; the place is free again.
+    const intents = await store.listTask('t');
+    expect(intents.map((intent) => [intent.callId, intent.state])).toEqual([['c1', 'started']]);
+    await expect(runToolOnce(runTool, { taskId: 't', callId: 'c3', tool: 'draft', args: { name: 'waits' } })).resolves.toMatchObject({ status: 'success', executions: 1 });
+    expect(ran).toEqual(['hold', 'waits']);
+    await store.close();
+  });
+
+  it('never runs a call cancelled while it waits, even once the place is free', async () => {
+    const { ran, letGo, store, runTool } = heldTool();
+    const first = runToolOnce(runTool, { taskId: 't', callId: 'c1', tool: 'draft', args: { name: 'hold' } }).catch((error) => error);
+    const waiting = new MockActivityEnvironment();
+    const second = waiting.run(runTool, { taskId: 't', callId: 'c2', tool: 'draft', args: { name: 'waits' } }).catch((error) => error);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    waiting.cancel();
+    await expect(second).resolves.toMatchObject({ name: 'CancelledFailure' });
+    letGo();
+    await first;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    expect(ran).toEqual(['hold']);
+    expect((await store.listTask('t')).map((intent) => intent.callId)).toEqual(['c1']);
+    await store.close();
+  });
+
+  it('times a read out inside its timeout while it waits, with the executions of its earlier attempts', async () => {
+    let letGo!: () => void;
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+    const runs: string[] = [];
+    const tool = echoTool(async ({ text }) => (runs.push(text), text === 'hold' ? held.then(() => text) : text), { timeout: 200, concurrency: 1 });
+    const runTool = createRunTool({ registry: createToolRegistry({ tools: [tool] }) });
+    const first = runToolOnce(runTool, { taskId: 't', callId: 'c1', tool: 'echo', args: { text: 'hold' } }).catch((error) => error);
+    const second = await runToolOnce(runTool, { taskId: 't', callId: 'c2', tool: 'echo', args: { text: 'waits' } }, { attempt: 2 }).catch((error) => error);
+    expect(second).toBeInstanceOf(ApplicationFailure);
+    expect(second).toMatchObject({ type: 'transient_failure', nonRetryable: false, details: [{ executions: 1 }] });
+    expect(second.message).toMatch(/waiting for a place under its concurrency limit of 1; it did not run$/);
+    letGo();
+    await first;
+    expect(runs).toEqual(['hold']);
+  });
+});
+
+describe('runTool under the effect its own registry declares', () => {
+  const sendInput = z.strictObject({ to: z.string().describe('to') });
+
+  it('refuses a call the workflow decided under another effect, before any claim or side effect', async () => {
+    let runs = 0;
+    const send = defineTool({ name: 'send', description: 'send', input: sendInput, effect: 'irreversible_write', handler: () => (runs++, 'sent') });
+    const store = openSqliteStore(':memory:');
+    const runTool = createRunTool({ registry: createToolRegistry({ tools: [send] }), store });
+    const input = { taskId: 'task', callId: 'call-0-0', tool: 'send', args: { to: 'ops' } };
+    await expect(runToolOnce(runTool, { ...input, effect: 'read' })).resolves.toEqual({
+      status: 'error',
+      code: 'forbidden',
+      retryable: false,
+      message: "send is not run: the model step's worker declared it read, this worker declares irreversible_write",
+      executions: 0,
+      originalSize: 0,
+      truncated: false,
+    });
+    await expect(runToolOnce(runTool, { ...input, effect: 'reversible_write' })).resolves.toMatchObject({ code: 'forbidden', executions: 0 });
+    expect(runs).toBe(0);
+    await expect(store.listTask('task')).resolves.toEqual([]);
+    await store.close();
+  });
+
+  it('runs a call whose effect agrees, and one recorded before the effect was sent, as before', async () => {
+    let runs = 0;
+    const echo = echoTool(() => (runs++, 'said'));
+    const runTool = createRunTool({ registry: createToolRegistry({ tools: [echo] }) });
+    await expect(runToolOnce(runTool, { taskId: 't', callId: 'c1', tool: 'echo', args: { text: 'x' }, effect: 'read' })).resolves.toMatchObject({ status: 'success', executions: 1 });
+    await expect(runToolOnce(runTool, { taskId: 't', callId: 'c2', tool: 'echo', args: { text: 'x' } })).resolves.toMatchObject({ status: 'success', executions: 1 });
+    await expect(runToolOnce(runTool, { taskId: 't', callId: 'c3', tool: 'echo', args: { text: 'x' }, effect: 'irreversible_write' })).resolves.toMatchObject({ code: 'forbidden' });
+    expect(runs).toBe(2);
+  });
+});
+
 describe('createToolRegistry', () => {
   it('refuses a tool declared twice', () => {
     const tool = echoTool(() => 'x');
     expect(() => createToolRegistry({ tools: [tool, tool] })).toThrow('tool "echo" is declared twice');
+  });
+
+  it('gives irreversible writes, and only them, the schedule-to-start bound of an approved call', () => {
+    const send = defineTool({ name: 'send', description: 'send', input: z.strictObject({}), effect: 'irreversible_write', handler: () => 'sent' });
+    const registry = createToolRegistry({ tools: [echoTool(() => 'x'), send], approvedScheduleToStartMs: 90_000 });
+    expect(registry.policy('send')).toMatchObject({ effect: 'irreversible_write', scheduleToStartMs: 90_000 });
+    expect(registry.policy('echo')).not.toHaveProperty('scheduleToStartMs');
+    expect(createToolRegistry({ tools: [send] }).policy('send')).toMatchObject({ scheduleToStartMs: 3_600_000 });
   });
 
   it('applies config overrides and refuses overrides for unknown tools', () => {

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -16,17 +16,9 @@ import { createToolRegistry } from '../tools/tool-registry';
 import { saveDraftTool } from '../tools/built-in/save-draft';
 import { sendMessageTool } from '../tools/built-in/send-message';
 import type { ToolResult } from '../common/types';
-import { PROJECT_ROOT } from '../config/load-config';
 import { testConfig } from './helpers/test-config';
+import { postgresUrl } from './helpers/postgres';
 import { runToolOnce, type FlatBoundaryResult } from './helpers/run-tool-once';
-
-/** The test database `node scripts/setup.mjs --system` prepares, or the one TOLLGATE_TEST_POSTGRES_URL names. */
-function postgresUrl(): string {
-  if (process.env.TOLLGATE_TEST_POSTGRES_URL) return process.env.TOLLGATE_TEST_POSTGRES_URL;
-  const file = path.join(PROJECT_ROOT, '.tollgate', 'state', 'postgres-test-url');
-  if (!existsSync(file)) throw new Error('no PostgreSQL for the tests: run `node scripts/setup.mjs --system` as root, or set TOLLGATE_TEST_POSTGRES_URL');
-  return readFileSync(file, 'utf8').trim();
-}
 
 const opened: IdempotencyStore[] = [];
 afterAll(async () => {

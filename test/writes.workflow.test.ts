@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
@@ -12,9 +13,14 @@ import { taskFolderName } from '../tools/built-in/workspace-path';
 import type { TurnState } from '../common/types';
 import { approvalSignal, decideUpdate } from '../workflows/messages';
 import { testConfig } from './helpers/test-config';
-import { scripted, waitForState, useTurnRunner, type TurnOptions } from './helpers/turn-runner';
+import { createWorker } from '../worker/create-worker';
+import { createActivities } from '../activities';
+import type { ModelStepInput } from '../common/activity-types';
+import type { AgentTurnResult } from '../common/types';
+import { scripted, waitForState, useTimeSkippingEnvironment, useTurnRunner, type TurnOptions } from './helpers/turn-runner';
 
-const runTurn = useTurnRunner();
+const environment = useTimeSkippingEnvironment();
+const runTurn = useTurnRunner(environment);
 
 function connectionReset(): Error {
   return Object.assign(new Error('write ECONNRESET'), { code: 'ECONNRESET' });
@@ -110,6 +116,29 @@ describe('the failure matrix for writes', () => {
     expect(seen).toMatchObject({ result: { status: 'success', data: { booked: true, from: 'status' } } });
   });
 
+  it('backs off before it looks up again, so a write still applying after its timeout is found applied, not run twice', async () => {
+    const reversible = ledgerTool({
+      effect: 'reversible_write',
+      timeout: 200,
+      behave: async (execution, apply) => {
+        // The first execution ignores its abort signal and applies 800 ms after its timeout, well inside the 2 s backoff.
+        if (execution === 1) await new Promise((resolve) => setTimeout(resolve, 1_000));
+        apply();
+        return 'booked';
+      },
+    });
+    const config = testConfig({ retry: { initialInterval: '2s', maximumInterval: '2s' } });
+    const { result } = await runTurn({
+      config,
+      tools: [reversible.tool],
+      input: { prompt: 'x', model: scripted([bookStep, { text: 'done' }]) },
+      // Waits in real time, so the backoff passes on the clock the handler runs by.
+      interact: async (handle) => void (await waitForState(handle, (state) => state.status !== 'running')),
+    });
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
+    expect(reversible.counts).toEqual({ executions: 1, effects: 1, lookups: 2 });
+  });
+
   it('reports an approved irreversible write that took effect and then timed out as outcome_unknown: 1 execution, never 2', async () => {
     const irreversible = ledgerTool({
       effect: 'irreversible_write',
@@ -138,6 +167,66 @@ describe('the failure matrix for writes', () => {
     expect(irreversible.counts.effects).toBe(1);
   });
 
+  it('ends an approved irreversible call that no worker could start in time as not_run: 0 executions, never outcome_unknown', async () => {
+    // One worker with a single activity slot. A read of another turn holds that slot until the test lets it go,
+    // so the approved call waits in the task queue; after approvals.scheduleToStart (1 s) the server times it out.
+    const { env, workflowBundle } = environment;
+    const irreversible = ledgerTool({ effect: 'irreversible_write', behave: (_n, apply) => apply() });
+    let holding = false;
+    let letGo!: () => void;
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+    const slowRead = defineTool({
+      name: 'slow_read',
+      description: 'Reads slowly.',
+      input: z.strictObject({}),
+      effect: 'read',
+      timeout: 60_000,
+      handler: async () => {
+        holding = true;
+        await held;
+        return 'read';
+      },
+    });
+    const base = testConfig({ approvals: { scheduleToStart: '1s' } });
+    const taskQueue = `test-${randomUUID()}`;
+    const config = { ...base, temporal: { ...base.temporal, taskQueue } };
+    const store = openSqliteStore(config.store.sqliteFile);
+    const activities = createActivities({ config, tools: [irreversible.tool, slowRead], store });
+    const modelInputs: ModelStepInput[] = [];
+    const worker = await createWorker({
+      config,
+      connection: env.nativeConnection,
+      activities: { ...activities, modelStep: (input: ModelStepInput) => (modelInputs.push(structuredClone(input)), activities.modelStep(input)) },
+      store,
+      workflowBundle,
+      workerOptions: { maxConcurrentActivityTaskExecutions: 1 },
+    });
+    const start = (taskId: string, steps: Parameters<typeof scripted>[0]) =>
+      env.client.workflow.start('agentTurn', { workflowId: `turn-${randomUUID()}`, taskQueue, args: [{ taskId, prompt: 'x', model: scripted(steps) }] });
+    const { result, state } = await worker.runUntil(async () => {
+      try {
+        const booking = await start('task-1', [bookStep, { text: 'done' }]);
+        const { callId, digest } = await firstPending(booking);
+        const reading = await start('task-2', [{ toolCalls: [{ tool: 'slow_read', args: {} }] }, { text: 'done' }]);
+        await expect.poll(() => holding, { timeout: 20_000 }).toBe(true);
+        await booking.signal(approvalSignal, { callId, decision: 'approve', argsDigest: digest });
+        const ended = await waitForState(booking, (current) => current.toolCalls.length > 0);
+        letGo();
+        await reading.result();
+        return { result: (await booking.result()) as AgentTurnResult, state: ended };
+      } finally {
+        // A failed expectation must not leave the read holding the worker's only slot: the worker's shutdown waits for it.
+        letGo();
+      }
+    });
+    await store.close();
+    expect(state.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'not_run', attempts: 0 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'not_run', attempts: 0 })]);
+    expect(irreversible.counts).toEqual({ executions: 0, effects: 0, lookups: 0 });
+    const told = modelInputs.find((input) => input.taskId === 'task-1' && input.step === 1)?.messages.find((message) => message.role === 'tool');
+    expect(told).toMatchObject({ result: { status: 'error', code: 'not_run', retryable: false, message: 'book_room was approved, but no worker started it within 1 s; it did not run' } });
+  });
+
   it('refuses a forbidden write before it is scheduled: forbidden, 0 executions', async () => {
     const reversible = ledgerTool({ effect: 'reversible_write', behave: (_n, apply) => apply() });
     const config = testConfig();
@@ -163,6 +252,21 @@ describe('the failure matrix for writes', () => {
     expect(reversible.counts.executions).toBe(0);
     expect(runToolScheduled).toBe(0);
     expect(existsSync(path.join(config.workspace, '..', 'escape.md'))).toBe(false);
+  });
+
+  it('refuses a call the model step decided under a weaker effect than the running worker declares: forbidden, 0 executions', async () => {
+    const irreversible = ledgerTool({ effect: 'irreversible_write', behave: (_n, apply) => apply() });
+    const olderVersion = ledgerTool({ effect: 'reversible_write', behave: (_n, apply) => apply() });
+    const { result, modelInputs } = await runTurn({
+      tools: [irreversible.tool],
+      modelStepTools: [olderVersion.tool],
+      input: { prompt: 'x', model: scripted([bookStep, { text: 'done' }]) },
+    });
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'forbidden', attempts: 0 })]);
+    const seen = modelInputs[1].messages.find((message) => message.role === 'tool');
+    expect(seen).toMatchObject({ result: { message: "book_room is not run: the model step's worker declared it reversible_write, this worker declares irreversible_write" } });
+    expect(irreversible.counts.executions + olderVersion.counts.executions).toBe(0);
+    expect(irreversible.counts.effects + olderVersion.counts.effects).toBe(0);
   });
 
   it('writes the same save_draft intent once, however often it is asked for in a task', async () => {

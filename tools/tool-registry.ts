@@ -3,7 +3,7 @@ import type { RetryBackoff, ToolPolicy } from '../common/activity-types';
 import type { TollgateConfig } from '../config/config-schema';
 import { checkToolDefinition, type ToolDefinition } from './define-tool';
 
-import { DEFAULT_RETRY_BACKOFF } from '../common/defaults';
+import { DEFAULT_APPROVED_SCHEDULE_TO_START_MS, DEFAULT_RETRY_BACKOFF } from '../common/defaults';
 
 /** The backoff the config's `retry` section sets. */
 export function retryBackoffFromConfig(retry: TollgateConfig['retry']): RetryBackoff {
@@ -27,10 +27,13 @@ export function createToolRegistry({
   tools,
   overrides = {},
   retry = DEFAULT_RETRY_BACKOFF,
+  approvedScheduleToStartMs = DEFAULT_APPROVED_SCHEDULE_TO_START_MS,
 }: {
   tools: ToolDefinition[];
   overrides?: TollgateConfig['tools'];
   retry?: RetryBackoff;
+  /** How long an approved irreversible call may wait for a worker to start it (config `approvals.scheduleToStart`). */
+  approvedScheduleToStartMs?: number;
 }): ToolRegistry {
   const byName = new Map<string, ToolDefinition>();
   for (const tool of tools) {
@@ -60,7 +63,16 @@ export function createToolRegistry({
     list: () => [...byName.values()],
     policy(name) {
       const tool = byName.get(name);
-      return tool && { effect: tool.effect, timeoutMs: tool.timeoutMs, maxAttempts: tool.maxAttempts, approvalTimeoutMs: tool.approvalTimeoutMs, retry, ...(tool.definitionDigest ? { definitionDigest: tool.definitionDigest } : {}) };
+      if (!tool) return undefined;
+      const policy: ToolPolicy = {
+        effect: tool.effect,
+        timeoutMs: tool.timeoutMs,
+        maxAttempts: tool.maxAttempts,
+        approvalTimeoutMs: tool.approvalTimeoutMs,
+        retry,
+        ...(tool.definitionDigest ? { definitionDigest: tool.definitionDigest } : {}),
+      };
+      return tool.effect === 'irreversible_write' ? { ...policy, scheduleToStartMs: approvedScheduleToStartMs } : policy;
     },
   };
 }

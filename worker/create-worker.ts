@@ -1,11 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { DataConverter } from '@temporalio/common';
-import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
+import { Runtime, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { codecFromEnvironment, ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gcm-codec';
 import { createActivities, type Activities } from '../activities';
 import { openConfiguredStore } from '../activities/intents/open-store';
 import type { IdempotencyStore } from '../activities/intents/intent-store';
+import { startRetention, type RetentionPass } from '../activities/intents/retention';
+import { toMilliseconds } from '../common/duration';
 import type { ToolDefinition } from '../tools/define-tool';
 import type { McpConfigInput, TollgateConfig } from '../config/config-schema';
 import { parseMcpConfig } from '../config/load-config';
@@ -37,21 +39,27 @@ export interface CreateWorkerOptions {
   workerOptions?: Partial<WorkerOptions>;
 }
 
+/** Something that runs beside the worker while it runs (the store's retention): started with it, it returns how to stop it. */
+export type WorkerService = () => () => void;
+
 /**
  * A Temporal worker serving Tollgate's workflows and activities, with the resources it opened
  * itself (the connection, the idempotency store, the MCP clients): `run` and `runUntil` close
- * them when the worker has stopped; what the caller passed in stays the caller's to close.
+ * them when the worker has stopped; what the caller passed in stays the caller's to close. Its
+ * services (the store's retention) start when it runs and stop when it stops.
  */
 export class TollgateWorker {
   constructor(
     /** The Temporal worker itself. */
     readonly worker: Worker,
     private readonly owned: Array<() => Promise<void>>,
+    private readonly services: WorkerService[] = [],
   ) {}
 
   /** Runs until `shutdown()` or a signal, then closes what this worker opened. */
   async run(): Promise<void> {
     try {
+      this.startServices();
       await this.worker.run();
     } finally {
       await this.close();
@@ -61,6 +69,7 @@ export class TollgateWorker {
   /** Runs while `fn` runs, then shuts down and closes what this worker opened. */
   async runUntil<R>(fn: Promise<R> | (() => Promise<R>)): Promise<R> {
     try {
+      this.startServices();
       return await this.worker.runUntil(fn);
     } finally {
       await this.close();
@@ -75,6 +84,13 @@ export class TollgateWorker {
   /** The Temporal worker's state (`RUNNING`, `STOPPED`, …). */
   getState(): ReturnType<Worker['getState']> {
     return this.worker.getState();
+  }
+
+  private startServices(): void {
+    for (const start of this.services.splice(0)) {
+      const stop = start();
+      this.owned.push(async () => stop());
+    }
   }
 
   private async close(): Promise<void> {
@@ -117,11 +133,13 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Tollga
     const connection = given ?? (await connectWorker(config));
     if (!given) owned.push(() => connection.close());
     let served = activities;
+    let store = givenStore;
     if (!served) {
-      const store = givenStore ?? openConfiguredStore(config);
-      if (!givenStore) owned.push(() => store.close());
+      store ??= openConfiguredStore(config);
+      if (!givenStore) owned.push(() => store!.close());
       served = createActivities({ config, tools: [...(tools ?? builtInTools(config)), ...(mcpTools?.tools ?? [])], store });
     }
+    const services = store ? [retentionService(store, config)] : [];
     const worker = await Worker.create({
       connection,
       namespace: config.temporal.namespace,
@@ -133,11 +151,24 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Tollga
       maxHeartbeatThrottleInterval: '1 second',
       ...workerOptions,
     });
-    return new TollgateWorker(worker, owned);
+    return new TollgateWorker(worker, owned, services);
   } catch (error) {
     for (const close of owned.reverse()) await close().catch(() => undefined);
     throw error;
   }
+}
+
+/** Prunes the store's committed intents older than `store.retention` while the worker runs, and logs each pass. */
+export function retentionService(store: IdempotencyStore, config: TollgateConfig): WorkerService {
+  const retentionMs = toMilliseconds(config.store.retention);
+  return () => startRetention({ store, retentionMs, onPass: logRetentionPass }).stop;
+}
+
+function logRetentionPass(pass: RetentionPass): void {
+  const logger = Runtime.instance().logger;
+  const committedBefore = pass.committedBefore.toISOString();
+  if ('error' in pass) logger.warn('retention: could not prune the idempotency store', { committedBefore, message: String((pass.error as Error)?.message ?? pass.error) });
+  else logger.info('retention: pruned committed intents', { committedBefore, ...pass.report });
 }
 
 /**

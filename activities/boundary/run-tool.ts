@@ -6,7 +6,7 @@ import { checkToolCall } from './check-tool-call';
 import { classifyError } from './classify-error';
 import { ToolError } from '../../tools/tool-error';
 import type { ToolDefinition } from '../../tools/define-tool';
-import { IntentStoreError, type ClaimResult, type IdempotencyStore, type WriteEffect } from '../intents/intent-store';
+import { DEFAULT_IN_FLIGHT_GRACE_MS, IntentStoreError, type ClaimResult, type IdempotencyStore, type WriteEffect } from '../intents/intent-store';
 import { askStatusCheck, inFlight } from './lookup-status';
 import { argsDigest } from '../../tools/canonical-json';
 import { intentKey } from '../../tools/intent-key';
@@ -27,11 +27,43 @@ class TimeoutError extends Error {
   override name = 'TimeoutError';
 }
 
+/** How a handler ended, or that it never started. */
+type HandlerEnd =
+  | { started: true; outcome: ToolOutcome; interrupted: boolean; error?: unknown }
+  | { started: false; reason: unknown };
+
+/**
+ * Gives a call's place under the concurrency limit back when its handler has really stopped: one
+ * that ignores its abort signal past its timeout still counts, for at most the in-flight grace.
+ */
+function keepPlaceUntilSettled(handled: Promise<unknown>, release: () => void): void {
+  const bound = setTimeout(release, DEFAULT_IN_FLIGHT_GRACE_MS);
+  bound.unref();
+  handled.then(
+    () => undefined,
+    () => undefined,
+  ).finally(() => {
+    clearTimeout(bound);
+    release();
+  });
+}
+
+/**
+ * Why a call may not run under the effect the workflow decided: the worker of the model step
+ * declared another effect for the tool than this worker does (a fleet mixing tool versions).
+ * Undefined when they agree, or when the input names no effect (recorded before it was sent).
+ */
+export function effectMismatch(tool: ToolDefinition, input: RunToolInput): string | undefined {
+  if (input.effect === undefined || input.effect === tool.effect) return undefined;
+  return `${tool.name} is not run: the model step's worker declared it ${input.effect}, this worker declares ${tool.effect}`;
+}
 
 /**
  * The `runTool` activity: the execution half of the boundary. It checks the call again (the model
  * step already did, but an activity can be started by anyone), waits for a place under the tool's
- * concurrency limit, runs the handler under its timeout, then redacts, truncates and normalizes.
+ * concurrency limit, runs the handler, then redacts, truncates and normalizes. The timeout counts
+ * the wait for a place too; a call whose timeout or cancellation comes while it waits never runs
+ * (a timeout with 0 executions, not an interruption).
  *
  * Reads: a retryable failure is thrown so that Temporal's retry policy repeats it; a final failure
  * is returned as a result the model can act on.
@@ -56,39 +88,60 @@ export function createRunTool({
     return semaphore;
   };
 
-  // How a handler ended: with the outcome it returned, or `interrupted` when a throw or the timeout cut it off at an unknown point.
-  async function runHandler(tool: ToolDefinition, args: unknown, input: RunToolInput, idempotencyKey?: string): Promise<{ outcome: ToolOutcome; interrupted: boolean; error?: unknown }> {
+  // How a handler ended: with the outcome it returned, `interrupted` when a throw or the timeout cut it off at an unknown point,
+  // or not `started` when the timeout or a cancellation came while the call waited for a place under the tool's concurrency limit.
+  async function runHandler(tool: ToolDefinition, args: unknown, input: RunToolInput, idempotencyKey?: string): Promise<HandlerEnd> {
     const context = Context.current();
     const attempt = context.info.attempt;
-    const release = await semaphoreFor(tool).acquire();
     const controller = new AbortController();
     const onCancel = () => controller.abort(context.cancellationSignal.reason);
     context.cancellationSignal.addEventListener('abort', onCancel);
+    if (context.cancellationSignal.aborted) onCancel();
+    // The timeout counts from here, so the wait for a place is inside it.
     let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const error = new TimeoutError(`${tool.name} timed out after ${tool.timeoutMs} ms`);
+        controller.abort(error);
+        reject(error);
+      }, tool.timeoutMs);
+    });
+    timedOut.catch(() => undefined);
+    let handled: Promise<unknown> | undefined;
+    let release: (() => void) | undefined;
     try {
-      const timedOut = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          const error = new TimeoutError(`${tool.name} timed out after ${tool.timeoutMs} ms`);
-          controller.abort(error);
-          reject(error);
-        }, tool.timeoutMs);
-      });
-      const handled = Promise.resolve().then(() =>
+      release = await semaphoreFor(tool).acquire(controller.signal);
+      if (controller.signal.aborted) throw controller.signal.reason;
+    } catch (reason) {
+      release?.();
+      clearTimeout(timer);
+      context.cancellationSignal.removeEventListener('abort', onCancel);
+      return { started: false, reason };
+    }
+    try {
+      handled = Promise.resolve().then(() =>
         tool.handler(args, { taskId: input.taskId, callId: input.callId, attempt, signal: controller.signal, idempotencyKey }),
       );
       const raw = await Promise.race([handled, timedOut]);
-      return { outcome: ToolOutcome.is(raw) ? raw : ToolOutcome.ok(raw), interrupted: false };
+      return { started: true, outcome: ToolOutcome.is(raw) ? raw : ToolOutcome.ok(raw), interrupted: false };
     } catch (error) {
       const failure = classifyError(error);
       context.log.warn('tool handler threw', { tool: tool.name, callId: input.callId, attempt, code: failure.code, stack: (error as Error)?.stack });
       const outcome = ToolOutcome.error(failure.message, failure);
       // A ToolError is the handler's own verdict; anything else cut the handler off at an unknown point.
-      return error instanceof ToolError ? { outcome, interrupted: false } : { outcome, interrupted: true, error };
+      return error instanceof ToolError ? { started: true, outcome, interrupted: false } : { started: true, outcome, interrupted: true, error };
     } finally {
       clearTimeout(timer);
       context.cancellationSignal.removeEventListener('abort', onCancel);
-      release();
+      if (handled) keepPlaceUntilSettled(handled, release);
+      else release();
     }
+  }
+
+  // Why a call never started: the message of its timeout, or the cancellation to rethrow.
+  function notStarted(tool: ToolDefinition, reason: unknown): string {
+    if (reason instanceof TimeoutError) return `${reason.message} waiting for a place under its concurrency limit of ${tool.concurrency}; it did not run`;
+    throw reason;
   }
 
   // The handler's outcome as the model may see it: redacted, truncated, with the executions counted.
@@ -100,8 +153,11 @@ export function createRunTool({
 
   async function runRead(tool: ToolDefinition, args: unknown, input: RunToolInput): Promise<BoundaryResult> {
     const attempt = Context.current().info.attempt;
-    const { outcome } = await runHandler(tool, args, input);
-    const normalized = normalize(tool, outcome, attempt);
+    const end = await runHandler(tool, args, input);
+    if (!end.started) {
+      throw ApplicationFailure.create({ type: 'transient_failure', message: notStarted(tool, end.reason), nonRetryable: false, details: [{ executions: attempt - 1 }] });
+    }
+    const normalized = normalize(tool, end.outcome, attempt);
     const { result } = normalized;
     if (result.status === 'error' && result.retryable) {
       throw ApplicationFailure.create({ type: result.code, message: result.message, nonRetryable: false, details: [{ executions: attempt }] });
@@ -163,6 +219,11 @@ export function createRunTool({
     }
     const { owner } = claim;
     const end = await runHandler(tool, args, input, key);
+    if (!end.started) {
+      // Nothing ran: the attempt is given up, so the next lookup finds it not applied rather than in flight.
+      await store.release({ key, owner }).catch((error: unknown) => context.log.warn('could not give up an attempt that never started', { key, message: String(error) }));
+      return BoundaryResults.failure('transient_failure', notStarted(tool, end.reason), { executions: 0 });
+    }
     if (end.interrupted) {
       // A handler that threw has stopped, so the attempt is no longer in flight; one cut off by the timeout may still be applying.
       if ((end.error as Error | undefined)?.name !== 'TimeoutError') await store.endLease({ key, owner }).catch((error: unknown) => context.log.warn('could not end a lease', { key, message: String(error) }));
@@ -192,6 +253,8 @@ export function createRunTool({
     const checked = checkToolCall({ registry, request: input, allowedTools: input.allowedTools, taskId: input.taskId });
     if (checked.refusal) return BoundaryResults.refused(checked.refusal.code, checked.refusal.message);
     const tool = registry.get(input.tool)!;
+    const mismatch = effectMismatch(tool, input);
+    if (mismatch) return BoundaryResults.refused('forbidden', mismatch);
     if (tool.definitionDigest !== input.definitionDigest) {
       const message = `${tool.name}: this worker serves another definition of the tool (digest ${String(tool.definitionDigest).slice(0, 12)}, the call was checked against ${String(input.definitionDigest).slice(0, 12)}); the call is not run`;
       return BoundaryResults.refused('forbidden', message);

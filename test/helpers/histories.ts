@@ -24,3 +24,12 @@ export const CONCURRENT_SENDS_BEFORE_PATCH_HISTORY = path.join(HISTORY_FOLDER, '
 
 /** The same three sends recorded after the patch: the turns ran one after another. */
 export const CONCURRENT_SENDS_SERIAL_HISTORY = path.join(HISTORY_FOLDER, 'conversation', 'concurrent-sends-serial.json');
+
+/**
+ * A reversible write whose first execution failed, recorded before patch `lookup-after-backoff`:
+ * its second round looked the status up, then slept the backoff, then ran again.
+ */
+export const REVERSIBLE_RETRY_BEFORE_PATCH_HISTORY = path.join(HISTORY_FOLDER, 'reversible-write-retried-before-backoff-patch.json');
+
+/** The same turn recorded after the patch: the second round sleeps the backoff first and looks up after. */
+export const REVERSIBLE_RETRY_HISTORY = path.join(HISTORY_FOLDER, 'reversible-write-retried.json');

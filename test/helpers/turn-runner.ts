@@ -38,6 +38,8 @@ export interface TurnOptions {
   workflowBundle: WorkflowBundleWithSourceMap;
   input: Omit<AgentTurnInput, 'taskId'> & { taskId?: string };
   tools?: ToolDefinition[];
+  /** The tools the model step's worker declares, when they differ from those of the worker that runs them (a fleet mixing versions). */
+  modelStepTools?: ToolDefinition[];
   store?: IdempotencyStore;
   config?: TollgateConfig;
   /** API keys and the fetch the model providers use. */
@@ -47,18 +49,19 @@ export interface TurnOptions {
 }
 
 /** Runs one turn on a fresh worker and task queue; returns its result, final state, the model's inputs and the count of scheduled runTool activities. */
-export async function runTurn({ env, workflowBundle, input, tools, store, config: given, modelEnvironment, interact }: TurnOptions) {
+export async function runTurn({ env, workflowBundle, input, tools, modelStepTools, store, config: given, modelEnvironment, interact }: TurnOptions) {
   const taskQueue = `test-${randomUUID()}`;
   const base = given ?? testConfig({ retry: { initialInterval: '100ms', maximumInterval: '1s' } });
   const config: TollgateConfig = { ...base, temporal: { ...base.temporal, taskQueue } };
   const ownStore = store ? undefined : openConfiguredStore(config);
   const activities = createActivities({ config, tools, store: store ?? ownStore!, modelEnvironment });
+  const modelStep = modelStepTools ? createActivities({ config, tools: modelStepTools, store: store ?? ownStore!, modelEnvironment }).modelStep : activities.modelStep;
   const modelInputs: ModelStepInput[] = [];
   const observed = {
     ...activities,
     modelStep: async (stepInput: ModelStepInput) => {
       modelInputs.push(structuredClone(stepInput));
-      return activities.modelStep(stepInput);
+      return modelStep(stepInput);
     },
   };
   const worker = await createWorker({ config, connection: env.nativeConnection, activities: observed, workflowBundle });

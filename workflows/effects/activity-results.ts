@@ -1,3 +1,4 @@
+import { TimeoutType } from '@temporalio/common';
 import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
 import type { BoundaryResult } from '../../common/activity-types';
 import { ERROR_CODES, type ErrorCode } from '../../common/codes';
@@ -26,6 +27,11 @@ export function executionsFromDetails(details: unknown): number | undefined {
 /** A stable code for a failure type, `tool_failure` for anything unknown. */
 export function failureCode(type: string | undefined | null): ErrorCode {
   return ERROR_CODES.includes(type as ErrorCode) ? (type as ErrorCode) : 'tool_failure';
+}
+
+/** Whether a write activity timed out before any worker started it: nothing ran. */
+export function neverStarted(error: unknown): boolean {
+  return error instanceof ActivityFailure && error.cause instanceof TimeoutFailure && error.cause.timeoutType === TimeoutType.SCHEDULE_TO_START;
 }
 
 /** What cut a write off (timeout, reset, lost worker): it may or may not have taken effect. Anything that is not an activity failure is rethrown. */

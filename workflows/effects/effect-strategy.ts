@@ -1,4 +1,4 @@
-import type { BoundaryResult, CheckedToolCall, ToolPolicy } from '../../common/activity-types';
+import type { BoundaryResult, CheckedToolCall, RunToolInput, ToolPolicy } from '../../common/activity-types';
 import type { ApprovalBook } from '../approval-book';
 
 /** A call the boundary's first checks let through: it carries the policy it runs under. */
@@ -17,4 +17,10 @@ export interface EffectStrategy {
   /** Whether calls of this effect may run at the same time as others of their step (reads), or one after another in the model's order (writes). */
   concurrent: boolean;
   run(context: EffectContext): Promise<BoundaryResult>;
+}
+
+/** The `runTool` input of a call: what it runs, and the effect and definition the workflow decided it runs under. */
+export function runToolInput({ taskId, call, allowedTools }: Pick<EffectContext, 'taskId' | 'call' | 'allowedTools'>): RunToolInput {
+  const { policy } = call;
+  return { taskId, callId: call.callId, tool: call.tool, args: call.args, allowedTools, effect: policy.effect, definitionDigest: policy.definitionDigest };
 }

@@ -1,12 +1,13 @@
 import { condition } from '@temporalio/workflow';
 import { BoundaryResults } from '../../common/boundary-results';
-import { interruption, readBoundaryResult } from './activity-results';
-import type { EffectStrategy } from './effect-strategy';
+import { interruption, neverStarted, readBoundaryResult } from './activity-results';
+import { runToolInput, type EffectStrategy } from './effect-strategy';
 import { writeActivity } from './write-activities';
 
 /**
  * `irreversible_write`: waits for a human decision under a durable timer, then executes exactly
- * once. Denied → `denied`; no answer in time → `approval_expired`; cut off → `outcome_unknown`.
+ * once. Denied → `denied`; no answer in time → `approval_expired`; approved but no worker started it
+ * within its schedule-to-start bound → `not_run` (nothing ran); cut off → `outcome_unknown`.
  */
 export const irreversibleWriteStrategy: EffectStrategy = {
   concurrent: false,
@@ -32,9 +33,13 @@ export const irreversibleWriteStrategy: EffectStrategy = {
       return BoundaryResults.denied(`denied${by}${decision.reason ? `: ${decision.reason}` : ''}`);
     }
     try {
-      const ran = readBoundaryResult(await writeActivity(call)({ taskId, callId: call.callId, tool: call.tool, args: call.args, allowedTools, definitionDigest: policy.definitionDigest }));
+      const ran = readBoundaryResult(await writeActivity(call)(runToolInput({ taskId, call, allowedTools })));
       return { ...ran, executions: ran.executions > 0 ? 1 : 0 };
     } catch (error) {
+      if (neverStarted(error)) {
+        const waited = `${policy.scheduleToStartMs! / 1000} s`;
+        return BoundaryResults.failure('not_run', `${call.tool} was approved, but no worker started it within ${waited}; it did not run`, { retryable: false });
+      }
       return BoundaryResults.outcomeUnknown(`${call.tool} was cut off and is not run again: ${interruption(error)}`, 1);
     }
   },

@@ -5,7 +5,7 @@ import { BoundaryResults } from '../../common/boundary-results';
 import { NON_RETRYABLE_CODES } from '../../common/codes';
 import type { Activities } from '../../activities';
 import { executionsFromDetails, failureCode, readBoundaryResult } from './activity-results';
-import type { EffectStrategy } from './effect-strategy';
+import { runToolInput, type EffectStrategy } from './effect-strategy';
 
 /**
  * `read`: Temporal retries transient failures and timeouts up to the tool's maxAttempts; a failure
@@ -27,7 +27,7 @@ export const readStrategy: EffectStrategy = {
       },
     });
     try {
-      return readBoundaryResult(await runTool({ taskId, callId: call.callId, tool: call.tool, args: call.args, allowedTools, definitionDigest: policy.definitionDigest }));
+      return readBoundaryResult(await runTool(runToolInput({ taskId, call, allowedTools })));
     } catch (error) {
       if (!(error instanceof ActivityFailure)) throw error;
       const exhausted = error.retryState === RetryState.MAXIMUM_ATTEMPTS_REACHED;

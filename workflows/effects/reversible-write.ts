@@ -1,13 +1,25 @@
-import { sleep } from '@temporalio/workflow';
+import { patched, sleep } from '@temporalio/workflow';
 import { BoundaryResults } from '../../common/boundary-results';
 import { interruption, readBoundaryResult } from './activity-results';
-import type { EffectStrategy } from './effect-strategy';
+import { runToolInput, type EffectStrategy } from './effect-strategy';
 import { lookupActivity, writeActivity } from './write-activities';
 
 /**
+ * Turns recorded before this patch looked the status up, then slept the backoff, then ran again; a
+ * handler still applying after its timeout could then be run a second time. Every turn since
+ * sleeps first and looks up after, so the lookup sees what the earlier attempt did meanwhile.
+ */
+export const LOOKUP_AFTER_BACKOFF_PATCH = 'lookup-after-backoff';
+
+/** The backoff before round `round` (1 for the first retry). */
+function backoffMs(retry: { initialIntervalMs: number; backoffCoefficient: number; maximumIntervalMs: number }, round: number): number {
+  return Math.min(retry.initialIntervalMs * retry.backoffCoefficient ** (round - 1), retry.maximumIntervalMs);
+}
+
+/**
  * `reversible_write`: a status lookup before every execution; applied → success from the receipt,
- * the handler not called; not applied → one execution; cut off → look up again; cannot tell →
- * `outcome_unknown`. At most the tool's maxAttempts executions.
+ * the handler not called; not applied → one execution; cut off → back off, then look up again;
+ * cannot tell → `outcome_unknown`. At most the tool's maxAttempts executions.
  */
 export const reversibleWriteStrategy: EffectStrategy = {
   concurrent: false,
@@ -18,17 +30,18 @@ export const reversibleWriteStrategy: EffectStrategy = {
     let executions = 0;
     let lastProblem = 'not attempted';
     for (let round = 0; ; round++) {
+      const backoffFirst = round > 0 && patched(LOOKUP_AFTER_BACKOFF_PATCH);
+      if (backoffFirst) await sleep(backoffMs(policy.retry, round));
       const status = await lookupStatus({ taskId, callId: call.callId, tool: call.tool, args: call.args });
       if (status.state === 'applied') return BoundaryResults.fromReceipt(status.receipt, executions);
       if (status.state === 'unknown') return BoundaryResults.outcomeUnknown(`${call.tool}: ${status.reason}`, executions);
-      if (executions >= policy.maxAttempts) {
-        return BoundaryResults.failure('transient_failure', `${call.tool} did not complete in ${executions} attempts: ${lastProblem}`, { executions });
+      // Every earlier round ran one attempt; one that timed out waiting for a place counts, though its handler never ran.
+      if (round >= policy.maxAttempts) {
+        return BoundaryResults.failure('transient_failure', `${call.tool} did not complete in ${round} attempts: ${lastProblem}`, { executions });
       }
-      if (round > 0) {
-        await sleep(Math.min(policy.retry.initialIntervalMs * policy.retry.backoffCoefficient ** (round - 1), policy.retry.maximumIntervalMs));
-      }
+      if (round > 0 && !backoffFirst) await sleep(backoffMs(policy.retry, round));
       try {
-        const ran = readBoundaryResult(await runTool({ taskId, callId: call.callId, tool: call.tool, args: call.args, allowedTools, definitionDigest: policy.definitionDigest }));
+        const ran = readBoundaryResult(await runTool(runToolInput({ taskId, call, allowedTools })));
         executions += ran.executions > 0 ? 1 : 0;
         if (ran.result.status === 'error' && ran.result.retryable) {
           lastProblem = ran.result.message ?? ran.result.code ?? 'error';

@@ -21,10 +21,15 @@ export function lookupActivity(call: RunnableCall) {
   return patched(STATUS_LOOKUP_LOCAL_PATCH) ? proxyLocalActivities<Activities>(options).lookupStatus : proxyActivities<Activities>(options).lookupStatus;
 }
 
-/** The write activity: exactly one attempt; whatever cut it off is decided by the strategy, never by a retry. */
+/**
+ * The write activity: exactly one attempt; whatever cut it off is decided by the strategy, never by a
+ * retry. An approved irreversible call also carries its schedule-to-start bound, when its policy has one.
+ */
 export function writeActivity(call: RunnableCall) {
+  const { scheduleToStartMs } = call.policy;
   return proxyActivities<Activities>({
     startToCloseTimeout: call.policy.timeoutMs + ACTIVITY_GRACE_MS,
+    ...(call.policy.effect === 'irreversible_write' && scheduleToStartMs !== undefined ? { scheduleToStartTimeout: scheduleToStartMs } : {}),
     summary: call.summary ?? call.tool,
     retry: { maximumAttempts: 1 },
   }).runTool;
