@@ -1,4 +1,7 @@
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdirSync, statSync } from 'node:fs';
+import path from 'node:path';
 import { Client, type WorkflowHandle } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities';
@@ -10,6 +13,7 @@ import { createWorker } from '../../worker/create-worker';
 import { stateQuery } from '../../workflows/messages';
 import { scripted, useTimeSkippingEnvironment } from '../helpers/turn-runner';
 import { testConfig } from '../helpers/test-config';
+import { taskFolderName } from '../../tools/built-in/workspace-path';
 
 /** Backtracks exponentially on every run of words not followed by 30 digits, which is every document of the corpus. */
 const CATASTROPHIC = '([a-z]+\\s?)+\\d{30}';
@@ -137,6 +141,43 @@ describe('a worker facing a catastrophically backtracking regular expression', (
         const found = lastNormalInput?.messages.filter((message) => message.role === 'tool');
         expect(JSON.stringify(found)).toContain('refund-policy');
         expect(JSON.stringify(found)).toContain('incident-severity');
+      });
+    } finally {
+      const worstDelayMs = probe.stop();
+      await store.close();
+      expect(worstDelayMs, 'the event loop was blocked this long at most').toBeLessThan(500);
+    }
+  });
+
+  it('keeps serving other turns while a status check meets a FIFO at a draft\'s place, and ends that call without blocking', async () => {
+    const { env, workflowBundle } = environment;
+    const taskQueue = `liveness-fifo-${randomUUID()}`;
+    const base = testConfig();
+    const config: TollgateConfig = { ...base, temporal: { ...base.temporal, taskQueue } };
+    // What one approved shell call could leave behind: a FIFO where the task's draft would go.
+    const folder = path.join(config.workspace, 'drafts', taskFolderName('fifo'));
+    mkdirSync(folder, { recursive: true });
+    const fifo = path.join(folder, 'brief.md');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    const store = openConfiguredStore(config);
+    const client = new Client({ connection: env.connection, namespace: 'default' });
+    const start = (taskId: string, script: ScriptStep[]): Promise<WorkflowHandle> =>
+      client.workflow.start('agentTurn', { workflowId: `turn-${randomUUID()}`, taskQueue, args: [{ taskId, prompt: 'write', model: scripted(script) }] });
+    const worker = await createWorker({ config, connection: env.nativeConnection, store, workflowBundle });
+    const probe = eventLoopProbe();
+    try {
+      await worker.runUntil(async () => {
+        const started = Date.now();
+        const blocked = await start('fifo', [{ toolCalls: [{ tool: 'save_draft', args: { path: 'brief.md', content: 'x' } }] }, { text: 'Could not save.' }]);
+        const normal = await start('normal', [{ toolCalls: [{ tool: 'search_local_sources', args: { query: 'refund annual plans' } }] }, { text: 'Found it.' }]);
+        const [blockedResult, normalResult] = (await Promise.all([blocked.result(), normal.result()])) as AgentTurnResult[];
+        expect(normalResult).toMatchObject({ status: 'completed', answer: 'Found it.' });
+        expect(blockedResult.status).toBe('completed');
+        // The guard refuses a special file at the draft's place before anything runs: no read of it, no write over it.
+        expect(blockedResult.toolCalls).toEqual([expect.objectContaining({ tool: 'save_draft', status: 'error', attempts: 0 })]);
+        expect(blockedResult.toolCalls[0].code).toBe('forbidden');
+        expect(Date.now() - started).toBeLessThan(10_000);
+        expect(statSync(fifo).isFIFO()).toBe(true);
       });
     } finally {
       const worstDelayMs = probe.stop();
