@@ -56,6 +56,12 @@ export interface ToolPolicy {
   retry: RetryBackoff;
   /** Tools from elsewhere (MCP): the digest of the definition the model saw; only a worker serving the same definition runs the call. */
   definitionDigest?: string;
+  /**
+   * SHA-256 of what the model step's worker declared for the tool: effect, timeout, attempts,
+   * output limit, approval and start bounds, and the JSON schema of its arguments. `runTool` runs
+   * the call only when its own registry declares the same (policies recorded before it carry none).
+   */
+  policyDigest?: string;
 }
 
 /** A tool call after the boundary's first checks: either runnable with its policy, or refused. */
@@ -98,6 +104,8 @@ export interface RunToolInput {
   effect?: ToolEffect;
   /** The definition digest from the call's recorded policy; must equal the executing worker's. */
   definitionDigest?: string;
+  /** The policy digest from the call's recorded policy; must equal the executing worker's. */
+  policyDigest?: string;
 }
 
 /**

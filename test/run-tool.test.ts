@@ -220,6 +220,27 @@ describe('runTool under the effect its own registry declares', () => {
     await store.close();
   });
 
+  it('refuses a call checked under another policy (a changed timeout or argument schema) by a worker of another version', async () => {
+    let runs = 0;
+    const handler = () => (runs++, 'sent');
+    const older = defineTool({ name: 'send', description: 'send', input: sendInput, effect: 'read', timeout: '5s', handler });
+    const slower = defineTool({ name: 'send', description: 'send', input: sendInput, effect: 'read', timeout: '60s', handler });
+    const wider = defineTool({ name: 'send', description: 'send', input: z.strictObject({ to: z.string().describe('to'), cc: z.string().optional() }), effect: 'read', timeout: '5s', handler });
+    const decided = createToolRegistry({ tools: [older] }).policy('send')!;
+    expect(decided.policyDigest).toMatch(/^[0-9a-f]{64}$/);
+    const input = { taskId: 'task', callId: 'call-0-0', tool: 'send', args: { to: 'ops' }, effect: 'read' as const, policyDigest: decided.policyDigest };
+    for (const running of [slower, wider]) {
+      const runTool = createRunTool({ registry: createToolRegistry({ tools: [running] }) });
+      await expect(runToolOnce(runTool, input)).resolves.toMatchObject({ code: 'forbidden', executions: 0, message: expect.stringMatching(/^send is not run: the model step's worker declared another policy/) });
+    }
+    expect(runs).toBe(0);
+    // The same declaration on another worker agrees, and an input recorded before the digest was sent runs as before.
+    const same = createRunTool({ registry: createToolRegistry({ tools: [older] }) });
+    await expect(runToolOnce(same, input)).resolves.toMatchObject({ status: 'success', executions: 1 });
+    await expect(runToolOnce(createRunTool({ registry: createToolRegistry({ tools: [slower] }) }), { ...input, policyDigest: undefined })).resolves.toMatchObject({ status: 'success' });
+    expect(runs).toBe(2);
+  });
+
   it('runs a call whose effect agrees, and one recorded before the effect was sent, as before', async () => {
     let runs = 0;
     const echo = echoTool(() => (runs++, 'said'));

@@ -1,7 +1,8 @@
 import { toMilliseconds } from '../common/duration';
 import type { RetryBackoff, ToolPolicy } from '../common/activity-types';
 import type { TollgateConfig } from '../config/config-schema';
-import { checkToolDefinition, type ToolDefinition } from './define-tool';
+import { canonicalJson, sha256 } from './canonical-json';
+import { checkToolDefinition, toolJsonSchema, type ToolDefinition } from './define-tool';
 
 import { DEFAULT_APPROVED_SCHEDULE_TO_START_MS, DEFAULT_RETRY_BACKOFF } from '../common/defaults';
 
@@ -58,21 +59,32 @@ export function createToolRegistry({
       summaryFields: override.summaryFields ?? tool.summaryFields,
     });
   }
+  const policies = new Map<string, ToolPolicy>();
+  const policyOf = (tool: ToolDefinition): ToolPolicy => {
+    const declared = {
+      effect: tool.effect,
+      timeoutMs: tool.timeoutMs,
+      maxAttempts: tool.maxAttempts,
+      approvalTimeoutMs: tool.approvalTimeoutMs,
+      ...(tool.effect === 'irreversible_write' ? { scheduleToStartMs: approvedScheduleToStartMs } : {}),
+    };
+    const digested = { ...declared, maxOutputChars: tool.maxOutputChars, schema: toolJsonSchema(tool) };
+    return {
+      ...declared,
+      retry,
+      ...(tool.definitionDigest ? { definitionDigest: tool.definitionDigest } : {}),
+      policyDigest: sha256(canonicalJson(digested)),
+    };
+  };
   return {
     get: (name) => byName.get(name),
     list: () => [...byName.values()],
     policy(name) {
       const tool = byName.get(name);
       if (!tool) return undefined;
-      const policy: ToolPolicy = {
-        effect: tool.effect,
-        timeoutMs: tool.timeoutMs,
-        maxAttempts: tool.maxAttempts,
-        approvalTimeoutMs: tool.approvalTimeoutMs,
-        retry,
-        ...(tool.definitionDigest ? { definitionDigest: tool.definitionDigest } : {}),
-      };
-      return tool.effect === 'irreversible_write' ? { ...policy, scheduleToStartMs: approvedScheduleToStartMs } : policy;
+      let policy = policies.get(name);
+      if (!policy) policies.set(name, (policy = policyOf(tool)));
+      return policy;
     },
   };
 }

@@ -255,6 +255,13 @@ export function createRunTool({
     const tool = registry.get(input.tool)!;
     const mismatch = effectMismatch(tool, input);
     if (mismatch) return BoundaryResults.refused('forbidden', mismatch);
+    const declared = registry.policy(tool.name)!.policyDigest;
+    if (input.policyDigest !== undefined && input.policyDigest !== declared) {
+      const message =
+        `${tool.name} is not run: the model step's worker declared another policy for it than this worker does ` +
+        '(timeout, attempts, output limit, approval or start bound, or argument schema); the workers run different versions or configs';
+      return BoundaryResults.refused('forbidden', message);
+    }
     if (tool.definitionDigest !== input.definitionDigest) {
       const message = `${tool.name}: this worker serves another definition of the tool (digest ${String(tool.definitionDigest).slice(0, 12)}, the call was checked against ${String(input.definitionDigest).slice(0, 12)}); the call is not run`;
       return BoundaryResults.refused('forbidden', message);
