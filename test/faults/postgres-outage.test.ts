@@ -31,7 +31,9 @@ const environment = useTimeSkippingEnvironment();
 function postgresUrl(): string {
   if (process.env.TOLLGATE_TEST_POSTGRES_URL) return process.env.TOLLGATE_TEST_POSTGRES_URL;
   const file = path.join(PROJECT_ROOT, '.tollgate', 'state', 'postgres-test-url');
-  if (!existsSync(file)) throw new Error('no PostgreSQL for the tests: run `node scripts/setup.mjs --system` as root, or set TOLLGATE_TEST_POSTGRES_URL');
+  if (!existsSync(file)) {
+    throw new Error('no PostgreSQL for the tests: run `node scripts/setup.mjs --system` as root, or set TOLLGATE_TEST_POSTGRES_URL');
+  }
   return readFileSync(file, 'utf8').trim();
 }
 
@@ -128,13 +130,14 @@ async function elapsed<T>(work: Promise<T>): Promise<{ ms: number; outcome: Prom
 }
 
 describe('a PostgreSQL outage', () => {
-  it('fails store calls with an IntentStoreError in bounded time while the store is unreachable, and the store reconnects after it', async () => {
+  it('fails store calls with an IntentStoreError in bounded time while unreachable, and the store reconnects after it', async () => {
     const proxy = await startOutageProxy(postgresUrl());
     cleanups.push(() => proxy.close());
     const store = openPostgresStore(proxy.url);
     cleanups.push(() => store.close());
     const key = `outage-${randomUUID()}`;
-    const claim = (callId: string) => store.claim({ key, taskId: 'outage', tool: 'save_draft', callId, argsDigest: 'digest', effect: 'reversible_write', leaseMs: 60_000 });
+    const claim = (callId: string) =>
+      store.claim({ key, taskId: 'outage', tool: 'save_draft', callId, argsDigest: 'digest', effect: 'reversible_write', leaseMs: 60_000 });
     await expect(store.get(key)).resolves.toBeUndefined();
 
     // A claim whose transaction is under way when the connection is cut.
@@ -162,12 +165,13 @@ describe('a PostgreSQL outage', () => {
     expect(proxy.accepted()).toBeGreaterThan(before);
     const ms = (value: number) => `${Math.round(value)} ms`;
     console.log(
-      `postgres outage, store: cut claim failed in ${ms(cutClaim.ms)}, lookup in ${ms(lookup.ms)}, refused claim in ${ms(refusedClaim.ms)}; ` +
+      `postgres outage, store: cut claim failed in ${ms(cutClaim.ms)}, lookup in ${ms(lookup.ms)}, ` +
+        `refused claim in ${ms(refusedClaim.ms)}; ` +
         `first call after the restore answered in ${ms(after.ms)}`,
     );
   }, 60_000);
 
-  it(`lets ${TURNS} running turns complete through a ${OUTAGE_MS / 1000} s outage with no write twice, and turns after it succeed fully`, async () => {
+  it(`lets ${TURNS} running turns complete through a ${OUTAGE_MS / 1000} s outage, no write twice; later turns succeed fully`, async () => {
     const { env, workflowBundle } = environment;
     const proxy = await startOutageProxy(postgresUrl());
     cleanups.push(() => proxy.close());
@@ -210,7 +214,7 @@ describe('a PostgreSQL outage', () => {
       const handle = await client.workflow.start('agentTurn', {
         workflowId: `turn-${randomUUID()}`,
         taskQueue,
-        args: [{ taskId, prompt: `write the drafts of ${taskId}`, model: scripted(scriptOf(taskId)), limits: { errorBudget: 10, maxSteps: 20 } }],
+        args: [{ taskId, prompt: `drafts of ${taskId}`, model: scripted(scriptOf(taskId)), limits: { errorBudget: 10, maxSteps: 20 } }],
       });
       running.set(handle.workflowId, { handle, taskId, approved: new Set() });
       const result = (handle.result() as Promise<AgentTurnResult>).finally(() => running.delete(handle.workflowId));
@@ -229,7 +233,8 @@ describe('a PostgreSQL outage', () => {
           for (const pending of state?.pendingApprovals ?? []) {
             if (approved.has(pending.callId)) continue;
             approved.add(pending.callId);
-            await handle.signal(approvalSignal, { callId: pending.callId, decision: 'approve', approver: 'outage-test', argsDigest: argsDigest(sendArgs(taskId)) });
+            const digest = argsDigest(sendArgs(taskId));
+            await handle.signal(approvalSignal, { callId: pending.callId, decision: 'approve', approver: 'ops', argsDigest: digest });
           }
         }
         await new Promise((resolve) => setTimeout(resolve, 50));
@@ -271,7 +276,8 @@ describe('a PostgreSQL outage', () => {
     expect(duringResults.map(({ result }) => result.status)).toEqual(Array(TURNS).fill('completed'));
     expect(calls).toHaveLength(TURNS * 5);
     for (const call of calls) {
-      if (call.status !== 'success') expect(call, `${call.tool} ${call.callId}`).toMatchObject({ status: 'error', code: 'outcome_unknown' });
+      if (call.status === 'success') continue;
+      expect(call, `${call.tool} ${call.callId}`).toMatchObject({ status: 'error', code: 'outcome_unknown' });
     }
     const unknown = calls.filter((call) => call.status !== 'success');
     // The outage reached the running turns: some of their calls could not be recorded, and were not guessed at.
@@ -303,9 +309,11 @@ describe('a PostgreSQL outage', () => {
     const sends = duringResults.map(({ result }) => result.toolCalls.find((call) => call.tool === 'send_message')!);
     const writes = [...draftWrites.values()].reduce((sum, count) => sum + count, 0);
     console.log(
-      `postgres outage: ${(outageMs / 1000).toFixed(1)} s outage under ${TURNS} running turns, all completed; ${calls.length - unknown.length} calls succeeded, ` +
+      `postgres outage: ${(outageMs / 1000).toFixed(1)} s outage under ${TURNS} running turns, all completed; ` +
+        `${calls.length - unknown.length} calls succeeded, ` +
         `${unknown.length} outcome_unknown; ${sends.filter((send) => send.status === 'success').length} of ${TURNS} messages sent, ` +
-        `${duringResults.reduce((sum, { taskId }) => sum + messagesOf(taskId).length, 0)} in the outbox; ${writes} draft writes for ${draftWrites.size} intents; ` +
+        `${duringResults.reduce((sum, { taskId }) => sum + messagesOf(taskId).length, 0)} in the outbox; ` +
+        `${writes} draft writes for ${draftWrites.size} intents; ` +
         `${LATER_TURNS} turns after it succeeded fully`,
     );
   }, 120_000);
