@@ -18,6 +18,27 @@ import {
 /** How long a store call waits for a connection, and for one statement, before it fails with a clear error. */
 export const POSTGRES_TIMEOUTS = { connectMs: 5_000, queryMs: 10_000 } as const;
 
+/**
+ * A connection taken from the pool for one transaction. The pool listens for errors only on idle
+ * connections, so one lost while taken (an outage cutting it) would emit an unhandled error and end
+ * the process; here the loss only fails the connection's queries, and the connection is destroyed
+ * when it is given back.
+ */
+async function checkOut(pool: pg.Pool): Promise<pg.PoolClient> {
+  const client = await pool.connect();
+  let lost = false;
+  const onError = () => {
+    lost = true;
+  };
+  client.on('error', onError);
+  const release = client.release.bind(client);
+  client.release = (destroy?: boolean | Error) => {
+    client.removeListener('error', onError);
+    release(destroy || lost);
+  };
+  return client;
+}
+
 /** The database's own clock in milliseconds, so that workers on several machines judge leases by one clock. */
 const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
 
@@ -34,7 +55,7 @@ export function openPostgresStore(connectionString: string, { inFlightGraceMs = 
   let ready: Promise<void> | undefined;
   const setup = (): Promise<void> =>
     (ready ??= (async () => {
-      const client = await pool.connect();
+      const client = await checkOut(pool);
       try {
         await client.query('BEGIN');
         // Two workers opening a fresh database at once would race on CREATE TABLE without this lock.
@@ -68,7 +89,7 @@ export function openPostgresStore(connectionString: string, { inFlightGraceMs = 
 
   /** One claim, in one transaction holding the row's lock; undefined when the row vanished between the insert and the lock (a release), to try again. */
   async function claimOnce(request: ClaimRequest): Promise<ClaimResult | undefined> {
-    const client = await pool.connect();
+    const client = await checkOut(pool);
     let broken = false;
     try {
       await client.query('BEGIN');
