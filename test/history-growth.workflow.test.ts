@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ARGUMENTS_INLINE_HISTORY } from './helpers/histories';
 import { openaiStream, startFakeProvider, type FakeProvider } from './helpers/fake-provider';
 import { testConfig } from './helpers/test-config';
-import { useTimeSkippingEnvironment, useTurnRunner } from './helpers/turn-runner';
+import { scripted, useTimeSkippingEnvironment, useTurnRunner } from './helpers/turn-runner';
 
 const environment = useTimeSkippingEnvironment();
 const runTurn = useTurnRunner(environment);
@@ -114,5 +114,42 @@ describe('history growth of a turn that saves large drafts', () => {
     expect(modelStepInputs[2]).toContain('Draft 1: the on-call primary');
     expect(modelStepInputs[2]).not.toContain('$ref');
     await expect(Worker.runReplayHistory({ workflowBundle: environment.workflowBundle }, recorded, 'arguments-inline')).resolves.toBeUndefined();
+  });
+});
+
+describe('a turn whose history nears its limits', () => {
+  const reads = (count: number) => scripted([...Array.from({ length: count }, () => ({ toolCalls: [{ tool: 'get_document', args: { id: 'pricing-plans' } }] })), { text: 'done' }]);
+  const modelStepIds = (history: History) =>
+    (history.events ?? []).flatMap((event) => (event.activityTaskScheduledEventAttributes?.activityType?.name === 'modelStep' ? [Number(event.eventId)] : []));
+
+  it('ends with history_limit, its tool events kept, before a step would start on a history of maxHistoryEvents events', async () => {
+    const maxHistoryEvents = 40;
+    const limits = { maxSteps: 20, maxToolCalls: 20 };
+    const unbounded = await runTurn({ input: { prompt: 'read', model: reads(10), limits } });
+    expect(unbounded.result.status).toBe('completed');
+    expect(Math.max(...modelStepIds(unbounded.history))).toBeGreaterThan(maxHistoryEvents);
+
+    const { result, state, history } = await runTurn({ input: { prompt: 'read', model: reads(10), limits: { ...limits, maxHistoryEvents } } });
+    expect(result.status).toBe('history_limit');
+    expect(state.status).toBe('history_limit');
+    expect(result.answer).toBeUndefined();
+    expect(result.toolCalls.length).toBeGreaterThan(0);
+    expect(result.toolCalls.length).toBeLessThan(10);
+    expect(result.toolCalls.every((event) => event.status === 'success')).toBe(true);
+    // Each step was scheduled by a workflow task that started on fewer events than the limit (the task's
+    // started event is the last one counted, its completion and the scheduling follow).
+    expect(Math.max(...modelStepIds(history))).toBeLessThanOrEqual(maxHistoryEvents + 1);
+  });
+
+  it('ends with history_limit once the history has maxHistoryBytes bytes', async () => {
+    const maxHistoryBytes = 12_000;
+    const { result, history } = await runTurn({ input: { prompt: 'read', model: reads(10), limits: { maxSteps: 20, maxToolCalls: 20, maxHistoryBytes } } });
+    const sizes = sizeBeforeEachModelStep(history);
+    expect(result.status).toBe('history_limit');
+    // Some steps ran (a read each, ~3.5 KB of history), and each started on a history below the bound.
+    expect(result.toolCalls.length).toBeGreaterThan(0);
+    expect(result.toolCalls.length).toBeLessThan(10);
+    expect(sizes.every((size) => size < maxHistoryBytes)).toBe(true);
+    expect(eventBytes(history).reduce((sum, bytes) => sum + bytes, 0)).toBeGreaterThan(maxHistoryBytes);
   });
 });
