@@ -33,7 +33,11 @@ function hasLongString(value: unknown, limit: number): boolean {
  * A call's arguments as the turn keeps them in its messages: unchanged when small, else a
  * reference (when any string in them is longer than `stringChars`, or their JSON than `jsonChars`).
  */
-export function keptArguments(args: unknown, argsDigest: string, bounds: { stringChars: number; jsonChars: number } = ARGUMENTS_BY_REFERENCE): unknown {
+export function keptArguments(
+  args: unknown,
+  argsDigest: string,
+  bounds: { stringChars: number; jsonChars: number } = ARGUMENTS_BY_REFERENCE,
+): unknown {
   const chars = (JSON.stringify(args) ?? '').length;
   if (chars <= bounds.jsonChars && !hasLongString(args, bounds.stringChars)) return args;
   return { $ref: 'args', argsDigest, chars } satisfies ArgumentsReference;

@@ -16,7 +16,10 @@ let historyConnection: Connection;
 
 beforeAll(async () => {
   provider = await startFakeProvider();
-  historyConnection = await Connection.connect({ address: environment.env.address, channelArgs: { 'grpc.max_receive_message_length': 256 * 1024 * 1024 } });
+  historyConnection = await Connection.connect({
+    address: environment.env.address,
+    channelArgs: { 'grpc.max_receive_message_length': 256 * 1024 * 1024 },
+  });
 });
 
 afterAll(async () => {
@@ -82,7 +85,8 @@ describe('history growth of a turn that saves large drafts', () => {
     const described = await handle.describe();
     const largestEvent = Math.max(...eventBytes(history));
     const table = [0, 5, 10, 15, 20, 25, 30].map((step) => `${String(step).padStart(5)} | ${String(sizes[step]).padStart(12)}`);
-    const server = `server's historySizeBytes at the end: ${described.raw.workflowExecutionInfo?.historySizeBytes}; largest event: ${largestEvent} bytes`;
+    const reported = described.raw.workflowExecutionInfo?.historySizeBytes;
+    const server = `server's historySizeBytes at the end: ${reported}; largest event: ${largestEvent} bytes`;
     console.log(['steps | history bytes before the step', ...table, server].join('\n'));
 
     expect(result.status).toBe('completed');
@@ -92,7 +96,8 @@ describe('history growth of a turn that saves large drafts', () => {
     // The last step was sent every earlier call by reference: the digest and size of its ~100 KB arguments, not the draft.
     const keptCalls = modelInputs[steps].messages.flatMap((message) => (message.role === 'assistant' ? message.toolCalls : []));
     expect(keptCalls).toHaveLength(steps);
-    for (const call of keptCalls) expect(call.args).toEqual({ $ref: 'args', argsDigest: expect.stringMatching(/\S/), chars: expect.any(Number) });
+    for (const call of keptCalls)
+      expect(call.args).toEqual({ $ref: 'args', argsDigest: expect.stringMatching(/\S/), chars: expect.any(Number) });
     expect(keptCalls.every((call) => (call.args as { chars: number }).chars > 100_000)).toBe(true);
     expect(JSON.stringify(provider.requests.at(-1)?.body)).toContain('[arguments of call call-29-0: ');
     expect(largestEvent).toBeLessThan(TWO_MB);
@@ -102,8 +107,12 @@ describe('history growth of a turn that saves large drafts', () => {
     expect(secondHalf / firstHalf).toBeGreaterThan(1 / 1.5);
   }, 180_000);
 
-  it('replays a turn recorded when the arguments were sent whole: the model steps\' inputs differ, the commands do not', async () => {
-    type Recorded = { events: Array<{ activityTaskScheduledEventAttributes?: { activityType: { name: string }; input: { payloads: Array<{ data: string }> } } }> };
+  it("replays a turn recorded when the arguments were sent whole: the model steps' inputs differ, the commands do not", async () => {
+    type Recorded = {
+      events: Array<{
+        activityTaskScheduledEventAttributes?: { activityType: { name: string }; input: { payloads: Array<{ data: string }> } };
+      }>;
+    };
     const recorded = JSON.parse(readFileSync(ARGUMENTS_INLINE_HISTORY, 'utf8')) as Recorded;
     const modelStepInputs = recorded.events.flatMap((event) => {
       const scheduled = event.activityTaskScheduledEventAttributes;
@@ -113,14 +122,22 @@ describe('history growth of a turn that saves large drafts', () => {
     expect(modelStepInputs).toHaveLength(3);
     expect(modelStepInputs[2]).toContain('Draft 1: the on-call primary');
     expect(modelStepInputs[2]).not.toContain('$ref');
-    await expect(Worker.runReplayHistory({ workflowBundle: environment.workflowBundle }, recorded, 'arguments-inline')).resolves.toBeUndefined();
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: environment.workflowBundle }, recorded, 'arguments-inline'),
+    ).resolves.toBeUndefined();
   });
 });
 
 describe('a turn whose history nears its limits', () => {
-  const reads = (count: number) => scripted([...Array.from({ length: count }, () => ({ toolCalls: [{ tool: 'get_document', args: { id: 'pricing-plans' } }] })), { text: 'done' }]);
+  const reads = (count: number) =>
+    scripted([
+      ...Array.from({ length: count }, () => ({ toolCalls: [{ tool: 'get_document', args: { id: 'pricing-plans' } }] })),
+      { text: 'done' },
+    ]);
   const modelStepIds = (history: History) =>
-    (history.events ?? []).flatMap((event) => (event.activityTaskScheduledEventAttributes?.activityType?.name === 'modelStep' ? [Number(event.eventId)] : []));
+    (history.events ?? []).flatMap((event) =>
+      event.activityTaskScheduledEventAttributes?.activityType?.name === 'modelStep' ? [Number(event.eventId)] : [],
+    );
 
   it('ends with history_limit, its tool events kept, before a step would start on a history of maxHistoryEvents events', async () => {
     const maxHistoryEvents = 40;
@@ -129,7 +146,9 @@ describe('a turn whose history nears its limits', () => {
     expect(unbounded.result.status).toBe('completed');
     expect(Math.max(...modelStepIds(unbounded.history))).toBeGreaterThan(maxHistoryEvents);
 
-    const { result, state, history } = await runTurn({ input: { prompt: 'read', model: reads(10), limits: { ...limits, maxHistoryEvents } } });
+    const { result, state, history } = await runTurn({
+      input: { prompt: 'read', model: reads(10), limits: { ...limits, maxHistoryEvents } },
+    });
     expect(result.status).toBe('history_limit');
     expect(state.status).toBe('history_limit');
     expect(result.answer).toBeUndefined();
@@ -143,7 +162,9 @@ describe('a turn whose history nears its limits', () => {
 
   it('ends with history_limit once the history has maxHistoryBytes bytes', async () => {
     const maxHistoryBytes = 12_000;
-    const { result, history } = await runTurn({ input: { prompt: 'read', model: reads(10), limits: { maxSteps: 20, maxToolCalls: 20, maxHistoryBytes } } });
+    const { result, history } = await runTurn({
+      input: { prompt: 'read', model: reads(10), limits: { maxSteps: 20, maxToolCalls: 20, maxHistoryBytes } },
+    });
     const sizes = sizeBeforeEachModelStep(history);
     expect(result.status).toBe('history_limit');
     // Some steps ran (a read each, ~3.5 KB of history), and each started on a history below the bound.

@@ -191,7 +191,8 @@ describe('large arguments of a call that ran', () => {
       { role: 'assistant', toolCalls: [{ callId: 'call-0-0', tool: 'save_draft', args: keptArguments(args, argsDigest(args)) }] },
       { role: 'tool', callId: 'call-0-0', tool: 'save_draft', result: { status: 'success', data: { path: 'task-m/brief.md' } } },
     ];
-    await expect(new MockActivityEnvironment().run(modelStepFor('gpt'), { ...input, step: 1, messages })).resolves.toMatchObject({ text: 'Saved.' });
+    const result = await new MockActivityEnvironment().run(modelStepFor('gpt'), { ...input, step: 1, messages });
+    expect(result).toMatchObject({ text: 'Saved.' });
     const sent = JSON.stringify(provider.requests[before].body);
     expect(sent).toContain('[arguments of call call-0-0: 50,032 characters, digest');
     expect(sent).not.toContain('zzzz');

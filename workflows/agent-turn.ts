@@ -48,7 +48,8 @@ async function settingsFor(
   const { publicKeys, signatureMaxAgeMs } = settings.approvals ?? {};
   const signing = publicKeys ? { publicKeys, maxAgeMs: signatureMaxAgeMs ?? 0 } : undefined;
   // Workers older than the history limits send settings without them; the defaults fill them in.
-  return { limits: { ...DEFAULT_TURN_LIMITS, ...settings.limits, ...own }, requireDigest: settings.approvals?.requireDigest ?? true, signing };
+  const limits = { ...DEFAULT_TURN_LIMITS, ...settings.limits, ...own };
+  return { limits, requireDigest: settings.approvals?.requireDigest ?? true, signing };
 }
 
 /** Why a model step failed for good; an invalid model fails the workflow instead (the caller's mistake). */

@@ -28,7 +28,12 @@ export function toModelPrompt(messages: TurnMessage[]): LanguageModelV3Prompt {
         role: 'assistant',
         content: [
           ...(message.text ? [{ type: 'text' as const, text: message.text }] : []),
-          ...message.toolCalls.map((call) => ({ type: 'tool-call' as const, toolCallId: call.callId, toolName: call.tool, input: toolInput(call) })),
+          ...message.toolCalls.map((call) => ({
+            type: 'tool-call' as const,
+            toolCallId: call.callId,
+            toolName: call.tool,
+            input: toolInput(call),
+          })),
         ],
       });
     } else {

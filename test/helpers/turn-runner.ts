@@ -51,7 +51,9 @@ export interface TurnOptions {
 }
 
 /** Runs one turn on a fresh worker and task queue; returns its result, final state, the model's inputs and the count of scheduled runTool activities. */
-export async function runTurn({ env, workflowBundle, input, tools, modelStepTools, store, config: given, modelEnvironment, interact, historyConnection }: TurnOptions) {
+export async function runTurn(options: TurnOptions) {
+  const { env, workflowBundle, input, tools, modelStepTools, store, config: given, modelEnvironment, interact } = options;
+  const { historyConnection } = options;
   const taskQueue = `test-${randomUUID()}`;
   const base = given ?? testConfig({ retry: { initialInterval: '100ms', maximumInterval: '1s' } });
   const config: TollgateConfig = { ...base, temporal: { ...base.temporal, taskQueue } };
