@@ -2,8 +2,21 @@
 // tool declarations and the workflows (which cannot read the config file), so a value is never
 // written twice. Durations are in milliseconds.
 
+/**
+ * Where a turn ends with `history_limit`: a model step is not started once the turn's history has
+ * this many events or bytes, 80% of the server's hard limits (51,200 events, 50 MB), so the turn
+ * ends with its own status before the server would terminate it.
+ */
+export const HISTORY_LIMITS = { maxHistoryEvents: 40_960, maxHistoryBytes: 40 * 1024 * 1024 } as const;
+
 /** Turn limits when neither the turn's input nor the worker's config sets them. */
-export const DEFAULT_TURN_LIMITS = { maxSteps: 10, maxToolCalls: 20, errorBudget: 3, deadlineMs: 3_600_000 } as const;
+export const DEFAULT_TURN_LIMITS = { maxSteps: 10, maxToolCalls: 20, errorBudget: 3, deadlineMs: 3_600_000, ...HISTORY_LIMITS } as const;
+
+/**
+ * When a call that ran keeps only a reference to its arguments in the turn's messages (what later
+ * model steps are sent): a string in them longer than `stringChars`, or their JSON longer than `jsonChars`.
+ */
+export const ARGUMENTS_BY_REFERENCE = { stringChars: 2_000, jsonChars: 4_096 } as const;
 
 /** A tool's policy when its declaration and the config leave it out. */
 export const TOOL_DEFAULTS = { timeoutMs: 30_000, maxAttempts: 3, maxOutputChars: 8_000, concurrency: 8, approvalTimeoutMs: 24 * 3_600_000 } as const;

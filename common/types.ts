@@ -13,6 +13,10 @@ export interface TurnLimits {
   errorBudget?: number;
   /** The turn ends with `deadline_exceeded` when a step would start later than this after its start. */
   deadlineMs?: number;
+  /** The turn ends with `history_limit` when a step would start on a history of this many events (default 80% of Temporal's 51,200). */
+  maxHistoryEvents?: number;
+  /** The turn ends with `history_limit` when a step would start on a history of this many bytes (default 80% of Temporal's 50 MB). */
+  maxHistoryBytes?: number;
 }
 
 /** The input of the `agentTurn` workflow: plain JSON, so any Temporal client can start a turn. */
@@ -60,6 +64,7 @@ export interface ToolEvent {
 export interface ToolCallRequest {
   callId: string;
   tool: string;
+  /** In a turn's messages, large arguments of a call that ran are an `ArgumentsReference` (common/call-arguments.ts). */
   args: unknown;
 }
 

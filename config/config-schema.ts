@@ -184,6 +184,8 @@ export const configSchema = z.strictObject({
       maxToolCalls: z.number().int().min(1).default(DEFAULT_TURN_LIMITS.maxToolCalls),
       errorBudget: z.number().int().min(0).default(DEFAULT_TURN_LIMITS.errorBudget),
       deadline: duration.default(DEFAULT_TURN_LIMITS.deadlineMs),
+      maxHistoryEvents: z.number().int().min(1).default(DEFAULT_TURN_LIMITS.maxHistoryEvents),
+      maxHistoryBytes: z.number().int().min(1).default(DEFAULT_TURN_LIMITS.maxHistoryBytes),
     })
     .prefault({}),
   retry: retrySchema.prefault({}),

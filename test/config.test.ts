@@ -28,7 +28,14 @@ describe('loadConfig', () => {
 
   it('fills every default for an empty file', () => {
     const config = loadConfig({ file: writeConfig(''), env: {} });
-    expect(config.limits).toEqual({ maxSteps: 10, maxToolCalls: 20, errorBudget: 3, deadline: 3_600_000 });
+    expect(config.limits).toEqual({
+      maxSteps: 10,
+      maxToolCalls: 20,
+      errorBudget: 3,
+      deadline: 3_600_000,
+      maxHistoryEvents: 40_960,
+      maxHistoryBytes: 41_943_040,
+    });
     expect(config.retry).toEqual({ initialInterval: 200, backoffCoefficient: 2, maximumInterval: 5_000 });
   });
 

@@ -6,6 +6,9 @@ import { createActivities } from '../activities';
 import { parseRetryAfter } from '../activities/models/model-errors';
 import type { StreamProgress } from '../activities/models/model-step';
 import type { ModelStepInput, ModelStepResult } from '../common/activity-types';
+import { keptArguments } from '../common/call-arguments';
+import { toModelPrompt } from '../activities/models/model-prompt';
+import { argsDigest } from '../tools/canonical-json';
 import { ConfigError } from '../config/load-config';
 import { anthropicStream, openaiStream, startFakeProvider, type FakeProvider } from './helpers/fake-provider';
 import { testConfig } from './helpers/test-config';
@@ -142,6 +145,57 @@ describe('modelStep with AI SDK providers', () => {
     const config = testConfig({ model: { default: 'gpt', models: { gpt: { provider: 'openai', model: 'gpt-test' } } } });
     expect(() => createActivities({ config, store: openSqliteStore(':memory:'), modelEnvironment: { env: {} } })).toThrow(ConfigError);
     expect(() => createActivities({ config, store: openSqliteStore(':memory:'), modelEnvironment: { env: {} } })).toThrow('model "gpt": the environment variable OPENAI_API_KEY (its apiKeyEnv) is not set');
+  });
+});
+
+describe('large arguments of a call that ran', () => {
+  const digest = 'sha256:abc';
+
+  it('are kept whole up to 2,000 characters per string and 4,096 of JSON, and by reference past either bound', () => {
+    const small = { path: 'a.md', content: 'x'.repeat(2_000) };
+    expect(keptArguments(small, digest)).toBe(small);
+    expect(keptArguments({ path: 'a.md', content: 'x'.repeat(2_001) }, digest)).toEqual({ $ref: 'args', argsDigest: digest, chars: 2_029 });
+    // A long string deep inside a list counts too.
+    expect(keptArguments({ items: [{ text: 'y'.repeat(2_001) }] }, digest)).toMatchObject({ $ref: 'args' });
+    const manyShort = { lines: Array.from({ length: 500 }, (_, index) => `line ${index}`) };
+    expect(JSON.stringify(manyShort).length).toBeGreaterThan(4_096);
+    expect(keptArguments(manyShort, digest)).toEqual({ $ref: 'args', argsDigest: digest, chars: JSON.stringify(manyShort).length });
+    expect(keptArguments('raw text that is not JSON', digest)).toBe('raw text that is not JSON');
+  });
+
+  it('reach the model as a note naming the call, the size and the digest, and never as their text', () => {
+    const content = 'draft text '.repeat(10_000);
+    const args = { path: 'brief.md', content };
+    const prompt = toModelPrompt([
+      { role: 'user', content: 'save it' },
+      { role: 'assistant', toolCalls: [{ callId: 'call-0-0', tool: 'save_draft', args: keptArguments(args, argsDigest(args)) }] },
+      { role: 'tool', callId: 'call-0-0', tool: 'save_draft', result: { status: 'success', data: { path: 'task-1/brief.md' } } },
+    ]);
+    const call = prompt[2].role === 'assistant' ? prompt[2].content[0] : undefined;
+    const chars = JSON.stringify(args).length.toLocaleString('en-US');
+    expect(call).toEqual({
+      type: 'tool-call',
+      toolCallId: 'call-0-0',
+      toolName: 'save_draft',
+      input: { omitted: `[arguments of call call-0-0: ${chars} characters, digest ${argsDigest(args)}, omitted]` },
+    });
+    expect(JSON.stringify(prompt)).not.toContain('draft text draft text');
+  });
+
+  it('are sent to a provider as that note, in a well-formed request', async () => {
+    const before = provider.requests.length;
+    provider.enqueue({ kind: 'stream', events: openaiStream.text(['Saved.']) });
+    const args = { path: 'brief.md', content: 'z'.repeat(50_000) };
+    const messages: ModelStepInput['messages'] = [
+      { role: 'user', content: 'save it' },
+      { role: 'assistant', toolCalls: [{ callId: 'call-0-0', tool: 'save_draft', args: keptArguments(args, argsDigest(args)) }] },
+      { role: 'tool', callId: 'call-0-0', tool: 'save_draft', result: { status: 'success', data: { path: 'task-m/brief.md' } } },
+    ];
+    const result = await new MockActivityEnvironment().run(modelStepFor('gpt'), { ...input, step: 1, messages });
+    expect(result).toMatchObject({ text: 'Saved.' });
+    const sent = JSON.stringify(provider.requests[before].body);
+    expect(sent).toContain('[arguments of call call-0-0: 50,032 characters, digest');
+    expect(sent).not.toContain('zzzz');
   });
 });
 

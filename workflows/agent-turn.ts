@@ -2,6 +2,7 @@ import { ActivityFailure, ApplicationFailure, patched, proxyActivities, proxyLoc
 import type { Activities } from '../activities';
 import { MODEL_FAILURES, type BoundaryResult, type CheckedToolCall } from '../common/activity-types';
 import { BoundaryResults } from '../common/boundary-results';
+import { keptArguments } from '../common/call-arguments';
 import { DEFAULT_TURN_LIMITS } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import type { AgentTurnInput, AgentTurnResult, ToolEvent, TurnLimits, TurnMessage, TurnState, Usage } from '../common/types';
@@ -46,7 +47,9 @@ async function settingsFor(
   const settings = await turnSettings();
   const { publicKeys, signatureMaxAgeMs } = settings.approvals ?? {};
   const signing = publicKeys ? { publicKeys, maxAgeMs: signatureMaxAgeMs ?? 0 } : undefined;
-  return { limits: { ...settings.limits, ...own }, requireDigest: settings.approvals?.requireDigest ?? true, signing };
+  // Workers older than the history limits send settings without them; the defaults fill them in.
+  const limits = { ...DEFAULT_TURN_LIMITS, ...settings.limits, ...own };
+  return { limits, requireDigest: settings.approvals?.requireDigest ?? true, signing };
 }
 
 /** Why a model step failed for good; an invalid model fails the workflow instead (the caller's mistake). */
@@ -146,6 +149,10 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
       status = 'deadline_exceeded';
       break;
     }
+    if (nearHistoryLimits(limits)) {
+      status = 'history_limit';
+      break;
+    }
     let reply: Awaited<ReturnType<typeof modelStep>>;
     try {
       reply = await modelStep({ taskId, step, model, messages, allowedTools });
@@ -165,7 +172,9 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     }
     usage.inputTokens += reply.usage.inputTokens;
     usage.outputTokens += reply.usage.outputTokens;
-    messages.push({ role: 'assistant', text: reply.text, toolCalls: reply.toolCalls.map(({ callId, tool, args }) => ({ callId, tool, args })) });
+    // The calls run from the reply; the messages later steps are sent keep large arguments by reference only.
+    const kept = reply.toolCalls.map(({ callId, tool, args, argsDigest }) => ({ callId, tool, args: keptArguments(args, argsDigest) }));
+    messages.push({ role: 'assistant', text: reply.text, toolCalls: kept });
     if (reply.toolCalls.length === 0) {
       answer = reply.text;
       status = 'completed';
@@ -197,6 +206,18 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   state.phase = 'finished';
   approvals.publish();
   return { taskId, status: finalStatus, ...(error ? { error } : {}), modelInterruptions: state.modelInterruptions, answer, steps: state.step + 1, toolCalls: events, usage };
+}
+
+/**
+ * Whether the turn's history has reached its limits, checked before each model step (the step that
+ * would add the most). The server reports the size and event count with each workflow task, so
+ * a replay sees the same values. `continueAsNewSuggested` is not used: the server suggests it far
+ * below the hard limits, and a turn cannot continue as new without losing its calls in flight, so
+ * it ends with `history_limit` instead; a conversation carries on with its next turn.
+ */
+function nearHistoryLimits(limits: Required<TurnLimits>): boolean {
+  const { historyLength, historySize } = workflowInfo();
+  return historyLength >= limits.maxHistoryEvents || historySize >= limits.maxHistoryBytes;
 }
 
 /** Refused calls and reads run at once; writes wait for the calls before them. */

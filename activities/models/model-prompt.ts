@@ -1,14 +1,21 @@
 import type { JSONValue, LanguageModelV3Prompt } from '@ai-sdk/provider';
-import type { ToolResult, TurnMessage } from '../../common/types';
+import { describeReference, isArgumentsReference } from '../../common/call-arguments';
+import type { ToolCallRequest, ToolResult, TurnMessage } from '../../common/types';
 
 /** The system message every model step starts with: how to work with the tools' results. */
 export const SYSTEM_MESSAGE = [
   'You are an agent working for a person. Use the tools to find facts before you answer; answer from what the tools returned.',
   'A tool result has a status; on an error it has a stable code and a short message. Correct invalid_arguments and try again; do not repeat a call that was denied.',
+  'Large arguments of a call that already ran are shown as omitted, with their size and digest; do not repeat the call for that reason.',
 ].join('\n');
 
 function toolOutput(result: ToolResult): { type: 'json'; value: JSONValue } {
   return { type: 'json', value: JSON.parse(JSON.stringify(result)) as JSONValue };
+}
+
+/** A call's input as the model is sent it: a reference to arguments the turn no longer keeps becomes a note saying so. */
+function toolInput(call: ToolCallRequest): unknown {
+  return isArgumentsReference(call.args) ? { omitted: describeReference(call.callId, call.args) } : call.args;
 }
 
 /** A turn's messages in the AI SDK's provider prompt format. */
@@ -21,7 +28,12 @@ export function toModelPrompt(messages: TurnMessage[]): LanguageModelV3Prompt {
         role: 'assistant',
         content: [
           ...(message.text ? [{ type: 'text' as const, text: message.text }] : []),
-          ...message.toolCalls.map((call) => ({ type: 'tool-call' as const, toolCallId: call.callId, toolName: call.tool, input: call.args })),
+          ...message.toolCalls.map((call) => ({
+            type: 'tool-call' as const,
+            toolCallId: call.callId,
+            toolName: call.tool,
+            input: toolInput(call),
+          })),
         ],
       });
     } else {

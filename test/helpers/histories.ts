@@ -33,3 +33,10 @@ export const REVERSIBLE_RETRY_BEFORE_PATCH_HISTORY = path.join(HISTORY_FOLDER, '
 
 /** The same turn recorded after the patch: the second round sleeps the backoff first and looks up after. */
 export const REVERSIBLE_RETRY_HISTORY = path.join(HISTORY_FOLDER, 'reversible-write-retried.json');
+
+/**
+ * A turn through the openai provider that saved two drafts of ~3,000 characters, recorded while
+ * a turn still sent every earlier call's arguments whole to each model step: it must replay on
+ * code that sends them by reference (activity inputs are not compared on replay).
+ */
+export const ARGUMENTS_INLINE_HISTORY = path.join(HISTORY_FOLDER, 'large-draft-arguments-inline.json');

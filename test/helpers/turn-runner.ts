@@ -1,6 +1,6 @@
 import { openConfiguredStore } from '../../activities/intents/open-store';
 import { randomUUID } from 'node:crypto';
-import type { WorkflowHandle } from '@temporalio/client';
+import { Client, type Connection, type WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll } from 'vitest';
@@ -46,10 +46,14 @@ export interface TurnOptions {
   modelEnvironment?: ModelEnvironment;
   /** Runs after the start and before the result is awaited (approvals are given here). */
   interact?: (handle: WorkflowHandle) => Promise<void>;
+  /** Fetches the history through this connection instead of the environment's (one that takes messages past gRPC's 4 MB default). */
+  historyConnection?: Connection;
 }
 
 /** Runs one turn on a fresh worker and task queue; returns its result, final state, the model's inputs and the count of scheduled runTool activities. */
-export async function runTurn({ env, workflowBundle, input, tools, modelStepTools, store, config: given, modelEnvironment, interact }: TurnOptions) {
+export async function runTurn(options: TurnOptions) {
+  const { env, workflowBundle, input, tools, modelStepTools, store, config: given, modelEnvironment, interact } = options;
+  const { historyConnection } = options;
   const taskQueue = `test-${randomUUID()}`;
   const base = given ?? testConfig({ retry: { initialInterval: '100ms', maximumInterval: '1s' } });
   const config: TollgateConfig = { ...base, temporal: { ...base.temporal, taskQueue } };
@@ -74,7 +78,8 @@ export async function runTurn({ env, workflowBundle, input, tools, modelStepTool
     });
     await interact?.(handle);
     const result = (await handle.result()) as AgentTurnResult;
-    const history = await handle.fetchHistory();
+    const historyClient = historyConnection ? new Client({ connection: historyConnection, namespace: env.namespace }) : undefined;
+    const history = await (historyClient?.workflow.getHandle(handle.workflowId) ?? handle).fetchHistory();
     const state = await handle.query(stateQuery);
     const runToolScheduled = (history.events ?? []).filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool').length;
     return { result, modelInputs, runToolScheduled, state, config, handle, history };
