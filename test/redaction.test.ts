@@ -66,7 +66,10 @@ const tools = [
 
 const script: ScriptStep[] = [
   { text: `Checking ${ACCOUNT} with ${API_KEY}.`, toolCalls: [{ tool: 'check_account', args: { account: ACCOUNT } }] },
-  { text: `Moving the balance of ${ACCOUNT}.`, toolCalls: [{ tool: 'transfer', args: { account: ACCOUNT, memo: `authorized by ${API_KEY}` } }] },
+  {
+    text: `Moving the balance of ${ACCOUNT}.`,
+    toolCalls: [{ tool: 'transfer', args: { account: ACCOUNT, memo: `authorized by ${API_KEY}` } }],
+  },
   { text: `Done: ${ACCOUNT} is empty.` },
 ];
 
@@ -75,7 +78,12 @@ beforeAll(async () => {
   Runtime.install({ logger: new DefaultLogger('DEBUG', (entry) => logs.push(entry)) });
   const port = await freePort();
   [server, workflowBundle] = await Promise.all([
-    startDevServer({ address: `127.0.0.1:${port}`, namespace: 'default', dbFile: path.join(folder, 'temporal.db'), logFile: path.join(folder, 'server.log') }),
+    startDevServer({
+      address: `127.0.0.1:${port}`,
+      namespace: 'default',
+      dbFile: path.join(folder, 'temporal.db'),
+      logFile: path.join(folder, 'server.log'),
+    }),
     bundleWorkflows(),
   ]);
   writeFileSync(
@@ -150,6 +158,7 @@ function withoutRealValues(events: HistoryEvent[]): HistoryEvent[] {
     if (scheduled) activityOf.set(event.eventId, scheduled.activityType?.name ?? '');
   }
   return events.map((event) => {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a decoded history event: walked by field names known to hold the values
     const copy = structuredClone(event) as Record<string, any>;
     const started = copy.workflowExecutionStartedEventAttributes;
     if (started) {
@@ -243,7 +252,11 @@ describe('redaction', () => {
     const events = decoded(seen.history.events) as HistoryEvent[];
     expect(found(JSON.stringify(events))).toEqual(SECRETS);
     const rest = withoutRealValues(events);
-    for (const event of rest) expect({ event: `${event.eventId} ${event.eventType}`, secrets: found(JSON.stringify(event)) }).toEqual({ event: `${event.eventId} ${event.eventType}`, secrets: [] });
+    for (const event of rest)
+      expect({ event: `${event.eventId} ${event.eventType}`, secrets: found(JSON.stringify(event)) }).toEqual({
+        event: `${event.eventId} ${event.eventType}`,
+        secrets: [],
+      });
     // Summaries (user metadata of the activities and the approval timer) are among what was searched.
     const summaries = JSON.stringify(rest.map((event) => event.userMetadata).filter(Boolean));
     expect(summaries).toContain('transfer [redacted] authorized by [redacted]');
@@ -290,7 +303,13 @@ describe('redaction', () => {
     // Arguments shown that are not those the worker's digest covers cannot be approved from the view.
     expect(describeApproval({ ...pending, args: { account: '[redacted]', memo: 'y' } }).matches).toBe(false);
     // Without redaction, the real digest is named, as before.
-    const plain: PendingApproval = { ...pending, args: { memo: 'x' }, argsDigest: argsDigest({ memo: 'x' }), redactedValues: undefined, shownDigest: undefined };
+    const plain: PendingApproval = {
+      ...pending,
+      args: { memo: 'x' },
+      argsDigest: argsDigest({ memo: 'x' }),
+      redactedValues: undefined,
+      shownDigest: undefined,
+    };
     expect(decisionDigest(plain)).toBe(plain.argsDigest);
     expect(describeApproval(plain).matches).toBe(true);
     // The Web UI's details: the arguments, bounded.

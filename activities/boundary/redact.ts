@@ -49,7 +49,7 @@ export function createRedactor(configPatterns: readonly string[] = []): Redactor
       try {
         return new RegExp(source, 'g');
       } catch (error) {
-        throw new Error(`redact.patterns[${index}] is not a valid regular expression: ${(error as Error).message}`);
+        throw new Error(`redact.patterns[${index}] is not a valid regular expression: ${(error as Error).message}`, { cause: error });
       }
     }),
   ];
