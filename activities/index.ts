@@ -5,7 +5,7 @@ import { builtInTools } from '../tools/built-in';
 import { createLookupStatus } from './boundary/lookup-status';
 import { createModelStep } from './models/model-step';
 import { createConfiguredModels, type ModelEnvironment } from './models/language-model';
-import { DEFAULT_SECRET_PATTERNS } from './boundary/redact';
+import { createRedactor } from './boundary/redact';
 import { createRunTool } from './boundary/run-tool';
 import { createTurnSettings } from './turn-settings';
 import { toMilliseconds } from '../common/duration';
@@ -31,11 +31,12 @@ export function createActivities({ config, tools, store, modelEnvironment }: Act
     retry: retryBackoffFromConfig(config.retry),
     approvedScheduleToStartMs: toMilliseconds(config.approvals.scheduleToStart),
   });
-  const secretPatterns = [...DEFAULT_SECRET_PATTERNS, ...config.redact.patterns.map((source) => new RegExp(source, 'g'))];
+  // One redaction pass for everything the worker shows or stores outside its memory.
+  const redactor = createRedactor(config.redact.patterns);
   return {
-    modelStep: createModelStep({ registry, config, models }),
-    runTool: createRunTool({ registry, store, secretPatterns }),
-    lookupStatus: createLookupStatus({ registry, store }),
+    modelStep: createModelStep({ registry, config, models, redactor }),
+    runTool: createRunTool({ registry, store, secretPatterns: redactor.patterns }),
+    lookupStatus: createLookupStatus({ registry, store, secretPatterns: redactor.patterns }),
     turnSettings: createTurnSettings(config),
   };
 }

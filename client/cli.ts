@@ -14,7 +14,7 @@ import type { IntentRecord } from '../activities/intents/intent-store';
 import { ensureServer } from '../server/dev-server';
 import { probeServer } from '../connection/temporal-connection';
 import { runWorker } from '../worker/run-worker';
-import { describeApproval, followTurn, toolCallTable } from './follow-turn';
+import { decisionDigest, describeApproval, followTurn, toolCallTable } from './follow-turn';
 import { forTerminal } from './terminal-text';
 import { formatTable } from './format-table';
 import { TollgateClient, TurnEndedError } from './tollgate-client';
@@ -167,7 +167,7 @@ for (const decision of ['approve', 'deny'] as const) {
           const shown = describeApproval(pending);
           if (!json()) console.log(shown.text);
           if (!shown.matches) throw new CliError(`rejected: the arguments of call ${callId} do not match their digest; nothing was sent`);
-          digest = pending.argsDigest;
+          digest = decisionDigest(pending);
         }
         // A signing client records its key's name as the approver; otherwise the login name stands in.
         const approver = options.approver ?? (client.signingKeyId ? undefined : process.env.USER);

@@ -45,16 +45,30 @@ export function toolCallTable(events: ToolEvent[]): string {
 }
 
 /**
+ * The digest a decision on a waiting call names: that of the arguments as shown. It is the digest
+ * of the real arguments unless secrets were redacted from them, and then the worker's digest of the
+ * redacted copy (docs/security.md, Redaction); the workflow takes either.
+ */
+export function decisionDigest(pending: PendingApproval): string {
+  return pending.redactedValues && pending.shownDigest ? pending.shownDigest : pending.argsDigest;
+}
+
+/**
  * What the terminal shows of a call waiting for approval, safe to print: the tool and the whole
- * arguments as JSON, exactly those the digest covers (`matches` is false when they are not, and
- * then the call must not be approved from this view).
+ * arguments as JSON, exactly those the digest it names covers (`matches` is false when they are
+ * not, and then the call must not be approved from this view). Redacted values are counted.
  */
 export function describeApproval(pending: PendingApproval, { maxArgsChars = 4_000 }: { maxArgsChars?: number } = {}): { text: string; matches: boolean } {
-  const matches = argsDigest(pending.args) === pending.argsDigest;
-  const header = `Approval needed for ${pending.callId}: ${pending.tool} (expires ${pending.expiresAt})\n  argsDigest ${pending.argsDigest}`;
+  const digest = decisionDigest(pending);
+  const matches = argsDigest(pending.args) === digest;
+  const header = `Approval needed for ${pending.callId}: ${pending.tool} (expires ${pending.expiresAt})\n  argsDigest ${digest}`;
   const whole = JSON.stringify(pending.args, null, 2) ?? 'undefined';
   const args = whole.length <= maxArgsChars ? whole : `${whole.slice(0, maxArgsChars)}\n… ${whole.length - maxArgsChars} more characters (the whole arguments: --json)`;
   const lines = [header, ...args.split('\n').map((line) => `  ${line}`)];
+  if (pending.redactedValues) {
+    const values = `${pending.redactedValues} value${pending.redactedValues === 1 ? '' : 's'}`;
+    lines.push(`  (${values} redacted: the call runs with the real ones, which this digest binds through the worker's record)`);
+  }
   if (!matches) lines.push('These arguments do not match the digest of the call, so it cannot be approved from here.');
   return { text: forTerminal(lines.join('\n')), matches };
 }
@@ -117,7 +131,7 @@ export async function followTurn(client: TollgateClient, workflowId: string, { m
         }
         // A signing client records its key's name as the approver; otherwise the login name stands in.
         const approver = client.signingKeyId ? undefined : os.userInfo().username;
-        const options = { approver, reason: choice.reason, argsDigest: pending.argsDigest };
+        const options = { approver, reason: choice.reason, argsDigest: decisionDigest(pending) };
         const receipt = choice.decision === 'approve' ? await client.approve(workflowId, pending.callId, options) : await client.deny(workflowId, pending.callId, options);
         console.log(`Decision accepted: ${receipt.decision} ${receipt.callId}.`);
       }

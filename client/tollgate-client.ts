@@ -1,4 +1,5 @@
 import { Client, WorkflowIdReusePolicy } from '@temporalio/client';
+import { createRedactor, type Redactor } from '../activities/boundary/redact';
 import { connectClient } from '../connection/temporal-connection';
 import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import { codecFromEnvironment, ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gcm-codec';
@@ -66,7 +67,12 @@ export class TollgateClient {
     private readonly signingKey?: ApproverSigningKey,
     /** Dates signatures (`signedAt`); turns check it against the server's clock, which a time-skipping test server moves ahead. */
     private readonly clock: () => number | Promise<number> = Date.now,
-  ) {}
+  ) {
+    this.redactor = createRedactor(config.redact.patterns);
+  }
+
+  /** The config's redaction pass, for what this client writes where people see it (the turn's summary). */
+  private readonly redactor: Redactor;
 
   /**
    * Connects to the configured server, encrypting payloads when the config names a keyring and
@@ -98,7 +104,8 @@ export class TollgateClient {
         { key: TASK_ID_SEARCH_ATTRIBUTE, value: input.taskId },
         { key: AWAITING_APPROVAL_SEARCH_ATTRIBUTE, value: false },
       ],
-      staticSummary: firstLine(input.prompt),
+      // The Web UI's summary of the turn: the prompt's first line, through the same redaction as the worker's.
+      staticSummary: this.redactor.text(firstLine(input.prompt)),
       staticDetails: [
         `**Task** \`${input.taskId}\``,
         `**Model** ${typeof input.model === 'string' ? input.model : input.model ? 'scripted (given script)' : this.config.model.default}`,

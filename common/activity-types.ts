@@ -70,6 +70,15 @@ export type CheckedToolCall = ToolCallRequest & {
   argsDigest: string;
   /** One line for the Web UI, e.g. `save_draft drafts/brief.md`: the tool and chosen fields, redacted. */
   summary?: string;
+  /**
+   * When the arguments hold a secret (the worker's redaction patterns): the copy shown to people,
+   * each secret replaced, and how many strings changed. `args` stays real: it runs the call and
+   * `argsDigest` covers it. Left out when nothing was redacted.
+   */
+  shownArgs?: unknown;
+  /** SHA-256 of the canonical JSON of `shownArgs`: a decision may name it instead of `argsDigest` (docs/security.md, Redaction). */
+  shownDigest?: string;
+  redactedValues?: number;
 } & ({ policy: ToolPolicy; refusal?: undefined } | { policy?: ToolPolicy; refusal: { code: ErrorCode; message: string } });
 
 /** The input of the `modelStep` activity. */

@@ -98,8 +98,18 @@ export interface AgentTurnResult {
 export interface PendingApproval {
   callId: string;
   tool: string;
+  /** The arguments as they may be shown: each secret (the worker's redaction patterns) replaced when `redactedValues` is set. */
   args: unknown;
+  /** SHA-256 of the canonical JSON of the real arguments, the ones the call runs with. */
   argsDigest: string;
+  /** Strings in `args` whose secrets were replaced; left out when `args` are the real arguments. */
+  redactedValues?: number;
+  /**
+   * With `redactedValues`: SHA-256 of the canonical JSON of `args` as shown, computed by the worker
+   * from the real arguments. A decision may name it instead of `argsDigest`; it binds the decision
+   * to the real arguments just as well, since the worker recorded both.
+   */
+  shownDigest?: string;
   requestedAt: string;
   expiresAt: string;
 }
@@ -110,7 +120,7 @@ export interface ApprovalDecision {
   decision: 'approve' | 'deny';
   approver?: string;
   reason?: string;
-  /** When given, must equal the pending call's argsDigest. */
+  /** When given, must equal the pending call's argsDigest (or its shownDigest, when its arguments were redacted). */
   argsDigest?: string;
   /** Signed decisions (required when the worker has approver keys): the signing key's name, recorded as the approver. */
   keyId?: string;

@@ -62,7 +62,8 @@ export class ApprovalBook {
     if (argsDigest === undefined && (this.requireDigest || this.signing)) {
       return `argsDigest is required: send the digest of the arguments of call ${callId} you decide on (pendingApprovals in the state query)`;
     }
-    if (argsDigest !== undefined && argsDigest !== pending.argsDigest) return `argsDigest does not match the arguments of call ${callId}`;
+    const named = argsDigest === pending.argsDigest || (pending.shownDigest !== undefined && argsDigest === pending.shownDigest);
+    if (argsDigest !== undefined && !named) return `argsDigest does not match the arguments of call ${callId}`;
     if (!this.signing) return undefined;
     // Date.now() is the workflow's clock: the same on every replay.
     const check = { ...this.signing, workflowId: workflowInfo().workflowId, now: Date.now() };
@@ -131,6 +132,16 @@ export class ApprovalBook {
   }
 }
 
+/** At most this many characters of one waiting call's arguments go into the Web UI's details. */
+export const DETAILS_ARGS_CHARS = 2_000;
+
+/** A waiting call's (already redacted) arguments as pretty JSON for the details, bounded, with no fence breaking out. */
+function shownJson(args: unknown): string {
+  const whole = (JSON.stringify(args, null, 2) ?? 'undefined').replace(/`/g, '\\u0060');
+  if (whole.length <= DETAILS_ARGS_CHARS) return whole;
+  return `${whole.slice(0, DETAILS_ARGS_CHARS)}\n… ${whole.length - DETAILS_ARGS_CHARS} more characters (the whole arguments: tollgate status --json)`;
+}
+
 function cell(text: string): string {
   return text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 }
@@ -141,7 +152,10 @@ export function renderDetails(state: TurnState): string {
   if (state.pendingApprovals.length > 0) {
     lines.push('### Waiting for approval', '');
     for (const pending of state.pendingApprovals) {
-      lines.push(`- **${pending.callId}** · ${pending.tool} · argsDigest \`${pending.argsDigest.slice(0, 16)}…\` · expires ${pending.expiresAt}`);
+      const digest = pending.shownDigest ?? pending.argsDigest;
+      lines.push(`- **${pending.callId}** · ${pending.tool} · expires ${pending.expiresAt} · argsDigest \`${digest}\``);
+      if (pending.redactedValues) lines.push(`  ${pending.redactedValues} value${pending.redactedValues === 1 ? '' : 's'} redacted; the digest names the arguments as shown`);
+      lines.push('', '  ```json', ...shownJson(pending.args).split('\n').map((line) => `  ${line}`), '  ```', '');
     }
     lines.push('', 'Decide with the `approval` signal, e.g. `{ "callId": "…", "decision": "approve", "argsDigest": "…" }`, or `tollgate approve <workflowId> <callId>`.', '');
   }

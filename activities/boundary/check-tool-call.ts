@@ -3,7 +3,7 @@ import type { ToolCallRequest } from '../../common/types';
 import type { CheckedToolCall } from '../../common/activity-types';
 import { argsDigest } from '../../tools/canonical-json';
 import type { ToolDefinition } from '../../tools/define-tool';
-import { redactText } from './redact';
+import { createRedactor, type Redactor } from './redact';
 import type { ToolRegistry } from '../../tools/tool-registry';
 
 function describeIssues(issues: z.core.$ZodIssue[]): string {
@@ -23,17 +23,20 @@ export function checkToolCall({
   request,
   allowedTools,
   taskId,
+  redactor = DEFAULT_REDACTOR,
 }: {
   registry: ToolRegistry;
   request: ToolCallRequest;
   allowedTools?: string[];
   /** The turn's task, for tools whose authorization depends on it (a per-task folder, say). */
   taskId?: string;
+  /** The worker's redaction pass, for the summary and the arguments shown to approvers (default: the built-in patterns only). */
+  redactor?: Redactor;
 }): CheckedToolCall {
   const tool = registry.get(request.tool);
   // A tool from elsewhere binds its definition into what an approval names: a changed tool needs a new approval.
   const digest = tool?.definitionDigest ? argsDigest({ args: request.args, definitionDigest: tool.definitionDigest }) : argsDigest(request.args);
-  const call = { ...request, argsDigest: digest };
+  const call = { ...request, argsDigest: digest, ...shownArguments(request.args, redactor) };
   if (!tool) {
     const known = registry.list().map((candidate) => candidate.name).join(', ');
     return { ...call, refusal: { code: 'unknown_tool', message: `no tool named "${request.tool}"; available: ${known}` } };
@@ -53,13 +56,24 @@ export function checkToolCall({
     denial = `authorization failed: ${(error as Error).message}`;
   }
   if (denial) return { ...call, policy, refusal: { code: 'forbidden', message: denial } };
-  return { ...call, policy, summary: callSummary(tool, parsed.data) };
+  return { ...call, policy, summary: callSummary(tool, parsed.data, redactor) };
+}
+
+const DEFAULT_REDACTOR = createRedactor();
+
+/**
+ * The copy of the arguments that may be shown (state query, Web UI, CLI) when a secret had to be
+ * replaced in it, with the digest of that copy; nothing when the arguments hold no secret.
+ */
+export function shownArguments(args: unknown, redactor: Redactor): Pick<CheckedToolCall, 'shownArgs' | 'shownDigest' | 'redactedValues'> {
+  const { value, redactedValues } = redactor.value(args);
+  return redactedValues === 0 ? {} : { shownArgs: value, shownDigest: argsDigest(value), redactedValues };
 }
 
 const SUMMARY_CHARS = 80;
 
 /** The Web UI's line for a call: the tool's name and the fields chosen for it, redacted and short. */
-export function callSummary(tool: ToolDefinition, args: unknown): string {
+export function callSummary(tool: ToolDefinition, args: unknown, redactor: Redactor = DEFAULT_REDACTOR): string {
   const record = (args && typeof args === 'object' ? args : {}) as Record<string, unknown>;
   let detail: string;
   try {
@@ -69,6 +83,6 @@ export function callSummary(tool: ToolDefinition, args: unknown): string {
   } catch {
     detail = '';
   }
-  const line = redactText(`${tool.name} ${detail.replace(/\s+/g, ' ')}`.trim());
+  const line = redactor.text(`${tool.name} ${detail.replace(/\s+/g, ' ')}`.trim());
   return line.length > SUMMARY_CHARS ? `${line.slice(0, SUMMARY_CHARS - 1)}…` : line;
 }

@@ -6,6 +6,7 @@ import { argsDigest } from '../../tools/canonical-json';
 import type { ToolDefinition } from '../../tools/define-tool';
 import { intentKey } from '../../tools/intent-key';
 import type { ToolRegistry } from '../../tools/tool-registry';
+import { DEFAULT_SECRET_PATTERNS, redactText } from './redact';
 
 /** Whether a started attempt may still be applying: its lease (the call's timeout plus the store's grace) has not run out. */
 export function inFlight(record: IntentRecord | undefined, now = Date.now()): boolean {
@@ -13,14 +14,27 @@ export function inFlight(record: IntentRecord | undefined, now = Date.now()): bo
 }
 
 /** The tool's own status check, asked once: a throw is `unknown`, never a guess. */
-export async function askStatusCheck({ tool, args, taskId, idempotencyKey }: { tool: ToolDefinition; args: unknown; taskId: string; idempotencyKey: string }): Promise<StatusLookup> {
+export async function askStatusCheck({
+  tool,
+  args,
+  taskId,
+  idempotencyKey,
+  secretPatterns = DEFAULT_SECRET_PATTERNS,
+}: {
+  tool: ToolDefinition;
+  args: unknown;
+  taskId: string;
+  idempotencyKey: string;
+  /** Removed from what the log and the reason show of the check's error. */
+  secretPatterns?: readonly RegExp[];
+}): Promise<StatusLookup> {
   if (!tool.status) return { state: 'unknown', reason: `${tool.name} has no status check` };
   let answer;
   try {
     answer = await tool.status(args, { taskId, tool: tool.name, idempotencyKey });
   } catch (error) {
-    Context.current().log.warn('status check threw', { tool: tool.name, stack: (error as Error)?.stack });
-    return { state: 'unknown', reason: `the status check failed: ${String((error as Error)?.message ?? error).split('\n')[0]}` };
+    Context.current().log.warn('status check threw', { tool: tool.name, stack: redactText(String((error as Error)?.stack), secretPatterns) });
+    return { state: 'unknown', reason: redactText(`the status check failed: ${String((error as Error)?.message ?? error).split('\n')[0]}`, secretPatterns) };
   }
   if (answer === 'not_applied') return { state: 'not_applied' };
   if (answer === 'applied' || (typeof answer === 'object' && answer !== null && answer.state === 'applied')) {
@@ -37,7 +51,16 @@ export async function askStatusCheck({ tool, args, taskId, idempotencyKey }: { t
  * `unknown` for it; a store that cannot be reached is `unknown` too, never a workflow failure.
  * It only reads (and records a receipt the check found), so it may be retried freely.
  */
-export function createLookupStatus({ registry, store }: { registry: ToolRegistry; store: IdempotencyStore }) {
+export function createLookupStatus({
+  registry,
+  store,
+  secretPatterns = DEFAULT_SECRET_PATTERNS,
+}: {
+  registry: ToolRegistry;
+  store: IdempotencyStore;
+  /** The worker's redaction patterns, for what the log and a reason show of an error. */
+  secretPatterns?: readonly RegExp[];
+}) {
   return async function lookupStatus({ taskId, callId, tool: name, args }: LookupStatusInput): Promise<StatusLookup> {
     const tool = registry.get(name);
     if (!tool) return { state: 'unknown', reason: `no tool named "${name}" on this worker` };
@@ -49,15 +72,15 @@ export function createLookupStatus({ registry, store }: { registry: ToolRegistry
       record = await store.get(idempotencyKey);
     } catch (error) {
       if (!(error instanceof IntentStoreError)) throw error;
-      Context.current().log.warn('idempotency store unreachable during a status lookup', { tool: name, callId, message: error.message });
-      return { state: 'unknown', reason: error.message };
+      Context.current().log.warn('idempotency store unreachable during a status lookup', { tool: name, callId, message: redactText(error.message, secretPatterns) });
+      return { state: 'unknown', reason: redactText(error.message, secretPatterns) };
     }
     const stored: ToolResult | undefined = record?.state === 'committed' ? record.receipt : undefined;
     if (!tool.status) {
       if (stored) return { state: 'applied', receipt: stored, source: 'store' };
       return record ? { state: 'unknown', reason: `started earlier (call ${record.callId}) and never confirmed` } : { state: 'not_applied' };
     }
-    const checked = await askStatusCheck({ tool, args: parsed.data, taskId, idempotencyKey });
+    const checked = await askStatusCheck({ tool, args: parsed.data, taskId, idempotencyKey, secretPatterns });
     if (checked.state === 'applied') {
       if (stored) return { state: 'applied', receipt: stored, source: 'store' };
       try {
@@ -65,7 +88,7 @@ export function createLookupStatus({ registry, store }: { registry: ToolRegistry
       } catch (error) {
         // The check is the authority; a receipt that could not be recorded costs only a later check.
         if (!(error instanceof IntentStoreError)) throw error;
-        Context.current().log.warn('could not record a receipt the status check found', { tool: name, callId, message: error.message });
+        Context.current().log.warn('could not record a receipt the status check found', { tool: name, callId, message: redactText(error.message, secretPatterns) });
       }
       return checked;
     }

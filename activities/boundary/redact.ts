@@ -24,3 +24,50 @@ export function redactValue(value: unknown, patterns: readonly RegExp[] = DEFAUL
   }
   return value;
 }
+
+/** What a redaction of a JSON-like value gave: the copy to show, and how many strings in it had a secret replaced. */
+export interface RedactedValue {
+  value: unknown;
+  /** Strings (values or keys) in which at least one secret was replaced; 0 when the copy equals the original. */
+  redactedValues: number;
+}
+
+/** The worker's one redaction pass: the built-in secret shapes and the config's patterns, compiled once. */
+export interface Redactor {
+  readonly patterns: readonly RegExp[];
+  /** Replaces every secret in a text. */
+  text(text: string): string;
+  /** A redacted copy of a JSON-like value, and how many of its strings changed. */
+  value(value: unknown): RedactedValue;
+}
+
+/** Builds the redactor of a worker from the config's `redact.patterns` (JavaScript regular expression sources). */
+export function createRedactor(configPatterns: readonly string[] = []): Redactor {
+  const patterns = [
+    ...DEFAULT_SECRET_PATTERNS,
+    ...configPatterns.map((source, index) => {
+      try {
+        return new RegExp(source, 'g');
+      } catch (error) {
+        throw new Error(`redact.patterns[${index}] is not a valid regular expression: ${(error as Error).message}`, { cause: error });
+      }
+    }),
+  ];
+  const text = (input: string) => redactText(input, patterns);
+  const value = (input: unknown): RedactedValue => {
+    let redactedValues = 0;
+    const visit = (item: unknown): unknown => {
+      if (typeof item === 'string') {
+        const replaced = text(item);
+        if (replaced !== item) redactedValues++;
+        return replaced;
+      }
+      if (Array.isArray(item)) return item.map(visit);
+      if (item && typeof item === 'object') return Object.fromEntries(Object.entries(item).map(([key, entry]) => [visit(key) as string, visit(entry)]));
+      return item;
+    };
+    const copy = visit(input);
+    return { value: copy, redactedValues };
+  };
+  return { patterns, text, value };
+}

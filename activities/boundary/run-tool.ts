@@ -126,7 +126,7 @@ export function createRunTool({
       return { started: true, outcome: ToolOutcome.is(raw) ? raw : ToolOutcome.ok(raw), interrupted: false };
     } catch (error) {
       const failure = classifyError(error);
-      context.log.warn('tool handler threw', { tool: tool.name, callId: input.callId, attempt, code: failure.code, stack: (error as Error)?.stack });
+      context.log.warn('tool handler threw', { tool: tool.name, callId: input.callId, attempt, code: failure.code, stack: redactText(String((error as Error)?.stack), secretPatterns) });
       const outcome = ToolOutcome.error(failure.message, failure);
       // A ToolError is the handler's own verdict; anything else cut the handler off at an unknown point.
       return error instanceof ToolError ? { started: true, outcome, interrupted: false } : { started: true, outcome, interrupted: true, error };
@@ -173,7 +173,7 @@ export function createRunTool({
     const effect = tool.effect as WriteEffect;
     const notRun = (message: string) => BoundaryResults.outcomeUnknown(message, 0);
     const fromReceipt = (receipt: ToolResult) => BoundaryResults.fromReceipt(receipt, 0);
-    const check = () => askStatusCheck({ tool, args, taskId: input.taskId, idempotencyKey: key });
+    const check = () => askStatusCheck({ tool, args, taskId: input.taskId, idempotencyKey: key, secretPatterns });
     const claimFor = (supersede?: string) =>
       store.claim({ key, taskId: input.taskId, tool: tool.name, callId: input.callId, argsDigest: argsDigest(args), effect, leaseMs: tool.timeoutMs, supersede });
     let claim: ClaimResult;
@@ -214,19 +214,19 @@ export function createRunTool({
       }
     } catch (error) {
       if (!(error instanceof IntentStoreError)) throw error;
-      context.log.warn('idempotency store failed before a write', { tool: tool.name, callId: input.callId, message: error.message });
+      context.log.warn('idempotency store failed before a write', { tool: tool.name, callId: input.callId, message: redactText(error.message, secretPatterns) });
       return notRun(`${tool.name} was not run: ${error.message}`);
     }
     const { owner } = claim;
     const end = await runHandler(tool, args, input, key);
     if (!end.started) {
       // Nothing ran: the attempt is given up, so the next lookup finds it not applied rather than in flight.
-      await store.release({ key, owner }).catch((error: unknown) => context.log.warn('could not give up an attempt that never started', { key, message: String(error) }));
+      await store.release({ key, owner }).catch((error: unknown) => context.log.warn('could not give up an attempt that never started', { key, message: redactText(String(error), secretPatterns) }));
       return BoundaryResults.failure('transient_failure', notStarted(tool, end.reason), { executions: 0 });
     }
     if (end.interrupted) {
       // A handler that threw has stopped, so the attempt is no longer in flight; one cut off by the timeout may still be applying.
-      if ((end.error as Error | undefined)?.name !== 'TimeoutError') await store.endLease({ key, owner }).catch((error: unknown) => context.log.warn('could not end a lease', { key, message: String(error) }));
+      if ((end.error as Error | undefined)?.name !== 'TimeoutError') await store.endLease({ key, owner }).catch((error: unknown) => context.log.warn('could not end a lease', { key, message: redactText(String(error), secretPatterns) }));
       throw ApplicationFailure.create({ type: WRITE_INTERRUPTED, message: redactText(end.outcome.ok ? 'interrupted' : end.outcome.message, secretPatterns), nonRetryable: true, details: [{ executions: 1 }] });
     }
     const normalized = normalize(tool, end.outcome, Math.max(attempt, 1));
@@ -237,7 +237,7 @@ export function createRunTool({
     } catch (error) {
       // The handler's verdict stands; the intent stays started, so a later lookup says unknown rather than not applied.
       if (!(error instanceof IntentStoreError)) throw error;
-      context.log.warn('idempotency store failed after a write', { tool: tool.name, callId: input.callId, message: error.message });
+      context.log.warn('idempotency store failed after a write', { tool: tool.name, callId: input.callId, message: redactText(error.message, secretPatterns) });
     }
     return normalized;
   }

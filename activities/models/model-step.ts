@@ -6,7 +6,8 @@ import type { ModelSelection, Usage } from '../../common/types';
 import type { CheckedToolCall, ModelStepInput, ModelStepResult } from '../../common/activity-types';
 import type { ModelEntry, TollgateConfig } from '../../config/config-schema';
 import { argsDigest } from '../../tools/canonical-json';
-import { checkToolCall } from '../boundary/check-tool-call';
+import { checkToolCall, shownArguments } from '../boundary/check-tool-call';
+import { createRedactor, type Redactor } from '../boundary/redact';
 import { classifyModelError } from './model-errors';
 import { toModelPrompt } from './model-prompt';
 import { scriptedModel } from './language-model';
@@ -83,7 +84,18 @@ function totalUsage(usage: LanguageModelV3Usage | undefined): Usage {
  * went out, a failure is final (`stream_interrupted`), and that fact survives a worker crash
  * because it is in the heartbeat details the next attempt reads.
  */
-export function createModelStep({ registry, config, models }: { registry: ToolRegistry; config: TollgateConfig; models: Map<string, { model: LanguageModelV3; entry?: ModelEntry }> }) {
+export function createModelStep({
+  registry,
+  config,
+  models,
+  redactor = createRedactor(config.redact.patterns),
+}: {
+  registry: ToolRegistry;
+  config: TollgateConfig;
+  models: Map<string, { model: LanguageModelV3; entry?: ModelEntry }>;
+  /** The worker's redaction pass: applied to the live text, the step's text, summaries, shown arguments and refusals. */
+  redactor?: Redactor;
+}) {
   const maxRetryDelayMs = toMilliseconds(config.model.maxRetryDelay);
   return async function modelStep(input: ModelStepInput): Promise<ModelStepResult> {
     const context = Context.current();
@@ -101,11 +113,13 @@ export function createModelStep({ registry, config, models }: { registry: ToolRe
       .map((tool) => ({ type: 'function', name: tool.name, description: tool.description, inputSchema: toolJsonSchema(tool) as LanguageModelV3FunctionTool['inputSchema'] }));
 
     const progress: StreamProgress = { chunks: 0, text: '' };
+    // The live view reads the heartbeat details: the text is redacted whole first, so no secret is cut in two and kept.
+    const beat = () => context.heartbeat({ chunks: progress.chunks, text: redactor.text(progress.text).slice(-LIVE_TEXT_CHARS) });
     const chunk = () => {
       progress.chunks++;
-      context.heartbeat({ chunks: progress.chunks, text: progress.text.slice(-LIVE_TEXT_CHARS) });
+      beat();
     };
-    const keepAlive = setInterval(() => context.heartbeat({ chunks: progress.chunks, text: progress.text.slice(-LIVE_TEXT_CHARS) }), KEEP_ALIVE_MS);
+    const keepAlive = setInterval(beat, KEEP_ALIVE_MS);
     const requested: Array<{ toolName: string; input: string }> = [];
     let usage: LanguageModelV3Usage | undefined;
     try {
@@ -149,10 +163,13 @@ export function createModelStep({ registry, config, models }: { registry: ToolRe
       try {
         args = rawInput.trim() === '' ? {} : JSON.parse(rawInput);
       } catch (error) {
-        return { callId, tool: toolName, args: rawInput, argsDigest: argsDigest(rawInput), policy: registry.policy(toolName), refusal: { code: 'invalid_arguments', message: `the arguments are not valid JSON (${(error as Error).message})` } };
+        const message = redactor.text(`the arguments are not valid JSON (${(error as Error).message})`);
+        const shown = shownArguments(rawInput, redactor);
+        return { callId, tool: toolName, args: rawInput, argsDigest: argsDigest(rawInput), ...shown, policy: registry.policy(toolName), refusal: { code: 'invalid_arguments', message } };
       }
-      return checkToolCall({ registry, request: { callId, tool: toolName, args }, allowedTools: input.allowedTools, taskId: input.taskId });
+      const checked = checkToolCall({ registry, request: { callId, tool: toolName, args }, allowedTools: input.allowedTools, taskId: input.taskId, redactor });
+      return checked.refusal ? { ...checked, refusal: { ...checked.refusal, message: redactor.text(checked.refusal.message) } } : checked;
     });
-    return { text: progress.text || undefined, toolCalls, usage: totalUsage(usage) };
+    return { text: progress.text ? redactor.text(progress.text) : undefined, toolCalls, usage: totalUsage(usage) };
   };
 }

@@ -17,8 +17,10 @@ export const irreversibleWriteStrategy: EffectStrategy = {
     approvals.open({
       callId: call.callId,
       tool: call.tool,
-      args: call.args,
+      // What waits is shown redacted; the real arguments stay in the call, which runs with them.
+      args: call.redactedValues ? call.shownArgs : call.args,
       argsDigest: call.argsDigest,
+      ...(call.redactedValues ? { redactedValues: call.redactedValues, shownDigest: call.shownDigest } : {}),
       requestedAt: new Date(requestedAt).toISOString(),
       expiresAt: new Date(requestedAt + policy.approvalTimeoutMs).toISOString(),
     });
