@@ -1,7 +1,7 @@
 import os from 'node:os';
 import { createInterface } from 'node:readline/promises';
 import type { AgentTurnResult, PendingApproval, ToolEvent } from '../common/types';
-import { argsDigest } from '../tools/canonical-json';
+import { approvalDigest } from '../tools/canonical-json';
 import { formatTable } from './format-table';
 import { forTerminal } from './terminal-text';
 import type { TollgateClient } from './tollgate-client';
@@ -60,7 +60,7 @@ export function decisionDigest(pending: PendingApproval): string {
  */
 export function describeApproval(pending: PendingApproval, { maxArgsChars = 4_000 }: { maxArgsChars?: number } = {}): { text: string; matches: boolean } {
   const digest = decisionDigest(pending);
-  const matches = argsDigest(pending.args) === digest;
+  const matches = approvalDigest(pending.args, pending.definitionDigest) === digest;
   const header = `Approval needed for ${pending.callId}: ${pending.tool} (expires ${pending.expiresAt})\n  argsDigest ${digest}`;
   const whole = JSON.stringify(pending.args, null, 2) ?? 'undefined';
   const args = whole.length <= maxArgsChars ? whole : `${whole.slice(0, maxArgsChars)}\n… ${whole.length - maxArgsChars} more characters (the whole arguments: --json)`;

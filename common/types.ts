@@ -100,8 +100,10 @@ export interface PendingApproval {
   tool: string;
   /** The arguments as they may be shown: each secret (the worker's redaction patterns) replaced when `redactedValues` is set. */
   args: unknown;
-  /** SHA-256 of the canonical JSON of the real arguments, the ones the call runs with. */
+  /** SHA-256 of the canonical JSON of the real arguments, the ones the call runs with (with `definitionDigest`: of `{ args, definitionDigest }`). */
   argsDigest: string;
+  /** Tools from elsewhere (MCP): the digest of the tool's definition, which the digests bind too. */
+  definitionDigest?: string;
   /** Strings in `args` whose secrets were replaced; left out when `args` are the real arguments. */
   redactedValues?: number;
   /**

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { ToolCallRequest } from '../../common/types';
 import type { CheckedToolCall } from '../../common/activity-types';
-import { argsDigest } from '../../tools/canonical-json';
+import { approvalDigest } from '../../tools/canonical-json';
 import type { ToolDefinition } from '../../tools/define-tool';
 import { createRedactor, type Redactor } from './redact';
 import type { ToolRegistry } from '../../tools/tool-registry';
@@ -35,8 +35,8 @@ export function checkToolCall({
 }): CheckedToolCall {
   const tool = registry.get(request.tool);
   // A tool from elsewhere binds its definition into what an approval names: a changed tool needs a new approval.
-  const digest = tool?.definitionDigest ? argsDigest({ args: request.args, definitionDigest: tool.definitionDigest }) : argsDigest(request.args);
-  const call = { ...request, argsDigest: digest, ...shownArguments(request.args, redactor) };
+  const digest = approvalDigest(request.args, tool?.definitionDigest);
+  const call = { ...request, argsDigest: digest, ...shownArguments(request.args, redactor, tool?.definitionDigest) };
   if (!tool) {
     const known = registry.list().map((candidate) => candidate.name).join(', ');
     return { ...call, refusal: { code: 'unknown_tool', message: `no tool named "${request.tool}"; available: ${known}` } };
@@ -65,9 +65,9 @@ const DEFAULT_REDACTOR = createRedactor();
  * The copy of the arguments that may be shown (state query, Web UI, CLI) when a secret had to be
  * replaced in it, with the digest of that copy; nothing when the arguments hold no secret.
  */
-export function shownArguments(args: unknown, redactor: Redactor): Pick<CheckedToolCall, 'shownArgs' | 'shownDigest' | 'redactedValues'> {
+export function shownArguments(args: unknown, redactor: Redactor, definitionDigest?: string): Pick<CheckedToolCall, 'shownArgs' | 'shownDigest' | 'redactedValues'> {
   const { value, redactedValues } = redactor.value(args);
-  return redactedValues === 0 ? {} : { shownArgs: value, shownDigest: argsDigest(value), redactedValues };
+  return redactedValues === 0 ? {} : { shownArgs: value, shownDigest: approvalDigest(value, definitionDigest), redactedValues };
 }
 
 const SUMMARY_CHARS = 80;

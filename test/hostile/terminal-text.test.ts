@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describeApproval, describeEvent, toolCallTable } from '../../client/follow-turn';
 import { forTerminal } from '../../client/terminal-text';
 import type { PendingApproval, ToolEvent } from '../../common/types';
-import { argsDigest } from '../../tools/canonical-json';
+import { approvalDigest, argsDigest } from '../../tools/canonical-json';
 
 /** Anything a terminal would act on: C0 but newline and tab, DEL, C1, bidi controls. */
 // eslint-disable-next-line no-control-regex -- matching control characters is what this pattern is for.
@@ -57,6 +57,15 @@ describe('what the approval prompt and the event lines show', () => {
     const shown = describeApproval(pending({ body: 'x'.repeat(10_000) }), { maxArgsChars: 100 });
     expect(shown.text.length).toBeLessThan(400);
     expect(shown.text).toMatch(/… \d+ more characters \(the whole arguments: --json\)/);
+  });
+
+  it('checks a call of a tool from elsewhere against the digest that binds its definition too', () => {
+    const args = { path: 'reply.md', content: 'hi' };
+    const definitionDigest = 'd'.repeat(64);
+    const mcp = { ...pending(args, approvalDigest(args, definitionDigest)), tool: 'files__write_file', definitionDigest };
+    expect(describeApproval(mcp).matches).toBe(true);
+    // The same arguments under another definition are not what was approved.
+    expect(describeApproval({ ...mcp, definitionDigest: 'e'.repeat(64) }).matches).toBe(false);
   });
 
   it('says so, and does not allow approving, when the arguments shown are not those the digest covers', () => {

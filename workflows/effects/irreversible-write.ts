@@ -20,6 +20,7 @@ export const irreversibleWriteStrategy: EffectStrategy = {
       // What waits is shown redacted; the real arguments stay in the call, which runs with them.
       args: call.redactedValues ? call.shownArgs : call.args,
       argsDigest: call.argsDigest,
+      ...(policy.definitionDigest ? { definitionDigest: policy.definitionDigest } : {}),
       ...(call.redactedValues ? { redactedValues: call.redactedValues, shownDigest: call.shownDigest } : {}),
       requestedAt: new Date(requestedAt).toISOString(),
       expiresAt: new Date(requestedAt + policy.approvalTimeoutMs).toISOString(),
