@@ -3,7 +3,14 @@
 
 // Declaring tools
 /** Declares a tool once: schema, description, effect level, timeout, attempts, output limit, handler. */
-export { defineTool, type IntentContext, type StatusAnswer, type ToolContext, type ToolDefinition, type ToolSpec } from './tools/define-tool';
+export {
+  defineTool,
+  type IntentContext,
+  type StatusAnswer,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolSpec,
+} from './tools/define-tool';
 /** What a handler returns when it wants to say more than "this data": ok, error with a code. */
 export { ToolOutcome } from './tools/tool-outcome';
 /** A handler's own verdict with a stable code (never retried as a transient failure). */
@@ -25,7 +32,14 @@ export { ensureServer, startDevServer, type DevServer, type ServerLease } from '
 
 // Starting and deciding on turns
 /** The typed client: start, follow, query, approve and deny turns over Temporal's client SDK. */
-export { TollgateClient, TurnEndedError, type DecisionOptions, type InboxEntry, type LiveView, type TurnHandle } from './client/tollgate-client';
+export {
+  TollgateClient,
+  TurnEndedError,
+  type DecisionOptions,
+  type InboxEntry,
+  type LiveView,
+  type TurnHandle,
+} from './client/tollgate-client';
 /** The turn workflow, for `client.workflow.start<typeof agentTurn>` from any Temporal client code. */
 export { agentTurn } from './workflows/agent-turn';
 /** The long-lived conversation workflow: one turn per `send`, one at a time, with the earlier answers. */

@@ -2,7 +2,10 @@
 import { condition, defineQuery, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { BareActivities } from './bench-tools';
 
-const { bareLookup, barePutNote, bareSendNote, bareModelStep } = proxyActivities<BareActivities>({ startToCloseTimeout: '10 seconds', retry: { maximumAttempts: 3 } });
+const { bareLookup, barePutNote, bareSendNote, bareModelStep } = proxyActivities<BareActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { maximumAttempts: 3 },
+});
 
 /** Which call of `bareApprovedSends` waits for its go-ahead (-1: none). */
 export const bareWaitingQuery = defineQuery<number>('bareWaiting');

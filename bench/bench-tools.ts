@@ -41,7 +41,8 @@ export function benchTools(handlers: BenchHandlers): ToolDefinition[] {
       input: z.strictObject({ key: z.string().describe('The note key.'), text: z.string().describe('The note text.') }),
       effect: 'reversible_write',
       handler: ({ key, text }) => ToolOutcome.ok(handlers.putNote(key, text)),
-      status: ({ key, text }) => (handlers.notes.get(key) === text ? { state: 'applied' as const, data: { key, length: text.length } } : 'not_applied'),
+      status: ({ key, text }) =>
+        handlers.notes.get(key) === text ? { state: 'applied' as const, data: { key, length: text.length } } : 'not_applied',
     }),
     defineTool({
       name: 'send_note',

@@ -39,7 +39,12 @@ export interface BenchContext {
 
 export function benchConfig(folder: string, address: string, taskQueue: string): TollgateConfig {
   return parseConfig(
-    { temporal: { address, taskQueue }, workspace: path.join(folder, 'workspace'), store: { sqliteFile: path.join(folder, 'intents.db') }, corpus: path.join(PROJECT_ROOT, 'examples', 'corpus') },
+    {
+      temporal: { address, taskQueue },
+      workspace: path.join(folder, 'workspace'),
+      store: { sqliteFile: path.join(folder, 'intents.db') },
+      corpus: path.join(PROJECT_ROOT, 'examples', 'corpus'),
+    },
     { source: 'bench', baseDir: PROJECT_ROOT, env: {} },
   );
 }
@@ -74,7 +79,12 @@ export async function approveAtOnce(handle: WorkflowHandle, done: Promise<unknow
     for (const pending of state.pendingApprovals) {
       if (sent.has(pending.callId)) continue;
       sent.add(pending.callId);
-      await handle.signal(approvalSignal, { callId: pending.callId, decision: 'approve', argsDigest: pending.argsDigest, approver: 'bench' });
+      await handle.signal(approvalSignal, {
+        callId: pending.callId,
+        decision: 'approve',
+        argsDigest: pending.argsDigest,
+        approver: 'bench',
+      });
     }
     await sleep(pollMs);
   }
@@ -84,7 +94,12 @@ export async function approveAtOnce(handle: WorkflowHandle, done: Promise<unknow
 export async function withBenchContext<T>(body: (context: BenchContext) => Promise<T>): Promise<T> {
   quietRuntime();
   const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-bench-'));
-  const server = await startDevServer({ address: `127.0.0.1:${await freePort()}`, namespace: 'default', dbFile: process.env.BENCH_SERVER_DB === 'memory' ? undefined : path.join(folder, 'temporal.db'), logFile: path.join(folder, 'server.log') });
+  const server = await startDevServer({
+    address: `127.0.0.1:${await freePort()}`,
+    namespace: 'default',
+    dbFile: process.env.BENCH_SERVER_DB === 'memory' ? undefined : path.join(folder, 'temporal.db'),
+    logFile: path.join(folder, 'server.log'),
+  });
   try {
     const taskQueue = 'bench';
     const config = benchConfig(folder, server.address, taskQueue);
@@ -95,7 +110,10 @@ export async function withBenchContext<T>(body: (context: BenchContext) => Promi
       config,
       connection,
       workflowBundle,
-      activities: { ...createActivities({ config, tools: benchTools(handlers), store: openSqliteStore(config.store.sqliteFile) }), ...bareActivities(handlers) } as ReturnType<typeof createActivities>,
+      activities: {
+        ...createActivities({ config, tools: benchTools(handlers), store: openSqliteStore(config.store.sqliteFile) }),
+        ...bareActivities(handlers),
+      } as ReturnType<typeof createActivities>,
     });
     const tollgate = await TollgateClient.connect(config);
     const client = new Client({ connection: await Connection.connect({ address: server.address }) });
@@ -112,7 +130,12 @@ export async function withBenchContext<T>(body: (context: BenchContext) => Promi
       async runTurn(workflowId, script, { approveAtOnce: approving = false } = {}) {
         const toolCalls = script.reduce((sum, step) => sum + ('toolCalls' in step ? step.toolCalls.length : 0), 0);
         await tollgate.startTurn(
-          { taskId: workflowId, prompt: 'bench', model: { provider: 'scripted', script }, limits: { maxSteps: script.length, maxToolCalls: toolCalls } },
+          {
+            taskId: workflowId,
+            prompt: 'bench',
+            model: { provider: 'scripted', script },
+            limits: { maxSteps: script.length, maxToolCalls: toolCalls },
+          },
           { workflowId },
         );
         const result = tollgate.result(workflowId);

@@ -18,13 +18,22 @@ async function main(): Promise<void> {
   quietRuntime();
   const config = benchConfig(settings.folder, settings.address, settings.taskQueue);
   const connection = await NativeConnection.connect({ address: settings.address });
-  const worker = await createWorker({ config, connection, tools: benchTools(benchHandlers()), workflowBundle: { code: readFileSync(settings.bundleFile, 'utf8') } });
+  const worker = await createWorker({
+    config,
+    connection,
+    tools: benchTools(benchHandlers()),
+    workflowBundle: { code: readFileSync(settings.bundleFile, 'utf8') },
+  });
   process.on('message', (message) => {
     if (message !== 'measure') return;
     const gc = (globalThis as { gc?: () => void }).gc;
     gc?.();
     gc?.();
-    const reading: MemoryReading = { rssBytes: process.memoryUsage().rss, heapUsedBytes: process.memoryUsage().heapUsed, cachedWorkflows: worker.worker.getStatus().numCachedWorkflows };
+    const reading: MemoryReading = {
+      rssBytes: process.memoryUsage().rss,
+      heapUsedBytes: process.memoryUsage().heapUsed,
+      cachedWorkflows: worker.worker.getStatus().numCachedWorkflows,
+    };
     process.send?.(reading);
   });
   process.on('disconnect', () => worker.shutdown());

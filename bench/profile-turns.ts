@@ -17,7 +17,9 @@ async function main(): Promise<void> {
     const wallMs = await inLanes(Number(turns), Number(lanes), (index) => runOne(context, variant as Variant, `profile-${index}`));
     console.log(`${variant}: ${turns} turns, ${lanes} in flight: ${((Number(turns) * 1000) / wallMs).toFixed(1)} turns/s`);
     const worker = process.cpuUsage(workerBefore);
-    console.log(`CPU per turn: worker process ${((worker.user + worker.system) / 1000 / Number(turns)).toFixed(1)} ms, server ${((serverCpu() - serverBefore) / Number(turns)).toFixed(1)} ms`);
+    console.log(
+      `CPU per turn: worker process ${((worker.user + worker.system) / 1000 / Number(turns)).toFixed(1)} ms, server ${((serverCpu() - serverBefore) / Number(turns)).toFixed(1)} ms`,
+    );
   });
 }
 

@@ -26,7 +26,9 @@ function chosenSections(argv: string[]): string[] {
   const names = (argv[index + 1] ?? '').split(',').filter(Boolean);
   const unknown = names.filter((name) => !(name in SECTIONS));
   if (names.length === 0 || unknown.length > 0) {
-    throw new Error(`--only takes a comma-separated list of ${Object.keys(SECTIONS).join(', ')}${unknown.length ? `; unknown: ${unknown.join(', ')}` : ''}`);
+    throw new Error(
+      `--only takes a comma-separated list of ${Object.keys(SECTIONS).join(', ')}${unknown.length ? `; unknown: ${unknown.join(', ')}` : ''}`,
+    );
   }
   return names;
 }

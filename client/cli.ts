@@ -47,7 +47,10 @@ async function connect(): Promise<{ config: TollgateConfig; client: TollgateClie
   const config = loadConfig();
   const probe = await probeServer(config.temporal.address, config.temporalProfile);
   if (probe !== 'temporal') {
-    throw new CliError(`no Temporal server answers at ${config.temporal.address}; start one with \`tollgate server start\` or set TEMPORAL_ADDRESS`, 2);
+    throw new CliError(
+      `no Temporal server answers at ${config.temporal.address}; start one with \`tollgate server start\` or set TEMPORAL_ADDRESS`,
+      2,
+    );
   }
   return { config, client: await TollgateClient.connect(config) };
 }
@@ -57,7 +60,8 @@ async function withClient<T>(work: (client: TollgateClient, config: TollgateConf
   try {
     return await work(client, config);
   } catch (error) {
-    if (error instanceof WorkflowNotFoundError) throw new CliError(`no turn with workflow id ${error.workflowId} in namespace ${config.temporal.namespace}`);
+    if (error instanceof WorkflowNotFoundError)
+      throw new CliError(`no turn with workflow id ${error.workflowId} in namespace ${config.temporal.namespace}`);
     if (error instanceof TurnEndedError) throw new CliError(`rejected: ${error.message}`);
     if (error instanceof WorkflowUpdateFailedError) throw new CliError(`rejected: ${error.cause?.message ?? error.message}`);
     if (error instanceof WorkflowFailedError) {
@@ -76,7 +80,14 @@ function turnInput(task: string, options: { taskId?: string; model?: string; too
     taskId: options.taskId ?? `task-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')}`,
     prompt: task,
     ...(options.model ? { model: options.model } : {}),
-    ...(options.tools ? { tools: options.tools.split(',').map((tool) => tool.trim()).filter(Boolean) } : {}),
+    ...(options.tools
+      ? {
+          tools: options.tools
+            .split(',')
+            .map((tool) => tool.trim())
+            .filter(Boolean),
+        }
+      : {}),
   };
 }
 
@@ -84,7 +95,12 @@ function describeState(workflowId: string, state: TurnState): string {
   const lines = [`${workflowId}: ${state.status}, phase ${state.phase}, step ${state.step + 1}, ${state.toolCalls.length} tool call(s)`];
   for (const pending of state.pendingApprovals) {
     lines.push(forTerminal(`  waiting for approval: ${pending.callId} ${pending.tool}`));
-    lines.push(...describeApproval(pending).text.split('\n').slice(1).map((line) => `  ${line}`));
+    lines.push(
+      ...describeApproval(pending)
+        .text.split('\n')
+        .slice(1)
+        .map((line) => `  ${line}`),
+    );
   }
   if (state.rejectedDecisionsDropped > 0) lines.push(`  ${state.rejectedDecisionsDropped} older rejected decision(s) not kept`);
   for (const rejected of state.rejectedDecisions) lines.push(`  rejected decision: ${rejected.why}`);
@@ -97,20 +113,32 @@ const turnOptions = (command: Command) =>
     .option('--model <name>', 'a model of the config (default: model.default)')
     .option('--tools <list>', 'comma-separated tools the turn may call (default: all)');
 
-turnOptions(program.command('run').description('start a turn and follow it live; the exit code is 0 only when it completes').argument('<task>', 'what the agent should do'))
+turnOptions(
+  program
+    .command('run')
+    .description('start a turn and follow it live; the exit code is 0 only when it completes')
+    .argument('<task>', 'what the agent should do'),
+)
   .addOption(new Option('--approve', 'approve every call that waits for approval').conflicts('deny'))
   .option('--deny', 'deny every call that waits for approval')
   .action(async (task: string, options) => {
     const result = await withClient(async (client) => {
       const handle = await client.startTurn(turnInput(task, options));
       if (!json()) console.log(`Started ${handle.workflowId}.`);
-      return json() ? client.result(handle.workflowId) : followTurn(client, handle.workflowId, { mode: options.approve ? 'approve' : options.deny ? 'deny' : 'ask' });
+      return json()
+        ? client.result(handle.workflowId)
+        : followTurn(client, handle.workflowId, { mode: options.approve ? 'approve' : options.deny ? 'deny' : 'ask' });
     });
-    print(result, () => `\n${result.status}${result.answer ? `\n\n${forTerminal(result.answer)}` : ''}\n\n${toolCallTable(result.toolCalls)}`);
+    print(
+      result,
+      () => `\n${result.status}${result.answer ? `\n\n${forTerminal(result.answer)}` : ''}\n\n${toolCallTable(result.toolCalls)}`,
+    );
     if (result.status !== 'completed') process.exitCode = 1;
   });
 
-turnOptions(program.command('start').description('start a turn and print its workflow id').argument('<task>', 'what the agent should do')).action(async (task: string, options) => {
+turnOptions(
+  program.command('start').description('start a turn and print its workflow id').argument('<task>', 'what the agent should do'),
+).action(async (task: string, options) => {
   const handle = await withClient((client) => client.startTurn(turnInput(task, options)));
   print(handle, () => handle.workflowId);
 });
@@ -143,7 +171,12 @@ program
       entries.length === 0
         ? 'Nothing waits for approval.'
         : [
-            formatTable(['workflow', 'task', 'call', 'tool', 'expires'], entries.map((entry) => [entry.workflowId, entry.taskId, entry.callId, entry.tool, entry.expiresAt].map((cell) => forTerminal(cell)))),
+            formatTable(
+              ['workflow', 'task', 'call', 'tool', 'expires'],
+              entries.map((entry) =>
+                [entry.workflowId, entry.taskId, entry.callId, entry.tool, entry.expiresAt].map((cell) => forTerminal(cell)),
+              ),
+            ),
             ...entries.map((entry) => `\n${forTerminal(entry.workflowId)} ${describeApproval(entry).text}`),
           ].join('\n'),
     );
@@ -156,8 +189,11 @@ for (const decision of ['approve', 'deny'] as const) {
     .argument('<workflowId>')
     .argument('<callId>')
     .option('--reason <text>', 'why, for the record')
-    .option('--approver <name>', 'who decides (default: the login name; with approvals.privateKeyEnv, the signing key\'s name)')
-    .option('--args-digest <sha256>', 'the digest of the arguments you saw; without it, the call is shown and the digest of what is shown is sent')
+    .option('--approver <name>', "who decides (default: the login name; with approvals.privateKeyEnv, the signing key's name)")
+    .option(
+      '--args-digest <sha256>',
+      'the digest of the arguments you saw; without it, the call is shown and the digest of what is shown is sent',
+    )
     .action(async (workflowId: string, callId: string, options) => {
       const receipt = await withClient(async (client) => {
         let digest: string | undefined = options.argsDigest;
@@ -211,19 +247,28 @@ program
 
 /** The intents of a task as the `intents` command prints them. */
 function intentTable(intents: IntentRecord[]): string {
-  const rows = intents.map((intent) => [intent.key, intent.tool, intent.state, intent.callId, intent.startedAt, intent.committedAt ?? '-'].map(forTerminal));
+  const rows = intents.map((intent) =>
+    [intent.key, intent.tool, intent.state, intent.callId, intent.startedAt, intent.committedAt ?? '-'].map(forTerminal),
+  );
   return formatTable(['KEY', 'TOOL', 'STATE', 'CALL', 'STARTED', 'COMMITTED'], rows);
 }
 
 program
   .command('intents')
   .description("a task's write intents in the idempotency store: key, tool, state (started or committed), call and times")
-  .argument('<taskId>', 'the business task (the turn input\'s taskId)')
+  .argument('<taskId>', "the business task (the turn input's taskId)")
   .action(async (taskId: string) => {
     const store = openConfiguredStore(loadConfig());
     try {
       const intents = await store.listTask(taskId);
-      const shown = intents.map(({ key, tool, state, callId, startedAt, committedAt }) => ({ key, tool, state, callId, startedAt, ...(committedAt ? { committedAt } : {}) }));
+      const shown = intents.map(({ key, tool, state, callId, startedAt, committedAt }) => ({
+        key,
+        tool,
+        state,
+        callId,
+        startedAt,
+        ...(committedAt ? { committedAt } : {}),
+      }));
       print(shown, () => (intents.length === 0 ? `No intents recorded for task ${forTerminal(taskId)}.` : intentTable(intents)));
     } finally {
       await store.close();
@@ -294,7 +339,10 @@ server
     }
     writeFileSync(pidFile(config), `${lease.started.process.pid}\n`);
     lease.started.process.unref();
-    print({ address: lease.address, uiUrl: lease.uiUrl, pid: lease.started.process.pid, started: true }, () => `Started the Temporal dev server at ${lease.address} (pid ${lease.started!.process.pid}); Web UI ${lease.uiUrl}`);
+    print(
+      { address: lease.address, uiUrl: lease.uiUrl, pid: lease.started.process.pid, started: true },
+      () => `Started the Temporal dev server at ${lease.address} (pid ${lease.started!.process.pid}); Web UI ${lease.uiUrl}`,
+    );
   });
 
 server
@@ -322,7 +370,9 @@ server
     const probe = await probeServer(config.temporal.address, config.temporalProfile);
     const pid = recordedPid(config);
     print({ address: config.temporal.address, answers: probe === 'temporal', pid }, () =>
-      probe === 'temporal' ? `A Temporal server answers at ${config.temporal.address}${pid ? ` (dev server pid ${pid})` : ''}.` : `No Temporal server answers at ${config.temporal.address}.`,
+      probe === 'temporal'
+        ? `A Temporal server answers at ${config.temporal.address}${pid ? ` (dev server pid ${pid})` : ''}.`
+        : `No Temporal server answers at ${config.temporal.address}.`,
     );
     if (probe !== 'temporal') process.exitCode = 1;
   });

@@ -23,7 +23,9 @@ async function decide(pending: PendingApproval, mode: ApprovalMode): Promise<{ d
   const prompt = createInterface({ input: process.stdin, output: process.stdout });
   const answer = await prompt.question('Approve this call? [y/N] ');
   prompt.close();
-  return /^y(es)?$/i.test(answer.trim()) ? { decision: 'approve', reason: 'approved at the terminal' } : { decision: 'deny', reason: 'denied at the terminal' };
+  return /^y(es)?$/i.test(answer.trim())
+    ? { decision: 'approve', reason: 'approved at the terminal' }
+    : { decision: 'deny', reason: 'denied at the terminal' };
 }
 
 /** One line for a finished tool call, safe to print. */
@@ -58,12 +60,18 @@ export function decisionDigest(pending: PendingApproval): string {
  * arguments as JSON, exactly those the digest it names covers (`matches` is false when they are
  * not, and then the call must not be approved from this view). Redacted values are counted.
  */
-export function describeApproval(pending: PendingApproval, { maxArgsChars = 4_000 }: { maxArgsChars?: number } = {}): { text: string; matches: boolean } {
+export function describeApproval(
+  pending: PendingApproval,
+  { maxArgsChars = 4_000 }: { maxArgsChars?: number } = {},
+): { text: string; matches: boolean } {
   const digest = decisionDigest(pending);
   const matches = approvalDigest(pending.args, pending.definitionDigest) === digest;
   const header = `Approval needed for ${pending.callId}: ${pending.tool} (expires ${pending.expiresAt})\n  argsDigest ${digest}`;
   const whole = JSON.stringify(pending.args, null, 2) ?? 'undefined';
-  const args = whole.length <= maxArgsChars ? whole : `${whole.slice(0, maxArgsChars)}\n… ${whole.length - maxArgsChars} more characters (the whole arguments: --json)`;
+  const args =
+    whole.length <= maxArgsChars
+      ? whole
+      : `${whole.slice(0, maxArgsChars)}\n… ${whole.length - maxArgsChars} more characters (the whole arguments: --json)`;
   const lines = [header, ...args.split('\n').map((line) => `  ${line}`)];
   if (pending.redactedValues) {
     const values = `${pending.redactedValues} value${pending.redactedValues === 1 ? '' : 's'}`;
@@ -102,7 +110,10 @@ export async function followTurn(client: TollgateClient, workflowId: string, { m
   try {
     const result = await client.follow(workflowId, async ({ state, modelText }) => {
       clearSpinner();
-      waitingLine = state.phase === 'awaiting_approval' ? `waiting for approval of ${state.pendingApprovals.map((pending) => pending.callId).join(', ')}` : `${state.phase} (step ${state.step + 1})`;
+      waitingLine =
+        state.phase === 'awaiting_approval'
+          ? `waiting for approval of ${state.pendingApprovals.map((pending) => pending.callId).join(', ')}`
+          : `${state.phase} (step ${state.step + 1})`;
       for (const event of state.toolCalls.slice(shownEvents)) {
         if (streamed.length > 0) process.stdout.write('\n');
         streamed = { step: event.step, length: 0 };
@@ -124,7 +135,9 @@ export async function followTurn(client: TollgateClient, workflowId: string, { m
         const mismatch = { decision: 'deny' as const, reason: 'the arguments shown did not match their digest' };
         asking = true;
         clearSpinner();
-        const choice = await (shown.matches || mode === 'wait' ? decide(pending, mode) : Promise.resolve(mismatch)).finally(() => (asking = false));
+        const choice = await (shown.matches || mode === 'wait' ? decide(pending, mode) : Promise.resolve(mismatch)).finally(
+          () => (asking = false),
+        );
         if (!choice) {
           console.log(`Waiting; decide with: tollgate approve ${workflowId} ${pending.callId}   (or deny)`);
           continue;
@@ -132,7 +145,10 @@ export async function followTurn(client: TollgateClient, workflowId: string, { m
         // A signing client records its key's name as the approver; otherwise the login name stands in.
         const approver = client.signingKeyId ? undefined : os.userInfo().username;
         const options = { approver, reason: choice.reason, argsDigest: decisionDigest(pending) };
-        const receipt = choice.decision === 'approve' ? await client.approve(workflowId, pending.callId, options) : await client.deny(workflowId, pending.callId, options);
+        const receipt =
+          choice.decision === 'approve'
+            ? await client.approve(workflowId, pending.callId, options)
+            : await client.deny(workflowId, pending.callId, options);
         console.log(`Decision accepted: ${receipt.decision} ${receipt.callId}.`);
       }
     });

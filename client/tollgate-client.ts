@@ -52,8 +52,13 @@ function firstLine(text: string, maxChars = 120): string {
 
 /** A workflow id for a new turn of a task: readable, unique per start. */
 export function newTurnId(taskId: string, now = Date.now()): string {
-  const slug = taskId.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').slice(0, 80);
-  return `turn-${slug}-${now.toString(36)}${Math.floor(Math.random() * 1296).toString(36).padStart(2, '0')}`;
+  const slug = taskId
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, '-')
+    .slice(0, 80);
+  return `turn-${slug}-${now.toString(36)}${Math.floor(Math.random() * 1296)
+    .toString(36)
+    .padStart(2, '0')}`;
 }
 
 /** The typed client of Tollgate turns, over Temporal's client SDK. */
@@ -131,7 +136,11 @@ export class TollgateClient {
    * or streamed model text change, and returns the result. The text comes from the running model
    * step's heartbeat details (see "Live view" in the README), so following costs no history events.
    */
-  async follow(workflowId: string, onUpdate: (view: LiveView) => void | Promise<void>, { intervalMs = 250 }: { intervalMs?: number } = {}): Promise<AgentTurnResult> {
+  async follow(
+    workflowId: string,
+    onUpdate: (view: LiveView) => void | Promise<void>,
+    { intervalMs = 250 }: { intervalMs?: number } = {},
+  ): Promise<AgentTurnResult> {
     const handle = this.client.workflow.getHandle(workflowId);
     let finished = false;
     const result = handle.result();
@@ -166,9 +175,12 @@ export class TollgateClient {
   /** Every call waiting for approval, across all running turns (found by `TollgateAwaitingApproval = true`). */
   async inbox(): Promise<InboxEntry[]> {
     const entries: InboxEntry[] = [];
-    for await (const execution of this.client.workflow.list({ query: `${AWAITING_APPROVAL_SEARCH_ATTRIBUTE.name} = true AND ExecutionStatus = 'Running'` })) {
+    for await (const execution of this.client.workflow.list({
+      query: `${AWAITING_APPROVAL_SEARCH_ATTRIBUTE.name} = true AND ExecutionStatus = 'Running'`,
+    })) {
       const state = await this.client.workflow.getHandle(execution.workflowId, execution.runId).query(stateQuery);
-      for (const pending of state.pendingApprovals) entries.push({ workflowId: execution.workflowId, runId: execution.runId, taskId: state.taskId, ...pending });
+      for (const pending of state.pendingApprovals)
+        entries.push({ workflowId: execution.workflowId, runId: execution.runId, taskId: state.taskId, ...pending });
     }
     return entries;
   }
@@ -186,7 +198,8 @@ export class TollgateClient {
   private async decide(workflowId: string, decision: ApprovalDecision): Promise<DecisionReceipt> {
     const handle = this.client.workflow.getHandle(workflowId);
     const { status } = await handle.describe();
-    if (status.name !== 'RUNNING') throw new TurnEndedError(`turn ${workflowId} has already ended (${status.name}); no call waits for a decision`);
+    if (status.name !== 'RUNNING')
+      throw new TurnEndedError(`turn ${workflowId} has already ended (${status.name}); no call waits for a decision`);
     if (!this.signingKey) return handle.executeUpdate(decideUpdate, { args: [decision] });
     const signedAt = new Date(await this.clock()).toISOString();
     return handle.executeUpdate(decideUpdate, { args: [this.signed(workflowId, decision, this.signingKey, signedAt)] });

@@ -27,12 +27,16 @@ export interface Keyring {
 export function parseKeyring(text: string, source: string): Keyring {
   const keys = new Map<string, Buffer>();
   let currentKeyId: string | undefined;
-  for (const entry of text.split(',').map((part) => part.trim()).filter(Boolean)) {
+  for (const entry of text
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)) {
     const separator = entry.indexOf(':');
     if (separator <= 0) throw new Error(`${source}: expected "keyId:base64key" entries separated by commas`);
     const id = entry.slice(0, separator);
     const key = Buffer.from(entry.slice(separator + 1), 'base64');
-    if (key.length !== 32) throw new Error(`${source}: key "${id}" is ${key.length} bytes; AES-256-GCM needs 32 (base64 of 32 random bytes)`);
+    if (key.length !== 32)
+      throw new Error(`${source}: key "${id}" is ${key.length} bytes; AES-256-GCM needs 32 (base64 of 32 random bytes)`);
     keys.set(id, key);
     currentKeyId ??= id;
   }
@@ -63,7 +67,10 @@ export class AesGcmCodec implements PayloadCodec {
       const iv = randomBytes(IV_BYTES);
       const cipher = createCipheriv('aes-256-gcm', key, iv);
       const sealed = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
-      return { metadata: { encoding: encoder.encode(ENCRYPTED_ENCODING), [KEY_ID_METADATA]: encoder.encode(this.keyring.currentKeyId) }, data: sealed };
+      return {
+        metadata: { encoding: encoder.encode(ENCRYPTED_ENCODING), [KEY_ID_METADATA]: encoder.encode(this.keyring.currentKeyId) },
+        data: sealed,
+      };
     });
   }
 

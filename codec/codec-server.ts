@@ -12,12 +12,17 @@ interface JsonPayload {
 export const MAX_CODEC_REQUEST_BYTES = 16 * 1024 * 1024;
 
 function fromJson({ metadata = {}, data = '' }: JsonPayload): Payload {
-  return { metadata: Object.fromEntries(Object.entries(metadata).map(([key, value]) => [key, Buffer.from(value, 'base64')])), data: Buffer.from(data, 'base64') };
+  return {
+    metadata: Object.fromEntries(Object.entries(metadata).map(([key, value]) => [key, Buffer.from(value, 'base64')])),
+    data: Buffer.from(data, 'base64'),
+  };
 }
 
 function toJson({ metadata = {}, data }: Payload): JsonPayload {
   return {
-    metadata: Object.fromEntries(Object.entries(metadata ?? {}).map(([key, value]) => [key, Buffer.from(value as Uint8Array).toString('base64')])),
+    metadata: Object.fromEntries(
+      Object.entries(metadata ?? {}).map(([key, value]) => [key, Buffer.from(value as Uint8Array).toString('base64')]),
+    ),
     data: Buffer.from(data ?? new Uint8Array()).toString('base64'),
   };
 }

@@ -5,7 +5,12 @@ import type { ErrorCode, ToolEffect } from './codes';
 import type { ModelSelection, ToolCallRequest, ToolResult, TurnLimits, TurnMessage, Usage } from './types';
 
 /** The registered names of the activities, as both sides spell them. */
-export const ACTIVITY_NAMES = { modelStep: 'modelStep', runTool: 'runTool', lookupStatus: 'lookupStatus', turnSettings: 'turnSettings' } as const;
+export const ACTIVITY_NAMES = {
+  modelStep: 'modelStep',
+  runTool: 'runTool',
+  lookupStatus: 'lookupStatus',
+  turnSettings: 'turnSettings',
+} as const;
 
 /** Room an activity gets beyond the tool's own timeout, so the boundary's timer fires first. */
 export const ACTIVITY_GRACE_MS = 5_000;
@@ -141,9 +146,7 @@ export interface LookupStatusInput {
 
 /** What the status lookup of a write found. */
 export type StatusLookup =
-  | { state: 'applied'; receipt: ToolResult; source: 'store' | 'tool' }
-  | { state: 'not_applied' }
-  | { state: 'unknown'; reason: string };
+  { state: 'applied'; receipt: ToolResult; source: 'store' | 'tool' } | { state: 'not_applied' } | { state: 'unknown'; reason: string };
 
 /** What the `turnSettings` local activity returns at a turn's start: the worker's configured limits, recorded once in history. */
 export interface TurnSettings {

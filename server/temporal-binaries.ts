@@ -33,7 +33,9 @@ export function binaryPath(binary: TemporalBinary, folder = BINARY_FOLDER): stri
 export function requireBinary(binary: TemporalBinary, folder = BINARY_FOLDER): string {
   const executable = binaryPath(binary, folder);
   if (!existsSync(executable)) {
-    throw new Error(`${DESCRIPTIONS[binary]} is not installed (expected ${path.relative(process.cwd(), executable)}); run \`npm run setup\` to install it`);
+    throw new Error(
+      `${DESCRIPTIONS[binary]} is not installed (expected ${path.relative(process.cwd(), executable)}); run \`npm run setup\` to install it`,
+    );
   }
   return executable;
 }

@@ -38,7 +38,12 @@ describe('agentTurn', () => {
       interact: async (handle) => {
         const waiting = await waitForState(handle, (current) => current.pendingApprovals.length > 0);
         expect(waiting.pendingApprovals).toEqual([expect.objectContaining({ tool: 'send_message', callId: 'call-3-0' })]);
-        await handle.signal(approvalSignal, { callId: 'call-3-0', decision: 'approve', approver: 'tester', argsDigest: waiting.pendingApprovals[0].argsDigest });
+        await handle.signal(approvalSignal, {
+          callId: 'call-3-0',
+          decision: 'approve',
+          approver: 'tester',
+          argsDigest: waiting.pendingApprovals[0].argsDigest,
+        });
       },
     });
     expect(result.status).toBe('completed');
@@ -51,8 +56,12 @@ describe('agentTurn', () => {
       ['save_draft', 'reversible_write', 'success', 1],
       ['send_message', 'irreversible_write', 'success', 1],
     ]);
-    expect(readdirSync(path.join(config.workspace, 'outbox'), { recursive: true }).filter((name) => String(name).endsWith('.json'))).toHaveLength(1);
-    expect(readFileSync(path.join(config.workspace, 'drafts', 'task-1', 'brief-task-1.md'), 'utf8')).toContain('acknowledges a page within 15 minutes');
+    expect(
+      readdirSync(path.join(config.workspace, 'outbox'), { recursive: true }).filter((name) => String(name).endsWith('.json')),
+    ).toHaveLength(1);
+    expect(readFileSync(path.join(config.workspace, 'drafts', 'task-1', 'brief-task-1.md'), 'utf8')).toContain(
+      'acknowledges a page within 15 minutes',
+    );
     expect(result.usage.inputTokens).toBeGreaterThan(0);
     expect(state).toMatchObject({ taskId: 'task-1', status: 'completed', pendingApprovals: [], toolCalls: result.toolCalls });
     expect(state.decisions).toEqual([{ callId: 'call-3-0', decision: 'approve', approver: 'tester' }]);
@@ -66,7 +75,9 @@ describe('agentTurn', () => {
       },
     });
     expect(result).toMatchObject({ status: 'completed', answer: 'Pro costs 8 EUR.', steps: 2 });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ callId: 'call-0-0', tool: 'get_document', status: 'success', attempts: 1, truncated: false })]);
+    expect(result.toolCalls).toEqual([
+      expect.objectContaining({ callId: 'call-0-0', tool: 'get_document', status: 'success', attempts: 1, truncated: false }),
+    ]);
     const toolMessage = modelInputs[1].messages.find((message) => message.role === 'tool');
     expect(toolMessage).toMatchObject({ result: { status: 'success', data: { id: 'pricing-plans' } } });
   });
@@ -86,12 +97,19 @@ describe('agentTurn', () => {
   });
 
   it('stops a read that always fails at maxAttempts; the turn goes on and the model sees transient_failure', async () => {
-    const { tool, counter } = countingTool('broken_lookup', () => {
-      throw connectionReset();
-    }, { maxAttempts: 4 });
+    const { tool, counter } = countingTool(
+      'broken_lookup',
+      () => {
+        throw connectionReset();
+      },
+      { maxAttempts: 4 },
+    );
     const { result, modelInputs } = await runTurn({
       tools: [tool],
-      input: { prompt: 'x', model: scripted([{ toolCalls: [{ tool: 'broken_lookup', args: { q: 'a' } }] }, { text: 'I could not look it up.' }]) },
+      input: {
+        prompt: 'x',
+        model: scripted([{ toolCalls: [{ tool: 'broken_lookup', args: { q: 'a' } }] }, { text: 'I could not look it up.' }]),
+      },
     });
     expect(counter.executions).toBe(4);
     expect(result).toMatchObject({ status: 'completed', answer: 'I could not look it up.' });
@@ -106,7 +124,9 @@ describe('agentTurn', () => {
   });
 
   it('retries a read that times out, within its bound', async () => {
-    const { tool, counter } = countingTool('slow_lookup', (execution) => (execution === 1 ? new Promise(() => {}) : 'fast now'), { timeout: 200 });
+    const { tool, counter } = countingTool('slow_lookup', (execution) => (execution === 1 ? new Promise(() => {}) : 'fast now'), {
+      timeout: 200,
+    });
     const { result } = await runTurn({
       tools: [tool],
       input: { prompt: 'x', model: scripted([{ toolCalls: [{ tool: 'slow_lookup', args: { q: 'a' } }] }, { text: 'done' }]) },
@@ -162,7 +182,9 @@ describe('agentTurn', () => {
 
   it('ends at the step limit', async () => {
     const step: ScriptStep = { toolCalls: [{ tool: 'search_local_sources', args: { query: 'refund' } }] };
-    const { result } = await runTurn({ input: { prompt: 'x', limits: { maxSteps: 2 }, model: scripted([step, step, step, { text: 'never' }]) } });
+    const { result } = await runTurn({
+      input: { prompt: 'x', limits: { maxSteps: 2 }, model: scripted([step, step, step, { text: 'never' }]) },
+    });
     expect(result).toMatchObject({ status: 'step_limit', steps: 2 });
     expect(result.answer).toBeUndefined();
     expect(result.toolCalls).toHaveLength(2);
@@ -170,7 +192,9 @@ describe('agentTurn', () => {
 
   it('ends when the error budget is spent', async () => {
     const bad: ScriptStep = { toolCalls: [{ tool: 'get_document', args: { id: 'no-such-document' } }] };
-    const { result } = await runTurn({ input: { prompt: 'x', limits: { errorBudget: 1 }, model: scripted([bad, bad, bad, { text: 'never' }]) } });
+    const { result } = await runTurn({
+      input: { prompt: 'x', limits: { errorBudget: 1 }, model: scripted([bad, bad, bad, { text: 'never' }]) },
+    });
     expect(result.status).toBe('error_budget_exhausted');
     expect(result.toolCalls.map((event) => event.code)).toEqual(['tool_failure', 'tool_failure']);
   });

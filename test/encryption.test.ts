@@ -77,7 +77,8 @@ function payloadsIn(value: unknown, where = '', found: Array<JsonPayload & { whe
   if (Array.isArray(value)) value.forEach((item, index) => payloadsIn(item, `${where}[${index}]`, found));
   else if (value && typeof value === 'object') {
     const record = value as Record<string, unknown>;
-    if (record.metadata && typeof record.metadata === 'object' && 'encoding' in (record.metadata as object)) found.push({ ...(record as JsonPayload), where });
+    if (record.metadata && typeof record.metadata === 'object' && 'encoding' in (record.metadata as object))
+      found.push({ ...(record as JsonPayload), where });
     else for (const [key, item] of Object.entries(record)) if (key !== 'searchAttributes') payloadsIn(item, `${where}.${key}`, found);
   }
   return found;
@@ -105,10 +106,27 @@ describe('payload encryption', () => {
     // Temporal's core writes two markers' bookkeeping itself, past every codec: a patch marker's
     // patch id and a local activity marker's type and sequence number. They hold no user data
     // (the whole history is searched for the secrets below); the local activity's result is encrypted.
-    const bookkeeping = plain.filter((payload) => /\.markerRecordedEventAttributes\.details\.(patch-data|data)\.payloads\[0\]$/.test(payload.where));
+    const bookkeeping = plain.filter((payload) =>
+      /\.markerRecordedEventAttributes\.details\.(patch-data|data)\.payloads\[0\]$/.test(payload.where),
+    );
     for (const payload of bookkeeping) {
       const fields = Object.keys(JSON.parse(Buffer.from(payload.data ?? '', 'base64').toString('utf8')) as object);
-      expect(fields.every((field) => ['id', 'deprecated', 'seq', 'attempt', 'activity_id', 'activity_type', 'complete_time', 'backoff', 'original_schedule_time'].includes(field)), fields.join()).toBe(true);
+      expect(
+        fields.every((field) =>
+          [
+            'id',
+            'deprecated',
+            'seq',
+            'attempt',
+            'activity_id',
+            'activity_type',
+            'complete_time',
+            'backoff',
+            'original_schedule_time',
+          ].includes(field),
+        ),
+        fields.join(),
+      ).toBe(true);
     }
     expect(plain.filter((payload) => !bookkeeping.includes(payload)).map((payload) => payload.where)).toEqual([]);
     const decodedData = payloads.map((payload) => Buffer.from(payload.data ?? '', 'base64').toString('latin1')).join('\n');
@@ -215,14 +233,20 @@ describe('payload encryption', () => {
     const script = [{ toolCalls: [{ tool: 'send_message', args: message }] }, { text: 'sent' }];
     const { result, afterForgery, decision } = await worker.runUntil(async () => {
       const turn = await client.startTurn({ taskId: 'forgery', prompt: 'Send it.', model: { provider: 'scripted', script } });
-      const waiting = await waitFor(() => client.state(turn.workflowId), (state) => state.pendingApprovals.length > 0);
+      const waiting = await waitFor(
+        () => client.state(turn.workflowId),
+        (state) => state.pendingApprovals.length > 0,
+      );
       const { callId, argsDigest } = waiting.pendingApprovals[0];
       const forged = plain.workflow.getHandle(turn.workflowId);
       await forged.signal(approvalSignal, { callId, decision: 'approve', approver: 'mallory', argsDigest });
       // The update's validator refuses it (the plain client cannot even read why: the failure is
       // encrypted); nothing is recorded as accepted.
       await expect(forged.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve', argsDigest }] })).rejects.toThrow();
-      const rejected = await waitFor(() => client.state(turn.workflowId), (state) => state.rejectedDecisions.length === 1);
+      const rejected = await waitFor(
+        () => client.state(turn.workflowId),
+        (state) => state.rejectedDecisions.length === 1,
+      );
       expect(await acceptedUpdates(turn.workflowId)).toBe(0);
       const receipt = await client.approve(turn.workflowId, callId, { approver: 'lead', argsDigest });
       expect(await acceptedUpdates(turn.workflowId)).toBe(1);

@@ -47,8 +47,14 @@ const toolNames = fc.oneof(fc.constantFrom('lookup', 'book', 'notify'), fc.strin
 /** Malformed arguments: anything, near-misses of the schemas, huge strings, deep nesting. */
 const badArguments = fc.oneof(
   fc.anything({ maxDepth: 4 }),
-  fc.record({ query: fc.oneof(fc.string({ maxLength: 300 }), fc.integer(), fc.constant(null)), limit: fc.oneof(fc.double(), fc.string()) }, { requiredKeys: [] }),
-  fc.record({ room: fc.string({ maxLength: 10 }), people: fc.oneof(fc.array(fc.anything(), { maxLength: 30 }), fc.string()) }, { requiredKeys: [] }),
+  fc.record(
+    { query: fc.oneof(fc.string({ maxLength: 300 }), fc.integer(), fc.constant(null)), limit: fc.oneof(fc.double(), fc.string()) },
+    { requiredKeys: [] },
+  ),
+  fc.record(
+    { room: fc.string({ maxLength: 10 }), people: fc.oneof(fc.array(fc.anything(), { maxLength: 30 }), fc.string()) },
+    { requiredKeys: [] },
+  ),
   fc.record({ to: fc.string({ maxLength: 40 }), body: fc.string({ maxLength: 1200 }), extra: fc.anything() }, { requiredKeys: [] }),
   fc.string({ minLength: 10_000, maxLength: 60_000 }).map((huge) => ({ query: huge, to: huge, room: huge })),
   fc.integer({ min: 50, max: 400 }).map((depth) => {
@@ -69,7 +75,14 @@ function rawToolCallModel(toolName: string, input: string): LanguageModelV3 {
   const parts: LanguageModelV3StreamPart[] = [
     { type: 'stream-start', warnings: [] },
     { type: 'tool-call', toolCallId: 't1', toolName, input },
-    { type: 'finish', usage: { inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 1, text: 1, reasoning: undefined } }, finishReason: { unified: 'tool-calls', raw: undefined } },
+    {
+      type: 'finish',
+      usage: {
+        inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+        outputTokens: { total: 1, text: 1, reasoning: undefined },
+      },
+      finishReason: { unified: 'tool-calls', raw: undefined },
+    },
   ];
   return {
     specificationVersion: 'v3',
@@ -77,7 +90,9 @@ function rawToolCallModel(toolName: string, input: string): LanguageModelV3 {
     modelId: 'fuzz',
     supportedUrls: {},
     doGenerate: () => Promise.reject(new Error('not used')),
-    doStream: async () => ({ stream: new ReadableStream({ start: (controller) => (parts.forEach((part) => controller.enqueue(part)), controller.close()) }) }),
+    doStream: async () => ({
+      stream: new ReadableStream({ start: (controller) => (parts.forEach((part) => controller.enqueue(part)), controller.close()) }),
+    }),
   };
 }
 
@@ -114,10 +129,23 @@ describe('the boundary under malformed input', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom('lookup', 'book', 'notify', 'nope'),
-        fc.oneof(fc.string({ maxLength: 200 }), fc.json({ maxDepth: 4 }), fc.string({ maxLength: 50 }).map((text) => `{"query": "${text}`)),
+        fc.oneof(
+          fc.string({ maxLength: 200 }),
+          fc.json({ maxDepth: 4 }),
+          fc.string({ maxLength: 50 }).map((text) => `{"query": "${text}`),
+        ),
         async (toolName, input) => {
-          const modelStep = createModelStep({ registry, config, models: new Map([['fuzz', { model: rawToolCallModel(toolName, input) }]]) });
-          const result: ModelStepResult = await new MockActivityEnvironment().run(modelStep, { taskId: 'fuzz', step: 0, model: 'fuzz', messages: [{ role: 'user' as const, content: 'go' }] });
+          const modelStep = createModelStep({
+            registry,
+            config,
+            models: new Map([['fuzz', { model: rawToolCallModel(toolName, input) }]]),
+          });
+          const result: ModelStepResult = await new MockActivityEnvironment().run(modelStep, {
+            taskId: 'fuzz',
+            step: 0,
+            model: 'fuzz',
+            messages: [{ role: 'user' as const, content: 'go' }],
+          });
           expect(result.toolCalls).toHaveLength(1);
           const [call] = result.toolCalls;
           if (call.refusal) expect(['invalid_arguments', 'unknown_tool']).toContain(call.refusal.code);

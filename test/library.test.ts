@@ -16,7 +16,12 @@ let server: DevServer;
 beforeAll(async () => {
   quietRuntime();
   const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-library-'));
-  server = await startDevServer({ address: `127.0.0.1:${await freePort()}`, namespace: 'default', dbFile: path.join(folder, 'temporal.db'), logFile: path.join(folder, 'server.log') });
+  server = await startDevServer({
+    address: `127.0.0.1:${await freePort()}`,
+    namespace: 'default',
+    dbFile: path.join(folder, 'temporal.db'),
+    logFile: path.join(folder, 'server.log'),
+  });
 });
 
 afterAll(async () => {
@@ -26,7 +31,17 @@ afterAll(async () => {
 describe('the library API', () => {
   it('exports what embedding Tollgate needs from one entry point', () => {
     const names = ['defineTool', 'ToolOutcome', 'createWorker', 'TollgateClient', 'builtInTools', 'loadConfig', 'startDevServer'] as const;
-    const contract = ['agentTurn', 'conversation', 'stateQuery', 'approvalSignal', 'decideUpdate', 'sendUpdate', 'historyQuery', 'AGENT_TURN_WORKFLOW_TYPE', 'ERROR_CODES'] as const;
+    const contract = [
+      'agentTurn',
+      'conversation',
+      'stateQuery',
+      'approvalSignal',
+      'decideUpdate',
+      'sendUpdate',
+      'historyQuery',
+      'AGENT_TURN_WORKFLOW_TYPE',
+      'ERROR_CODES',
+    ] as const;
     for (const name of [...names, ...contract]) expect(tollgate[name], name).toBeDefined();
     expect(tollgate.stateQuery.name).toBe('state');
     expect(tollgate.approvalSignal.name).toBe('approval');

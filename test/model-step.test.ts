@@ -63,17 +63,33 @@ describe('modelStep with AI SDK providers', () => {
     const beats: StreamProgress[] = [];
     environment.on('heartbeat', (details: StreamProgress) => beats.push(details));
     const result = await run('gpt', environment);
-    expect(result).toEqual({ text: 'Annual plans are refunded within 30 days.', toolCalls: [], usage: { inputTokens: 11, outputTokens: 7 } });
+    expect(result).toEqual({
+      text: 'Annual plans are refunded within 30 days.',
+      toolCalls: [],
+      usage: { inputTokens: 11, outputTokens: 7 },
+    });
     expect(beats.at(-1)).toEqual({ chunks: 3, text: 'Annual plans are refunded within 30 days.' });
     const sent = provider.requests[before];
     expect(sent.path).toBe('/v1/chat/completions');
-    expect(sent.body).toMatchObject({ model: 'gpt-test', stream: true, max_tokens: 321, tools: expect.arrayContaining([expect.objectContaining({ function: expect.objectContaining({ name: 'get_document' }) })]) });
+    expect(sent.body).toMatchObject({
+      model: 'gpt-test',
+      stream: true,
+      max_tokens: 321,
+      tools: expect.arrayContaining([expect.objectContaining({ function: expect.objectContaining({ name: 'get_document' }) })]),
+    });
   });
 
   it('turns an OpenAI tool call streamed in pieces into a checked call', async () => {
     provider.enqueue({ kind: 'stream', events: openaiStream.toolCall('get_document', ['{"id":', '"refund-policy"}']) });
     const result = await run('gpt');
-    expect(result.toolCalls).toEqual([expect.objectContaining({ callId: 'call-0-0', tool: 'get_document', args: { id: 'refund-policy' }, policy: expect.objectContaining({ effect: 'read' }) })]);
+    expect(result.toolCalls).toEqual([
+      expect.objectContaining({
+        callId: 'call-0-0',
+        tool: 'get_document',
+        args: { id: 'refund-policy' },
+        policy: expect.objectContaining({ effect: 'read' }),
+      }),
+    ]);
     expect(result.toolCalls[0].refusal).toBeUndefined();
   });
 
@@ -97,18 +113,31 @@ describe('modelStep with AI SDK providers', () => {
   it('gives malformed tool-call JSON back as invalid_arguments, never executed', async () => {
     provider.enqueue({ kind: 'stream', events: openaiStream.toolCall('get_document', ['{"id": "refund-', 'policy"']) });
     const result = await run('gpt');
-    expect(result.toolCalls[0]).toMatchObject({ tool: 'get_document', refusal: { code: 'invalid_arguments', message: expect.stringMatching(/^the arguments are not valid JSON/) } });
+    expect(result.toolCalls[0]).toMatchObject({
+      tool: 'get_document',
+      refusal: { code: 'invalid_arguments', message: expect.stringMatching(/^the arguments are not valid JSON/) },
+    });
   });
 
   it('retries a 429 after its Retry-After of 2 s', async () => {
-    provider.enqueue({ kind: 'error', status: 429, headers: { 'retry-after': '2' }, body: { error: { message: 'Rate limit reached', type: 'rate_limit_error' } } });
+    provider.enqueue({
+      kind: 'error',
+      status: 429,
+      headers: { 'retry-after': '2' },
+      body: { error: { message: 'Rate limit reached', type: 'rate_limit_error' } },
+    });
     const error = await failure('gpt');
     expect(error).toBeInstanceOf(ApplicationFailure);
     expect(error).toMatchObject({ type: 'model_unavailable', nonRetryable: false, nextRetryDelay: 2000 });
   });
 
   it('caps a Retry-After of 3600 s at the configured maximum', async () => {
-    provider.enqueue({ kind: 'error', status: 429, headers: { 'retry-after': '3600' }, body: { error: { message: 'Rate limit reached' } } });
+    provider.enqueue({
+      kind: 'error',
+      status: 429,
+      headers: { 'retry-after': '3600' },
+      body: { error: { message: 'Rate limit reached' } },
+    });
     await expect(failure('gpt')).resolves.toMatchObject({ type: 'model_unavailable', nextRetryDelay: 30_000 });
   });
 
@@ -144,7 +173,9 @@ describe('modelStep with AI SDK providers', () => {
   it('refuses to start without an API key, naming the variable', () => {
     const config = testConfig({ model: { default: 'gpt', models: { gpt: { provider: 'openai', model: 'gpt-test' } } } });
     expect(() => createActivities({ config, store: openSqliteStore(':memory:'), modelEnvironment: { env: {} } })).toThrow(ConfigError);
-    expect(() => createActivities({ config, store: openSqliteStore(':memory:'), modelEnvironment: { env: {} } })).toThrow('model "gpt": the environment variable OPENAI_API_KEY (its apiKeyEnv) is not set');
+    expect(() => createActivities({ config, store: openSqliteStore(':memory:'), modelEnvironment: { env: {} } })).toThrow(
+      'model "gpt": the environment variable OPENAI_API_KEY (its apiKeyEnv) is not set',
+    );
   });
 });
 

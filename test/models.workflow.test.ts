@@ -35,7 +35,9 @@ function gptConfig(maxRetryDelay = '30s') {
 function retryWait(history: Awaited<ReturnType<typeof runTurn>>['history']): number {
   const events = history.events ?? [];
   const scheduled = events.find((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'modelStep')!;
-  const started = events.find((event) => event.activityTaskStartedEventAttributes?.scheduledEventId?.toString() === scheduled.eventId?.toString())!;
+  const started = events.find(
+    (event) => event.activityTaskStartedEventAttributes?.scheduledEventId?.toString() === scheduled.eventId?.toString(),
+  )!;
   const millis = (event: typeof scheduled) => Number(event.eventTime!.seconds) * 1000 + Math.floor((event.eventTime!.nanos ?? 0) / 1e6);
   expect(started.activityTaskStartedEventAttributes?.attempt).toBe(2);
   return millis(started) - millis(scheduled);
@@ -103,7 +105,11 @@ describe('agentTurn with a streaming provider', () => {
       ['get_document', 'error', 'invalid_arguments', 0],
       ['get_document', 'success', null, 1],
     ]);
-    expect(result).toMatchObject({ status: 'completed', answer: 'Pro costs 8 EUR.', usage: { inputTokens: 13 + 13 + 11, outputTokens: 9 + 9 + 7 } });
+    expect(result).toMatchObject({
+      status: 'completed',
+      answer: 'Pro costs 8 EUR.',
+      usage: { inputTokens: 13 + 13 + 11, outputTokens: 9 + 9 + 7 },
+    });
     // What the model was sent on its second step: the code, in OpenAI's own tool-message format.
     const second = provider.requests[before + 1].body as { messages: Array<{ role: string; content: string }> };
     const toolMessage = second.messages.find((message) => message.role === 'tool');
@@ -119,7 +125,10 @@ describe('conversation', () => {
     const config = { ...base, temporal: { ...base.temporal, taskQueue } };
     const activities = createActivities({ config, store: openSqliteStore(':memory:') });
     const modelInputs: ModelStepInput[] = [];
-    const observed = { ...activities, modelStep: async (stepInput: ModelStepInput) => (modelInputs.push(structuredClone(stepInput)), activities.modelStep(stepInput)) };
+    const observed = {
+      ...activities,
+      modelStep: async (stepInput: ModelStepInput) => (modelInputs.push(structuredClone(stepInput)), activities.modelStep(stepInput)),
+    };
     const worker = await createWorker({ config, connection: env.nativeConnection, activities: observed, workflowBundle });
     const conversationId = `conversation-${randomUUID()}`;
     await worker.runUntil(async () => {
@@ -140,21 +149,14 @@ describe('conversation', () => {
       expect((await latest.describe()).runId).not.toBe(firstRun);
       const state = await latest.query(historyQuery);
       expect(state.turns).toBe(3);
-      expect(state.history.map((message) => (message.role === 'user' ? message.content : message.role === 'assistant' ? message.text : ''))).toEqual([
-        'My name is Ada.',
-        'noted',
-        'I work on billing.',
-        'noted',
-        'What do you know about me?',
-        'noted',
-      ]);
+      expect(
+        state.history.map((message) => (message.role === 'user' ? message.content : message.role === 'assistant' ? message.text : '')),
+      ).toEqual(['My name is Ada.', 'noted', 'I work on billing.', 'noted', 'What do you know about me?', 'noted']);
       // The third turn ran in the new run and still got the first two exchanges.
       const third = modelInputs.at(-1)!;
-      expect(third.messages.filter((message) => message.role === 'user').map((message) => (message.role === 'user' ? message.content : ''))).toEqual([
-        'My name is Ada.',
-        'I work on billing.',
-        'What do you know about me?',
-      ]);
+      expect(
+        third.messages.filter((message) => message.role === 'user').map((message) => (message.role === 'user' ? message.content : '')),
+      ).toEqual(['My name is Ada.', 'I work on billing.', 'What do you know about me?']);
       await latest.signal(closeConversationSignal);
       expect(await latest.result()).toMatchObject({ closed: true, turns: 3 });
     });
@@ -190,7 +192,9 @@ describe('conversation', () => {
 
       // The order the server accepted the three sends in is the order the turns must run in.
       const events = (await handle.fetchHistory()).events ?? [];
-      const accepted = events.flatMap(({ workflowExecutionUpdateAcceptedEventAttributes: accept }) => accept?.acceptedRequest?.meta?.updateId ?? []);
+      const accepted = events.flatMap(
+        ({ workflowExecutionUpdateAcceptedEventAttributes: accept }) => accept?.acceptedRequest?.meta?.updateId ?? [],
+      );
       const completed = events.flatMap(({ workflowExecutionUpdateCompletedEventAttributes: update }) => update?.meta?.updateId ?? []);
       expect([...accepted].sort()).toEqual(['send-0', 'send-1', 'send-2']);
       expect(completed).toEqual(accepted);

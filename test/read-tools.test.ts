@@ -93,7 +93,7 @@ describe('search_local_sources', () => {
       "const { searchCorpus } = require('./tools/built-in/search-local-sources');",
       "const corpus = openCorpus('examples/corpus');",
       "searchCorpus(corpus, { query: 'SEV[12]', mode: 'regex', limit: 5 }, new AbortController().signal)",
-      "  .then((matches) => console.log(matches[0].id));",
+      '  .then((matches) => console.log(matches[0].id));',
     ].join('\n');
     const started = Date.now();
     const args = ['--require', require.resolve('tsx/cjs'), '-e', script];
@@ -117,14 +117,21 @@ describe('search_local_sources', () => {
   });
 
   it('refuses an invalid regular expression before it runs, as invalid_arguments', () => {
-    const checked = checkToolCall({ registry, request: { callId: 'c1', tool: 'search_local_sources', args: { query: '(unclosed', mode: 'regex' } } });
+    const checked = checkToolCall({
+      registry,
+      request: { callId: 'c1', tool: 'search_local_sources', args: { query: '(unclosed', mode: 'regex' } },
+    });
     expect(checked.refusal?.code).toBe('invalid_arguments');
     expect(checked.refusal?.message).toMatch(/^query: not a valid regular expression/);
   });
 
   it('refuses unknown argument keys and missing queries', () => {
-    expect(checkToolCall({ registry, request: { callId: 'c', tool: 'search_local_sources', args: { query: 'x', colour: 1 } } }).refusal?.code).toBe('invalid_arguments');
-    expect(checkToolCall({ registry, request: { callId: 'c', tool: 'search_local_sources', args: {} } }).refusal?.message).toMatch(/^query: /);
+    expect(
+      checkToolCall({ registry, request: { callId: 'c', tool: 'search_local_sources', args: { query: 'x', colour: 1 } } }).refusal?.code,
+    ).toBe('invalid_arguments');
+    expect(checkToolCall({ registry, request: { callId: 'c', tool: 'search_local_sources', args: {} } }).refusal?.message).toMatch(
+      /^query: /,
+    );
   });
 
   it('reads a changed corpus at once', async () => {
@@ -144,13 +151,18 @@ describe('get_document', () => {
 
   it('answers an unknown id with an error the model can act on', async () => {
     const outcome = await getDocument.handler({ id: 'refund' }, context);
-    expect(outcome).toEqual(ToolOutcome.error('no document with id "refund"; similar ids: refund-policy', { code: 'tool_failure', retryable: false }));
+    expect(outcome).toEqual(
+      ToolOutcome.error('no document with id "refund"; similar ids: refund-policy', { code: 'tool_failure', retryable: false }),
+    );
     const none = await getDocument.handler({ id: 'zzz' }, context);
     expect(ToolOutcome.is(none) && !none.ok && none.message).toContain('call search_local_sources to find ids');
   });
 
   it('publishes a JSON schema with the field descriptions', async () => {
     const { toolJsonSchema } = await import('../tools/define-tool');
-    expect(toolJsonSchema(getDocument)).toMatchObject({ type: 'object', properties: { id: { type: 'string', description: expect.stringContaining('search_local_sources') } } });
+    expect(toolJsonSchema(getDocument)).toMatchObject({
+      type: 'object',
+      properties: { id: { type: 'string', description: expect.stringContaining('search_local_sources') } },
+    });
   });
 });

@@ -30,9 +30,17 @@ describe('replay of recorded turns', () => {
 
   it('replays turns from both sides of the status-lookup patch: the lookup as an activity before it, as a local activity after', async () => {
     quietRuntime();
-    type Recorded = { events: Array<{ eventType: string; activityTaskScheduledEventAttributes?: { activityType: { name: string } }; markerRecordedEventAttributes?: { markerName: string } }> };
-    const lookupsAsActivities = (recorded: Recorded) => recorded.events.filter((event) => event.activityTaskScheduledEventAttributes?.activityType.name === 'lookupStatus').length;
-    const localActivityMarkers = (recorded: Recorded) => recorded.events.filter((event) => event.markerRecordedEventAttributes?.markerName === 'core_local_activity').length;
+    type Recorded = {
+      events: Array<{
+        eventType: string;
+        activityTaskScheduledEventAttributes?: { activityType: { name: string } };
+        markerRecordedEventAttributes?: { markerName: string };
+      }>;
+    };
+    const lookupsAsActivities = (recorded: Recorded) =>
+      recorded.events.filter((event) => event.activityTaskScheduledEventAttributes?.activityType.name === 'lookupStatus').length;
+    const localActivityMarkers = (recorded: Recorded) =>
+      recorded.events.filter((event) => event.markerRecordedEventAttributes?.markerName === 'core_local_activity').length;
     const before = JSON.parse(readFileSync(PRE_PATCH_HISTORY, 'utf8')) as Recorded;
     const after = history as Recorded;
     expect([lookupsAsActivities(before), localActivityMarkers(before)]).toEqual([1, 0]);
@@ -77,17 +85,24 @@ describe('replay of recorded turns', () => {
   it('replays retried reversible writes from both sides of the lookup-after-backoff patch: lookup then backoff before it, backoff then lookup after', async () => {
     quietRuntime();
     type Recorded = {
-      events: Array<{ eventType: string; activityTaskScheduledEventAttributes?: { activityType: { name: string } }; markerRecordedEventAttributes?: { markerName: string } }>;
+      events: Array<{
+        eventType: string;
+        activityTaskScheduledEventAttributes?: { activityType: { name: string } };
+        markerRecordedEventAttributes?: { markerName: string };
+      }>;
     };
     // What the workflow did after the first runTool failed: status lookups (local activity markers), timers, runTool, patch markers.
     const afterFirstFailure = (recorded: Recorded) => {
       const failed = recorded.events.findIndex((event) => event.eventType.endsWith('ACTIVITY_TASK_FAILED'));
-      return recorded.events.slice(failed + 1).flatMap((event) => {
-        const marker = event.markerRecordedEventAttributes?.markerName;
-        if (marker) return [marker === 'core_patch' ? 'patch' : 'lookup'];
-        if (event.eventType.endsWith('TIMER_STARTED')) return ['backoff'];
-        return event.activityTaskScheduledEventAttributes?.activityType.name === 'runTool' ? ['runTool'] : [];
-      }).slice(0, 4);
+      return recorded.events
+        .slice(failed + 1)
+        .flatMap((event) => {
+          const marker = event.markerRecordedEventAttributes?.markerName;
+          if (marker) return [marker === 'core_patch' ? 'patch' : 'lookup'];
+          if (event.eventType.endsWith('TIMER_STARTED')) return ['backoff'];
+          return event.activityTaskScheduledEventAttributes?.activityType.name === 'runTool' ? ['runTool'] : [];
+        })
+        .slice(0, 4);
     };
     const before = JSON.parse(readFileSync(REVERSIBLE_RETRY_BEFORE_PATCH_HISTORY, 'utf8')) as Recorded;
     const after = JSON.parse(readFileSync(REVERSIBLE_RETRY_HISTORY, 'utf8')) as Recorded;
@@ -100,7 +115,12 @@ describe('replay of recorded turns', () => {
 
   it('catches a deliberately non-deterministic change of the workflow', async () => {
     quietRuntime();
-    const changed = await bundleWorkflowCode({ workflowsPath: path.join(__dirname, 'fixtures', 'changed-workflows.ts'), logger: new DefaultLogger('WARN') });
-    await expect(Worker.runReplayHistory({ workflowBundle: changed }, history, 'recorded-turn')).rejects.toBeInstanceOf(DeterminismViolationError);
+    const changed = await bundleWorkflowCode({
+      workflowsPath: path.join(__dirname, 'fixtures', 'changed-workflows.ts'),
+      logger: new DefaultLogger('WARN'),
+    });
+    await expect(Worker.runReplayHistory({ workflowBundle: changed }, history, 'recorded-turn')).rejects.toBeInstanceOf(
+      DeterminismViolationError,
+    );
   });
 });

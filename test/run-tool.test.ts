@@ -12,7 +12,10 @@ import { runToolOnce, type FlatBoundaryResult } from './helpers/run-tool-once';
 
 const echoInput = z.strictObject({ text: z.string().describe('text') });
 
-function echoTool(handler: (args: z.output<typeof echoInput>, context: ToolContext) => unknown, extra: Partial<Omit<ToolSpec<typeof echoInput>, 'handler'>> = {}): ToolDefinition {
+function echoTool(
+  handler: (args: z.output<typeof echoInput>, context: ToolContext) => unknown,
+  extra: Partial<Omit<ToolSpec<typeof echoInput>, 'handler'>> = {},
+): ToolDefinition {
   return defineTool({ name: 'echo', description: 'echo', input: echoInput, effect: 'read', handler, ...extra });
 }
 
@@ -23,7 +26,13 @@ function runWith(tool: ToolDefinition, args: unknown = { text: 'hi' }, attempt =
 
 describe('runTool', () => {
   it('treats a plain string as success and reports the attempt', async () => {
-    await expect(runWith(echoTool(({ text }) => `said ${text}`), undefined, 2)).resolves.toEqual({
+    await expect(
+      runWith(
+        echoTool(({ text }) => `said ${text}`),
+        undefined,
+        2,
+      ),
+    ).resolves.toEqual({
       status: 'success',
       data: 'said hi',
       executions: 2,
@@ -43,33 +52,68 @@ describe('runTool', () => {
   });
 
   it('redacts secrets before anything leaves the boundary', async () => {
-    const result = await runWith(echoTool(() => ToolOutcome.ok({ note: 'key sk-abcdefghijklmnopqrstuv and Authorization: Bearer abc.def.ghi123' })));
+    const result = await runWith(
+      echoTool(() => ToolOutcome.ok({ note: 'key sk-abcdefghijklmnopqrstuv and Authorization: Bearer abc.def.ghi123' })),
+    );
     expect(JSON.stringify(result.data)).not.toMatch(/sk-abc|abc\.def/);
     expect(JSON.stringify(result.data)).toContain('[redacted]');
   });
 
   it('returns a final error as a result, with the tool message and no stack', async () => {
-    const result = await runWith(echoTool(() => { throw new TypeError('cannot read the frobnicator\n    at secret/file.ts:1:1'); }));
-    expect(result).toEqual({ status: 'error', code: 'tool_failure', retryable: false, message: 'cannot read the frobnicator', executions: 1, originalSize: 0, truncated: false });
+    const result = await runWith(
+      echoTool(() => {
+        throw new TypeError('cannot read the frobnicator\n    at secret/file.ts:1:1');
+      }),
+    );
+    expect(result).toEqual({
+      status: 'error',
+      code: 'tool_failure',
+      retryable: false,
+      message: 'cannot read the frobnicator',
+      executions: 1,
+      originalSize: 0,
+      truncated: false,
+    });
   });
 
   it('throws a retryable transient_failure for a connection reset, with the attempt in its details', async () => {
     const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
-    const failure = await runWith(echoTool(() => { throw reset; }), undefined, 2).catch((error) => error);
+    const failure = await runWith(
+      echoTool(() => {
+        throw reset;
+      }),
+      undefined,
+      2,
+    ).catch((error) => error);
     expect(failure).toBeInstanceOf(ApplicationFailure);
     expect(failure).toMatchObject({ type: 'transient_failure', nonRetryable: false, details: [{ executions: 2 }] });
   });
 
   it('times a slow handler out as a transient failure and aborts its signal', async () => {
     let aborted = false;
-    const slow = echoTool((_args, { signal }) => new Promise((resolve) => signal.addEventListener('abort', () => { aborted = true; resolve('late'); })), { timeout: 50 });
+    const slow = echoTool(
+      (_args, { signal }) =>
+        new Promise((resolve) =>
+          signal.addEventListener('abort', () => {
+            aborted = true;
+            resolve('late');
+          }),
+        ),
+      { timeout: 50 },
+    );
     await expect(runWith(slow)).rejects.toMatchObject({ type: 'transient_failure', message: 'echo timed out after 50 ms' });
     expect(aborted).toBe(true);
   });
 
   it('abandons a handler that ignores its signal and never settles, at its timeout, as any timeout', async () => {
     let started = 0;
-    const deaf = echoTool(() => { started = Date.now(); return new Promise(() => {}); }, { timeout: 300 });
+    const deaf = echoTool(
+      () => {
+        started = Date.now();
+        return new Promise(() => {});
+      },
+      { timeout: 300 },
+    );
     const failure = await runWith(deaf).catch((error) => error);
     const elapsed = Date.now() - started;
     expect(failure).toBeInstanceOf(ApplicationFailure);
@@ -80,31 +124,57 @@ describe('runTool', () => {
 
   it('maps a permission error to forbidden and a ToolError to its code', async () => {
     const denied = Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' });
-    await expect(runWith(echoTool(() => { throw denied; }))).resolves.toMatchObject({ status: 'error', code: 'forbidden' });
-    await expect(runWith(echoTool(() => { throw new ToolError('nope', 'invalid_arguments'); }))).resolves.toMatchObject({ code: 'invalid_arguments', retryable: false });
+    await expect(
+      runWith(
+        echoTool(() => {
+          throw denied;
+        }),
+      ),
+    ).resolves.toMatchObject({ status: 'error', code: 'forbidden' });
+    await expect(
+      runWith(
+        echoTool(() => {
+          throw new ToolError('nope', 'invalid_arguments');
+        }),
+      ),
+    ).resolves.toMatchObject({ code: 'invalid_arguments', retryable: false });
   });
 
   it('never runs the handler for invalid arguments or an unknown tool', async () => {
     let runs = 0;
-    const tool = echoTool(() => { runs++; return 'ran'; });
+    const tool = echoTool(() => {
+      runs++;
+      return 'ran';
+    });
     await expect(runWith(tool, { text: 42 })).resolves.toMatchObject({ status: 'error', code: 'invalid_arguments', executions: 0 });
     const runTool = createRunTool({ registry: createToolRegistry({ tools: [tool] }) });
-    await expect(runToolOnce(runTool, { taskId: 't', callId: 'c', tool: 'nope', args: {} })).resolves.toMatchObject({ code: 'unknown_tool' });
-    await expect(runToolOnce(runTool, { taskId: 't', callId: 'c', tool: 'echo', args: { text: 'x' }, allowedTools: [] })).resolves.toMatchObject({ code: 'forbidden' });
+    await expect(runToolOnce(runTool, { taskId: 't', callId: 'c', tool: 'nope', args: {} })).resolves.toMatchObject({
+      code: 'unknown_tool',
+    });
+    await expect(
+      runToolOnce(runTool, { taskId: 't', callId: 'c', tool: 'echo', args: { text: 'x' }, allowedTools: [] }),
+    ).resolves.toMatchObject({ code: 'forbidden' });
     expect(runs).toBe(0);
   });
 
   it('keeps calls of one tool within its concurrency limit', async () => {
     let running = 0;
     let most = 0;
-    const tool = echoTool(async () => {
-      most = Math.max(most, ++running);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      running--;
-      return 'done';
-    }, { concurrency: 2 });
+    const tool = echoTool(
+      async () => {
+        most = Math.max(most, ++running);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        running--;
+        return 'done';
+      },
+      { concurrency: 2 },
+    );
     const runTool = createRunTool({ registry: createToolRegistry({ tools: [tool] }) });
-    await Promise.all(Array.from({ length: 6 }, (_, index) => runToolOnce(runTool, { taskId: 't', callId: `c${index}`, tool: 'echo', args: { text: 'x' } })));
+    await Promise.all(
+      Array.from({ length: 6 }, (_, index) =>
+        runToolOnce(runTool, { taskId: 't', callId: `c${index}`, tool: 'echo', args: { text: 'x' } }),
+      ),
+    );
     expect(most).toBe(2);
   });
 });
@@ -158,7 +228,10 @@ describe('the wait for a place under the concurrency limit', () => {
     // The attempt that never started is given up, so it is claimable again rather than in flight; the place is free again.
     const intents = await store.listTask('t');
     expect(intents.map((intent) => [intent.callId, intent.state])).toEqual([['c1', 'started']]);
-    await expect(runToolOnce(runTool, { taskId: 't', callId: 'c3', tool: 'draft', args: { name: 'waits' } })).resolves.toMatchObject({ status: 'success', executions: 1 });
+    await expect(runToolOnce(runTool, { taskId: 't', callId: 'c3', tool: 'draft', args: { name: 'waits' } })).resolves.toMatchObject({
+      status: 'success',
+      executions: 1,
+    });
     expect(ran).toEqual(['hold', 'waits']);
     await store.close();
   });
@@ -183,10 +256,15 @@ describe('the wait for a place under the concurrency limit', () => {
     let letGo!: () => void;
     const held = new Promise<void>((resolve) => (letGo = resolve));
     const runs: string[] = [];
-    const tool = echoTool(async ({ text }) => (runs.push(text), text === 'hold' ? held.then(() => text) : text), { timeout: 200, concurrency: 1 });
+    const tool = echoTool(async ({ text }) => (runs.push(text), text === 'hold' ? held.then(() => text) : text), {
+      timeout: 200,
+      concurrency: 1,
+    });
     const runTool = createRunTool({ registry: createToolRegistry({ tools: [tool] }) });
     const first = runToolOnce(runTool, { taskId: 't', callId: 'c1', tool: 'echo', args: { text: 'hold' } }).catch((error) => error);
-    const second = await runToolOnce(runTool, { taskId: 't', callId: 'c2', tool: 'echo', args: { text: 'waits' } }, { attempt: 2 }).catch((error) => error);
+    const second = await runToolOnce(runTool, { taskId: 't', callId: 'c2', tool: 'echo', args: { text: 'waits' } }, { attempt: 2 }).catch(
+      (error) => error,
+    );
     expect(second).toBeInstanceOf(ApplicationFailure);
     expect(second).toMatchObject({ type: 'transient_failure', nonRetryable: false, details: [{ executions: 1 }] });
     expect(second.message).toMatch(/waiting for a place under its concurrency limit of 1; it did not run$/);
@@ -201,7 +279,13 @@ describe('runTool under the effect its own registry declares', () => {
 
   it('refuses a call the workflow decided under another effect, before any claim or side effect', async () => {
     let runs = 0;
-    const send = defineTool({ name: 'send', description: 'send', input: sendInput, effect: 'irreversible_write', handler: () => (runs++, 'sent') });
+    const send = defineTool({
+      name: 'send',
+      description: 'send',
+      input: sendInput,
+      effect: 'irreversible_write',
+      handler: () => (runs++, 'sent'),
+    });
     const store = openSqliteStore(':memory:');
     const runTool = createRunTool({ registry: createToolRegistry({ tools: [send] }), store });
     const input = { taskId: 'task', callId: 'call-0-0', tool: 'send', args: { to: 'ops' } };
@@ -214,7 +298,10 @@ describe('runTool under the effect its own registry declares', () => {
       originalSize: 0,
       truncated: false,
     });
-    await expect(runToolOnce(runTool, { ...input, effect: 'reversible_write' })).resolves.toMatchObject({ code: 'forbidden', executions: 0 });
+    await expect(runToolOnce(runTool, { ...input, effect: 'reversible_write' })).resolves.toMatchObject({
+      code: 'forbidden',
+      executions: 0,
+    });
     expect(runs).toBe(0);
     await expect(store.listTask('task')).resolves.toEqual([]);
     await store.close();
@@ -225,19 +312,39 @@ describe('runTool under the effect its own registry declares', () => {
     const handler = () => (runs++, 'sent');
     const older = defineTool({ name: 'send', description: 'send', input: sendInput, effect: 'read', timeout: '5s', handler });
     const slower = defineTool({ name: 'send', description: 'send', input: sendInput, effect: 'read', timeout: '60s', handler });
-    const wider = defineTool({ name: 'send', description: 'send', input: z.strictObject({ to: z.string().describe('to'), cc: z.string().optional() }), effect: 'read', timeout: '5s', handler });
+    const wider = defineTool({
+      name: 'send',
+      description: 'send',
+      input: z.strictObject({ to: z.string().describe('to'), cc: z.string().optional() }),
+      effect: 'read',
+      timeout: '5s',
+      handler,
+    });
     const decided = createToolRegistry({ tools: [older] }).policy('send')!;
     expect(decided.policyDigest).toMatch(/^[0-9a-f]{64}$/);
-    const input = { taskId: 'task', callId: 'call-0-0', tool: 'send', args: { to: 'ops' }, effect: 'read' as const, policyDigest: decided.policyDigest };
+    const input = {
+      taskId: 'task',
+      callId: 'call-0-0',
+      tool: 'send',
+      args: { to: 'ops' },
+      effect: 'read' as const,
+      policyDigest: decided.policyDigest,
+    };
     for (const running of [slower, wider]) {
       const runTool = createRunTool({ registry: createToolRegistry({ tools: [running] }) });
-      await expect(runToolOnce(runTool, input)).resolves.toMatchObject({ code: 'forbidden', executions: 0, message: expect.stringMatching(/^send is not run: the model step's worker declared another policy/) });
+      await expect(runToolOnce(runTool, input)).resolves.toMatchObject({
+        code: 'forbidden',
+        executions: 0,
+        message: expect.stringMatching(/^send is not run: the model step's worker declared another policy/),
+      });
     }
     expect(runs).toBe(0);
     // The same declaration on another worker agrees, and an input recorded before the digest was sent runs as before.
     const same = createRunTool({ registry: createToolRegistry({ tools: [older] }) });
     await expect(runToolOnce(same, input)).resolves.toMatchObject({ status: 'success', executions: 1 });
-    await expect(runToolOnce(createRunTool({ registry: createToolRegistry({ tools: [slower] }) }), { ...input, policyDigest: undefined })).resolves.toMatchObject({ status: 'success' });
+    await expect(
+      runToolOnce(createRunTool({ registry: createToolRegistry({ tools: [slower] }) }), { ...input, policyDigest: undefined }),
+    ).resolves.toMatchObject({ status: 'success' });
     expect(runs).toBe(2);
   });
 
@@ -245,9 +352,16 @@ describe('runTool under the effect its own registry declares', () => {
     let runs = 0;
     const echo = echoTool(() => (runs++, 'said'));
     const runTool = createRunTool({ registry: createToolRegistry({ tools: [echo] }) });
-    await expect(runToolOnce(runTool, { taskId: 't', callId: 'c1', tool: 'echo', args: { text: 'x' }, effect: 'read' })).resolves.toMatchObject({ status: 'success', executions: 1 });
-    await expect(runToolOnce(runTool, { taskId: 't', callId: 'c2', tool: 'echo', args: { text: 'x' } })).resolves.toMatchObject({ status: 'success', executions: 1 });
-    await expect(runToolOnce(runTool, { taskId: 't', callId: 'c3', tool: 'echo', args: { text: 'x' }, effect: 'irreversible_write' })).resolves.toMatchObject({ code: 'forbidden' });
+    await expect(
+      runToolOnce(runTool, { taskId: 't', callId: 'c1', tool: 'echo', args: { text: 'x' }, effect: 'read' }),
+    ).resolves.toMatchObject({ status: 'success', executions: 1 });
+    await expect(runToolOnce(runTool, { taskId: 't', callId: 'c2', tool: 'echo', args: { text: 'x' } })).resolves.toMatchObject({
+      status: 'success',
+      executions: 1,
+    });
+    await expect(
+      runToolOnce(runTool, { taskId: 't', callId: 'c3', tool: 'echo', args: { text: 'x' }, effect: 'irreversible_write' }),
+    ).resolves.toMatchObject({ code: 'forbidden' });
     expect(runs).toBe(2);
   });
 });
@@ -259,7 +373,13 @@ describe('createToolRegistry', () => {
   });
 
   it('gives irreversible writes, and only them, the schedule-to-start bound of an approved call', () => {
-    const send = defineTool({ name: 'send', description: 'send', input: z.strictObject({}), effect: 'irreversible_write', handler: () => 'sent' });
+    const send = defineTool({
+      name: 'send',
+      description: 'send',
+      input: z.strictObject({}),
+      effect: 'irreversible_write',
+      handler: () => 'sent',
+    });
     const registry = createToolRegistry({ tools: [echoTool(() => 'x'), send], approvedScheduleToStartMs: 90_000 });
     expect(registry.policy('send')).toMatchObject({ effect: 'irreversible_write', scheduleToStartMs: 90_000 });
     expect(registry.policy('echo')).not.toHaveProperty('scheduleToStartMs');
@@ -269,6 +389,8 @@ describe('createToolRegistry', () => {
   it('applies config overrides and refuses overrides for unknown tools', () => {
     const registry = createToolRegistry({ tools: [echoTool(() => 'x')], overrides: { echo: { timeout: '2s', maxAttempts: 5 } } });
     expect(registry.policy('echo')).toMatchObject({ effect: 'read', timeoutMs: 2000, maxAttempts: 5 });
-    expect(() => createToolRegistry({ tools: [echoTool(() => 'x')], overrides: { ehco: {} } })).toThrow('config tools.ehco: no tool named "ehco"');
+    expect(() => createToolRegistry({ tools: [echoTool(() => 'x')], overrides: { ehco: {} } })).toThrow(
+      'config tools.ehco: no tool named "ehco"',
+    );
   });
 });

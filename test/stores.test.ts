@@ -36,8 +36,12 @@ describe.each(backends)('the %s idempotency store', (_name, open) => {
   const unique = () => `key-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   const receipt: ToolResult = { status: 'success', data: { path: 'drafts/a.md' } };
 
-  const claimOf = (key: string, callId: string, effect: 'reversible_write' | 'irreversible_write' = 'irreversible_write', leaseMs = 60_000) =>
-    store.claim({ key, taskId: 't', tool: 'save_draft', callId, argsDigest: 'digest', effect, leaseMs });
+  const claimOf = (
+    key: string,
+    callId: string,
+    effect: 'reversible_write' | 'irreversible_write' = 'irreversible_write',
+    leaseMs = 60_000,
+  ) => store.claim({ key, taskId: 't', tool: 'save_draft', callId, argsDigest: 'digest', effect, leaseMs });
 
   it('lets exactly one of many concurrent claimants own an intent, and never lets a claim overwrite a commit', async () => {
     const key = unique();
@@ -59,11 +63,17 @@ describe.each(backends)('the %s idempotency store', (_name, open) => {
     await expect(claimOf(reversible, 'call-1-0', 'reversible_write', 0)).resolves.toMatchObject({ claimed: false });
     if (!first.claimed) return;
     await store.endLease({ key: reversible, owner: first.owner });
-    await expect(claimOf(reversible, 'call-2-0', 'reversible_write', 0)).resolves.toMatchObject({ claimed: true, replaced: { callId: 'call-0-0' } });
+    await expect(claimOf(reversible, 'call-2-0', 'reversible_write', 0)).resolves.toMatchObject({
+      claimed: true,
+      replaced: { callId: 'call-0-0' },
+    });
     const irreversible = unique();
     const sent = await claimOf(irreversible, 'call-0-0', 'irreversible_write', 0);
     if (sent.claimed) await store.endLease({ key: irreversible, owner: sent.owner });
-    await expect(claimOf(irreversible, 'call-1-0', 'irreversible_write', 0)).resolves.toMatchObject({ claimed: false, record: { state: 'started' } });
+    await expect(claimOf(irreversible, 'call-1-0', 'irreversible_write', 0)).resolves.toMatchObject({
+      claimed: false,
+      record: { state: 'started' },
+    });
   });
 
   it('releases only its own started attempt, and prunes only old committed intents', async () => {
@@ -86,7 +96,9 @@ describe.each(backends)('the %s idempotency store', (_name, open) => {
   });
 
   it('refuses a bad claim with what was wrong', async () => {
-    await expect(store.claim({ key: '', taskId: 't', tool: 'x', callId: 'c', argsDigest: 'd', effect: 'irreversible_write', leaseMs: 1 })).rejects.toThrow('claim: key must be a non-empty string');
+    await expect(
+      store.claim({ key: '', taskId: 't', tool: 'x', callId: 'c', argsDigest: 'd', effect: 'irreversible_write', leaseMs: 1 }),
+    ).rejects.toThrow('claim: key must be a non-empty string');
     await expect(claimOf(unique(), 'c', 'read' as never)).rejects.toThrow('claim: effect must be reversible_write or irreversible_write');
   });
 
@@ -120,7 +132,10 @@ describe.each(backends)('the %s idempotency store', (_name, open) => {
         }),
       );
       expect(executions).toBe(1);
-      expect(results.map((result) => (result as FlatBoundaryResult).code ?? (result as FlatBoundaryResult).status).sort()).toEqual(['outcome_unknown', 'success']);
+      expect(results.map((result) => (result as FlatBoundaryResult).code ?? (result as FlatBoundaryResult).status).sort()).toEqual([
+        'outcome_unknown',
+        'success',
+      ]);
     }
   });
 
@@ -128,21 +143,39 @@ describe.each(backends)('the %s idempotency store', (_name, open) => {
     const root = mkdtempSync(path.join(os.tmpdir(), 'tollgate-store-workspace-'));
     const drafts = saveDraftTool({ workspace: root });
     let writes = 0;
-    const counted = { ...drafts, handler: (args: unknown, context: Parameters<typeof drafts.handler>[1]) => (writes++, drafts.handler(args, context)) };
+    const counted = {
+      ...drafts,
+      handler: (args: unknown, context: Parameters<typeof drafts.handler>[1]) => (writes++, drafts.handler(args, context)),
+    };
     const send = sendMessageTool({ workspace: root });
     const registry = createToolRegistry({ tools: [counted, send] });
     const runTool = createRunTool({ registry, store });
     const lookupStatus = createLookupStatus({ registry, store });
     const taskId = unique();
-    const call = (tool: string, args: unknown, callId: string): Promise<FlatBoundaryResult> => runToolOnce(runTool, { taskId, callId, tool, args });
+    const call = (tool: string, args: unknown, callId: string): Promise<FlatBoundaryResult> =>
+      runToolOnce(runTool, { taskId, callId, tool, args });
     const draft = { path: 'a.md', content: 'A\n' };
     await expect(call('save_draft', draft, 'call-0-0')).resolves.toMatchObject({ status: 'success', executions: 1 });
     await expect(call('save_draft', draft, 'call-1-0')).resolves.toMatchObject({ status: 'success', executions: 0 });
-    await expect(new MockActivityEnvironment().run(lookupStatus, { taskId, callId: 'c', tool: 'save_draft', args: draft })).resolves.toMatchObject({ state: 'applied', source: 'store' });
+    await expect(
+      new MockActivityEnvironment().run(lookupStatus, { taskId, callId: 'c', tool: 'save_draft', args: draft }),
+    ).resolves.toMatchObject({ state: 'applied', source: 'store' });
     expect(writes).toBe(1);
     const message = { to: 'ops', subject: 'Hi', body: 'Body' };
-    await store.claim({ key: intentKey(send, message, taskId), taskId, tool: 'send_message', callId: 'call-2-0', argsDigest: 'digest', effect: 'irreversible_write', leaseMs: 0 });
-    await expect(call('send_message', message, 'call-3-0')).resolves.toMatchObject({ status: 'error', code: 'outcome_unknown', executions: 0 });
+    await store.claim({
+      key: intentKey(send, message, taskId),
+      taskId,
+      tool: 'send_message',
+      callId: 'call-2-0',
+      argsDigest: 'digest',
+      effect: 'irreversible_write',
+      leaseMs: 0,
+    });
+    await expect(call('send_message', message, 'call-3-0')).resolves.toMatchObject({
+      status: 'error',
+      code: 'outcome_unknown',
+      executions: 0,
+    });
     expect(existsSync(path.join(root, 'outbox')) ? readdirSync(path.join(root, 'outbox'), { recursive: true }) : []).toEqual([]);
   });
 });
@@ -150,7 +183,9 @@ describe.each(backends)('the %s idempotency store', (_name, open) => {
 describe('openConfiguredStore', () => {
   it('chooses PostgreSQL from config and names a missing URL variable', async () => {
     const config = testConfig({ store: { backend: 'postgres', postgresUrlEnv: 'TOLLGATE_TEST_NO_SUCH_URL' } });
-    expect(() => openConfiguredStore(config, {})).toThrow('store.postgresUrlEnv: the environment variable TOLLGATE_TEST_NO_SUCH_URL is not set');
+    expect(() => openConfiguredStore(config, {})).toThrow(
+      'store.postgresUrlEnv: the environment variable TOLLGATE_TEST_NO_SUCH_URL is not set',
+    );
     const store = openConfiguredStore(config, { TOLLGATE_TEST_NO_SUCH_URL: postgresUrl() });
     opened.push(store);
     await expect(store.get('nothing-here')).resolves.toBeUndefined();

@@ -28,10 +28,17 @@ let running: Promise<void>;
 let client: TollgateClient;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium), as .ci/run does`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium), as .ci/run does`);
   quietRuntime();
   const [port, uiPort] = [await freePort(), await freePort()];
-  server = await startDevServer({ address: `127.0.0.1:${port}`, uiPort, namespace: 'default', dbFile: path.join(folder, 'temporal.db'), logFile: path.join(folder, 'server.log') });
+  server = await startDevServer({
+    address: `127.0.0.1:${port}`,
+    uiPort,
+    namespace: 'default',
+    dbFile: path.join(folder, 'temporal.db'),
+    logFile: path.join(folder, 'server.log'),
+  });
   const config = testConfig({ temporal: { address: server.address } });
   connection = await NativeConnection.connect({ address: server.address });
   worker = await createWorker({ config, connection, workflowBundle: await bundleWorkflows() });
@@ -39,7 +46,16 @@ beforeAll(async () => {
   client = await TollgateClient.connect(config);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--headless',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 });
 
@@ -65,7 +81,10 @@ async function until<T>(probe: () => Promise<T | undefined>): Promise<T> {
 
 describe('a turn in the Temporal Web UI', () => {
   it('shows the call awaiting approval in the current details and the activity summaries in the timeline', async () => {
-    const handle = await client.startTurn({ taskId: 'web-ui-1', prompt: 'Who must approve a refund above 2,000 EUR?\nSecond line not in the summary.' });
+    const handle = await client.startTurn({
+      taskId: 'web-ui-1',
+      prompt: 'Who must approve a refund above 2,000 EUR?\nSecond line not in the summary.',
+    });
     await waitForState(client.client.workflow.getHandle(handle.workflowId), (state) => state.pendingApprovals.length > 0);
     const link = client.uiLink(server.uiUrl!, handle);
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
@@ -87,7 +106,9 @@ describe('a turn in the Temporal Web UI', () => {
     await page.getByText('User Metadata', { exact: true }).click();
     // The UI renders the summary and the markdown details inside sandboxed frames: read every frame.
     const shown = await until(async () => {
-      const texts = await Promise.all(page.frames().map((frame) => frame.evaluate<string>('document.body ? document.body.innerText : ""').catch(() => '')));
+      const texts = await Promise.all(
+        page.frames().map((frame) => frame.evaluate<string>('document.body ? document.body.innerText : ""').catch(() => '')),
+      );
       const all = texts.join('\n');
       return all.includes('Waiting for approval') && all.includes('Who must approve a refund above 2,000 EUR?') ? all : undefined;
     });
@@ -102,6 +123,10 @@ describe('a turn in the Temporal Web UI', () => {
     // The person decides on the call they were shown, naming its digest.
     const waiting = (await client.state(handle.workflowId)).pendingApprovals.find((pending) => pending.callId === 'call-3-0')!;
     await client.deny(handle.workflowId, 'call-3-0', { reason: 'browser test', argsDigest: waiting.argsDigest });
-    expect((await client.result(handle.workflowId)).toolCalls.at(-1)).toMatchObject({ tool: 'send_message', status: 'denied', attempts: 0 });
+    expect((await client.result(handle.workflowId)).toolCalls.at(-1)).toMatchObject({
+      tool: 'send_message',
+      status: 'denied',
+      attempts: 0,
+    });
   });
 });

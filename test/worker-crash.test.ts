@@ -25,7 +25,12 @@ beforeAll(async () => {
   const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-crash-'));
   const port = await freePort();
   [server, provider] = await Promise.all([
-    startDevServer({ address: `127.0.0.1:${port}`, namespace: 'default', dbFile: path.join(folder, 'temporal.db'), logFile: path.join(folder, 'server.log') }),
+    startDevServer({
+      address: `127.0.0.1:${port}`,
+      namespace: 'default',
+      dbFile: path.join(folder, 'temporal.db'),
+      logFile: path.join(folder, 'server.log'),
+    }),
     startFakeProvider(),
   ]);
 });
@@ -56,9 +61,18 @@ describe('a worker killed mid-stream', () => {
       env: { ...process.env, OPENAI_API_KEY: 'sk-test-openai-key' },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    await until(() => new Promise<true | undefined>((resolve) => child!.stdout!.once('data', (line) => resolve(String(line).includes('worker ready') ? true : undefined))), 'the worker process');
+    await until(
+      () =>
+        new Promise<true | undefined>((resolve) =>
+          child!.stdout!.once('data', (line) => resolve(String(line).includes('worker ready') ? true : undefined)),
+        ),
+      'the worker process',
+    );
 
-    const base = testConfig({ temporal: { address: server.address, taskQueue }, model: { default: 'gpt', models: { gpt: { provider: 'openai', model: 'gpt-test', baseURL: provider.baseURL } } } });
+    const base = testConfig({
+      temporal: { address: server.address, taskQueue },
+      model: { default: 'gpt', models: { gpt: { provider: 'openai', model: 'gpt-test', baseURL: provider.baseURL } } },
+    });
     const client = await TollgateClient.connect(base);
     const { workflowId } = await client.startTurn({ taskId: 'crash-1', prompt: 'count to four', tools: [], limits: { errorBudget: 0 } });
 
@@ -74,10 +88,22 @@ describe('a worker killed mid-stream', () => {
 
     // A second worker takes the next attempt after the heartbeat timeout.
     const connection = await NativeConnection.connect({ address: server.address });
-    const worker = await createWorker({ config: base, connection, workflowBundle: await bundleWorkflows(), activities: createActivities({ config: base, store: openSqliteStore(':memory:'), modelEnvironment: { env: { OPENAI_API_KEY: 'sk-test-openai-key' } } }) });
+    const worker = await createWorker({
+      config: base,
+      connection,
+      workflowBundle: await bundleWorkflows(),
+      activities: createActivities({
+        config: base,
+        store: openSqliteStore(':memory:'),
+        modelEnvironment: { env: { OPENAI_API_KEY: 'sk-test-openai-key' } },
+      }),
+    });
     const result = await worker.runUntil(client.result(workflowId));
     expect(result.status).toBe('model_failed');
-    expect(result.error).toMatchObject({ type: 'stream_interrupted', message: expect.stringMatching(/an earlier attempt of this model step had streamed \d+ chunks/) });
+    expect(result.error).toMatchObject({
+      type: 'stream_interrupted',
+      message: expect.stringMatching(/an earlier attempt of this model step had streamed \d+ chunks/),
+    });
     expect(provider.requests).toHaveLength(1);
     await client.close();
     await connection.close();

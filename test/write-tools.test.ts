@@ -69,7 +69,11 @@ describe('save_draft', () => {
     const args = { path: 'brief.md', content: '# Brief\n' };
     const lookup = () => new MockActivityEnvironment().run(lookupStatus, { taskId: 'task-7', callId: 'c', tool: 'save_draft', args });
     await expect(lookup()).resolves.toEqual({ state: 'not_applied' });
-    await expect(call(runTool, 'save_draft', args)).resolves.toMatchObject({ status: 'success', executions: 1, data: { path: 'drafts/task-7/brief.md', bytes: 8 } });
+    await expect(call(runTool, 'save_draft', args)).resolves.toMatchObject({
+      status: 'success',
+      executions: 1,
+      data: { path: 'drafts/task-7/brief.md', bytes: 8 },
+    });
     expect(readFileSync(path.join(root, 'drafts', 'task-7', 'brief.md'), 'utf8')).toBe('# Brief\n');
     expect(readdirSync(path.join(root, 'drafts'))).toEqual(['task-7']);
     expect(readdirSync(path.join(root, 'drafts', 'task-7'))).toEqual(['brief.md']);
@@ -83,7 +87,12 @@ describe('save_draft', () => {
     mkdirSync(path.join(root, 'drafts', 't'), { recursive: true });
     writeFileSync(path.join(root, 'drafts', 't', 'old.md'), 'same');
     const { lookupStatus } = boundary([saveDraftTool({ workspace: root })]);
-    const found = await new MockActivityEnvironment().run(lookupStatus, { taskId: 't', callId: 'c', tool: 'save_draft', args: { path: 'old.md', content: 'same' } });
+    const found = await new MockActivityEnvironment().run(lookupStatus, {
+      taskId: 't',
+      callId: 'c',
+      tool: 'save_draft',
+      args: { path: 'old.md', content: 'same' },
+    });
     expect(found).toMatchObject({ state: 'applied', source: 'tool', receipt: { status: 'success', data: { path: 'drafts/t/old.md' } } });
   });
 
@@ -93,7 +102,11 @@ describe('save_draft', () => {
     mkdirSync(path.join(root, 'drafts', 'task-7'), { recursive: true });
     symlinkSync(outside, path.join(root, 'drafts', 'task-7', 'link'));
     const { runTool } = boundary([saveDraftTool({ workspace: root })]);
-    await expect(call(runTool, 'save_draft', { path: 'link/x.md', content: 'x' })).resolves.toMatchObject({ status: 'error', code: 'forbidden', executions: 0 });
+    await expect(call(runTool, 'save_draft', { path: 'link/x.md', content: 'x' })).resolves.toMatchObject({
+      status: 'error',
+      code: 'forbidden',
+      executions: 0,
+    });
     expect(readdirSync(outside)).toEqual([]);
   });
 });
@@ -110,7 +123,11 @@ describe('send_message', () => {
     expect(files).toHaveLength(1);
     expect(files[0]).toMatch(/^task-7\.send_message\.[0-9a-f]{24}\.json$/);
     expect(first).toMatchObject({ data: { delivered: `outbox/task-7/${files[0]}` } });
-    expect(JSON.parse(readFileSync(path.join(root, 'outbox', 'task-7', files[0]), 'utf8'))).toMatchObject({ to: 'ops', subject: 'Hi', body: 'Body' });
+    expect(JSON.parse(readFileSync(path.join(root, 'outbox', 'task-7', files[0]), 'utf8'))).toMatchObject({
+      to: 'ops',
+      subject: 'Hi',
+      body: 'Body',
+    });
     await expect(call(runTool, 'send_message', args, 'call-5-0')).resolves.toMatchObject({ status: 'success', executions: 0 });
     expect(readdirSync(path.join(root, 'outbox', 'task-7'))).toHaveLength(1);
   });
@@ -121,8 +138,20 @@ describe('send_message', () => {
     const { runTool, store } = boundary([send]);
     const args = { to: 'ops', subject: 'Hi', body: 'Body' };
     // As a worker that died after recording the intent and before confirming it leaves the store.
-    await store.claim({ key: intentKey(send, args, 'task-7'), taskId: 'task-7', tool: 'send_message', callId: 'call-0-0', argsDigest: argsDigest(args), effect: 'irreversible_write', leaseMs: 10_000 });
-    await expect(call(runTool, 'send_message', args, 'call-2-0')).resolves.toMatchObject({ status: 'error', code: 'outcome_unknown', executions: 0 });
+    await store.claim({
+      key: intentKey(send, args, 'task-7'),
+      taskId: 'task-7',
+      tool: 'send_message',
+      callId: 'call-0-0',
+      argsDigest: argsDigest(args),
+      effect: 'irreversible_write',
+      leaseMs: 10_000,
+    });
+    await expect(call(runTool, 'send_message', args, 'call-2-0')).resolves.toMatchObject({
+      status: 'error',
+      code: 'outcome_unknown',
+      executions: 0,
+    });
     expect(existsSync(path.join(root, 'outbox'))).toBe(false);
   });
 });
@@ -131,8 +160,15 @@ describe('shell', () => {
   it('succeeds or fails by exit code alone', async () => {
     const root = workspace();
     const { runTool } = boundary([shellTool({ workspace: root })]);
-    await expect(call(runTool, 'shell', { command: 'echo "Error: this is fine"; exit 0' })).resolves.toMatchObject({ status: 'success', data: { exitCode: 0, output: 'Error: this is fine\n' } });
-    await expect(call(runTool, 'shell', { command: 'exit 1' }, 'call-1-0')).resolves.toMatchObject({ status: 'error', code: 'tool_failure', message: 'the command exited with code 1' });
+    await expect(call(runTool, 'shell', { command: 'echo "Error: this is fine"; exit 0' })).resolves.toMatchObject({
+      status: 'success',
+      data: { exitCode: 0, output: 'Error: this is fine\n' },
+    });
+    await expect(call(runTool, 'shell', { command: 'exit 1' }, 'call-1-0')).resolves.toMatchObject({
+      status: 'error',
+      code: 'tool_failure',
+      message: 'the command exited with code 1',
+    });
   });
 
   it('runs in the workspace and truncates long output', async () => {
@@ -159,11 +195,23 @@ describe('shell in the bubblewrap sandbox', () => {
     const { port } = listener.address() as net.AddressInfo;
     const { runTool } = boundary([shellTool({ workspace: root, sandbox: true })]);
     try {
-      await expect(call(runTool, 'shell', { command: 'echo inside > note.txt && cat note.txt' })).resolves.toMatchObject({ status: 'success', data: { output: 'inside\n' } });
+      await expect(call(runTool, 'shell', { command: 'echo inside > note.txt && cat note.txt' })).resolves.toMatchObject({
+        status: 'success',
+        data: { output: 'inside\n' },
+      });
       expect(readFileSync(path.join(root, 'note.txt'), 'utf8')).toBe('inside\n');
-      await expect(call(runTool, 'shell', { command: `echo escape > ${outside}/escape.txt` }, 'c2')).resolves.toMatchObject({ status: 'error', code: 'tool_failure' });
-      await expect(call(runTool, 'shell', { command: 'touch /etc/tollgate-was-here' }, 'c3')).resolves.toMatchObject({ status: 'error', message: expect.stringContaining('Read-only file system') });
-      await expect(call(runTool, 'shell', { command: `exec 3<>/dev/tcp/127.0.0.1/${port}` }, 'c4')).resolves.toMatchObject({ status: 'error', code: 'tool_failure' });
+      await expect(call(runTool, 'shell', { command: `echo escape > ${outside}/escape.txt` }, 'c2')).resolves.toMatchObject({
+        status: 'error',
+        code: 'tool_failure',
+      });
+      await expect(call(runTool, 'shell', { command: 'touch /etc/tollgate-was-here' }, 'c3')).resolves.toMatchObject({
+        status: 'error',
+        message: expect.stringContaining('Read-only file system'),
+      });
+      await expect(call(runTool, 'shell', { command: `exec 3<>/dev/tcp/127.0.0.1/${port}` }, 'c4')).resolves.toMatchObject({
+        status: 'error',
+        code: 'tool_failure',
+      });
       expect(readdirSync(outside)).toEqual([]);
       expect(existsSync('/etc/tollgate-was-here')).toBe(false);
       expect(connections).toBe(0);
@@ -176,7 +224,9 @@ describe('shell in the bubblewrap sandbox', () => {
     const warnings: string[] = [];
     const tool = shellTool({ workspace: workspace(), effect: 'read', sandbox: false, warn: (line) => warnings.push(line) });
     expect(tool.effect).toBe('irreversible_write');
-    expect(warnings).toEqual(['shell: bubblewrap (bwrap) is not available, so shell commands run unsandboxed and every shell call needs approval']);
+    expect(warnings).toEqual([
+      'shell: bubblewrap (bwrap) is not available, so shell commands run unsandboxed and every shell call needs approval',
+    ]);
   });
 });
 
@@ -191,21 +241,24 @@ describe('the boundary under random arguments', () => {
       fc.asyncProperty(
         fc.oneof(
           fc.anything(),
-          fc.record({ path: fc.oneof(fc.string(), fc.integer()), content: fc.oneof(fc.string(), fc.constant(null)), extra: fc.anything() }, { requiredKeys: [] }),
+          fc.record(
+            { path: fc.oneof(fc.string(), fc.integer()), content: fc.oneof(fc.string(), fc.constant(null)), extra: fc.anything() },
+            { requiredKeys: [] },
+          ),
           fc.record({ path: fc.string({ maxLength: 20 }), content: fc.string({ maxLength: 20 }) }),
         ),
         async (args) => {
-        const before = executions;
-        const checked = checkToolCall({ registry, request: { callId: 'c', tool: 'save_draft', args } });
-        const valid = drafts.input.safeParse(args).success;
-        if (!valid) {
-          expect(checked.refusal?.code).toBe('invalid_arguments');
-          const result = await call(runTool, 'save_draft', args);
-          expect(result).toMatchObject({ status: 'error', code: 'invalid_arguments', executions: 0 });
-          expect(executions).toBe(before);
-        } else {
-          expect(['forbidden', undefined]).toContain(checked.refusal?.code);
-        }
+          const before = executions;
+          const checked = checkToolCall({ registry, request: { callId: 'c', tool: 'save_draft', args } });
+          const valid = drafts.input.safeParse(args).success;
+          if (!valid) {
+            expect(checked.refusal?.code).toBe('invalid_arguments');
+            const result = await call(runTool, 'save_draft', args);
+            expect(result).toMatchObject({ status: 'error', code: 'invalid_arguments', executions: 0 });
+            expect(executions).toBe(before);
+          } else {
+            expect(['forbidden', undefined]).toContain(checked.refusal?.code);
+          }
         },
       ),
       { numRuns: 500 },

@@ -109,7 +109,10 @@ describe('the failure matrix for writes', () => {
         return new Promise(() => {});
       },
     });
-    const { result, modelInputs } = await runTurn({ tools: [reversible.tool], input: { prompt: 'x', model: scripted([bookStep, { text: 'done' }]) } });
+    const { result, modelInputs } = await runTurn({
+      tools: [reversible.tool],
+      input: { prompt: 'x', model: scripted([bookStep, { text: 'done' }]) },
+    });
     expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
     expect(reversible.counts).toEqual({ executions: 1, effects: 1, lookups: 2 });
     const seen = modelInputs[1].messages.find((message) => message.role === 'tool');
@@ -156,7 +159,11 @@ describe('the failure matrix for writes', () => {
         await handle.signal(approvalSignal, { callId: first.callId, decision: 'approve', argsDigest: first.digest });
         // The model asks again for the same intent, and a human approves again: it still does not run.
         const again = await waitForState(handle, (current) => current.pendingApprovals.some((pending) => pending.callId === 'call-1-0'));
-        await handle.signal(approvalSignal, { callId: again.pendingApprovals[0].callId, decision: 'approve', argsDigest: again.pendingApprovals[0].argsDigest });
+        await handle.signal(approvalSignal, {
+          callId: again.pendingApprovals[0].callId,
+          decision: 'approve',
+          argsDigest: again.pendingApprovals[0].argsDigest,
+        });
       },
     });
     expect(result.toolCalls.map((event) => [event.status, event.code, event.attempts])).toEqual([
@@ -196,13 +203,20 @@ describe('the failure matrix for writes', () => {
     const worker = await createWorker({
       config,
       connection: env.nativeConnection,
-      activities: { ...activities, modelStep: (input: ModelStepInput) => (modelInputs.push(structuredClone(input)), activities.modelStep(input)) },
+      activities: {
+        ...activities,
+        modelStep: (input: ModelStepInput) => (modelInputs.push(structuredClone(input)), activities.modelStep(input)),
+      },
       store,
       workflowBundle,
       workerOptions: { maxConcurrentActivityTaskExecutions: 1 },
     });
     const start = (taskId: string, steps: Parameters<typeof scripted>[0]) =>
-      env.client.workflow.start('agentTurn', { workflowId: `turn-${randomUUID()}`, taskQueue, args: [{ taskId, prompt: 'x', model: scripted(steps) }] });
+      env.client.workflow.start('agentTurn', {
+        workflowId: `turn-${randomUUID()}`,
+        taskQueue,
+        args: [{ taskId, prompt: 'x', model: scripted(steps) }],
+      });
     const { result, state } = await worker.runUntil(async () => {
       try {
         const booking = await start('task-1', [bookStep, { text: 'done' }]);
@@ -223,8 +237,17 @@ describe('the failure matrix for writes', () => {
     expect(state.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'not_run', attempts: 0 })]);
     expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'not_run', attempts: 0 })]);
     expect(irreversible.counts).toEqual({ executions: 0, effects: 0, lookups: 0 });
-    const told = modelInputs.find((input) => input.taskId === 'task-1' && input.step === 1)?.messages.find((message) => message.role === 'tool');
-    expect(told).toMatchObject({ result: { status: 'error', code: 'not_run', retryable: false, message: 'book_room was approved, but no worker started it within 1 s; it did not run' } });
+    const told = modelInputs
+      .find((input) => input.taskId === 'task-1' && input.step === 1)
+      ?.messages.find((message) => message.role === 'tool');
+    expect(told).toMatchObject({
+      result: {
+        status: 'error',
+        code: 'not_run',
+        retryable: false,
+        message: 'book_room was approved, but no worker started it within 1 s; it did not run',
+      },
+    });
   });
 
   it('refuses a forbidden write before it is scheduled: forbidden, 0 executions', async () => {
@@ -239,7 +262,13 @@ describe('the failure matrix for writes', () => {
         tools: ['save_draft'],
         limits: { errorBudget: 5 },
         model: scripted([
-          { toolCalls: [{ tool: 'book_room', args: { room: 'blue' } }, { tool: 'save_draft', args: { path: '../../escape.md', content: 'x' } }, { tool: 'save_draft', args: { path: '/etc/passwd', content: 'x' } }] },
+          {
+            toolCalls: [
+              { tool: 'book_room', args: { room: 'blue' } },
+              { tool: 'save_draft', args: { path: '../../escape.md', content: 'x' } },
+              { tool: 'save_draft', args: { path: '/etc/passwd', content: 'x' } },
+            ],
+          },
           { text: 'done' },
         ]),
       },
@@ -264,7 +293,11 @@ describe('the failure matrix for writes', () => {
     });
     expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'forbidden', attempts: 0 })]);
     const seen = modelInputs[1].messages.find((message) => message.role === 'tool');
-    expect(seen).toMatchObject({ result: { message: "book_room is not run: the model step's worker declared it reversible_write, this worker declares irreversible_write" } });
+    expect(seen).toMatchObject({
+      result: {
+        message: "book_room is not run: the model step's worker declared it reversible_write, this worker declares irreversible_write",
+      },
+    });
     expect(irreversible.counts.executions + olderVersion.counts.executions).toBe(0);
     expect(irreversible.counts.effects + olderVersion.counts.effects).toBe(0);
   });
@@ -276,7 +309,12 @@ describe('the failure matrix for writes', () => {
     let writes = 0;
     const counted: ToolDefinition = { ...drafts, handler: (args, context) => (writes++, drafts.handler(args, context)) };
     const save = { toolCalls: [{ tool: 'save_draft', args: { path: 'notes/plan.md', content: '# Plan\n' } }] };
-    const first = await runTurn({ config, store, tools: [counted], input: { prompt: 'x', model: scripted([save, save, { text: 'done' }]) } });
+    const first = await runTurn({
+      config,
+      store,
+      tools: [counted],
+      input: { prompt: 'x', model: scripted([save, save, { text: 'done' }]) },
+    });
     expect(first.result.toolCalls.map((event) => [event.status, event.attempts])).toEqual([
       ['success', 1],
       ['success', 0],
@@ -286,7 +324,11 @@ describe('the failure matrix for writes', () => {
     const taskFolder = taskFolderName('task-1');
     expect(second.result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 0 })]);
     expect(writes).toBe(1);
-    expect(readdirSync(path.join(config.workspace, 'drafts'), { recursive: true }).map(String).sort()).toEqual([taskFolder, `${taskFolder}/notes`, `${taskFolder}/notes/plan.md`]);
+    expect(readdirSync(path.join(config.workspace, 'drafts'), { recursive: true }).map(String).sort()).toEqual([
+      taskFolder,
+      `${taskFolder}/notes`,
+      `${taskFolder}/notes/plan.md`,
+    ]);
     await store.close();
   });
 });
@@ -297,15 +339,22 @@ describe('approvals of irreversible writes', () => {
     const send = sendMessageTool({ workspace: config.workspace });
     const outbox = path.join(config.workspace, 'outbox');
     const step = { toolCalls: [{ tool: 'send_message', args: { to: 'ops', subject: 'Hello', body: 'The brief.' } }] };
-    const delivered = () => (existsSync(outbox) ? readdirSync(outbox, { recursive: true }).filter((name) => String(name).endsWith('.json')).length : 0);
-    return runTurn({ config, tools: [send], interact, input: { prompt: 'x', model: scripted([step, { text: 'done' }]), ...extra } }).then((run) => ({ ...run, delivered: delivered() }));
+    const delivered = () =>
+      existsSync(outbox) ? readdirSync(outbox, { recursive: true }).filter((name) => String(name).endsWith('.json')).length : 0;
+    return runTurn({ config, tools: [send], interact, input: { prompt: 'x', model: scripted([step, { text: 'done' }]), ...extra } }).then(
+      (run) => ({ ...run, delivered: delivered() }),
+    );
   }
 
   it('runs an approved call exactly once and shows the wait in state and search attributes', async () => {
     let awaiting: unknown;
     const { result, delivered } = await outboxTurn(async (handle) => {
       const { state, callId, digest } = await firstPending(handle);
-      expect(state.pendingApprovals[0]).toMatchObject({ tool: 'send_message', args: { to: 'ops' }, argsDigest: argsDigest({ to: 'ops', subject: 'Hello', body: 'The brief.' }) });
+      expect(state.pendingApprovals[0]).toMatchObject({
+        tool: 'send_message',
+        args: { to: 'ops' },
+        argsDigest: argsDigest({ to: 'ops', subject: 'Hello', body: 'The brief.' }),
+      });
       awaiting = (await handle.describe()).searchAttributes.TollgateAwaitingApproval;
       await handle.signal(approvalSignal, { callId, decision: 'approve', argsDigest: digest });
     });
@@ -341,7 +390,9 @@ describe('approvals of irreversible writes', () => {
       await handle.signal(approvalSignal, { callId, decision: 'approve', approver: 'blind' });
       const blind = await handle.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve' }] }).catch((error) => error);
       expect(blind).toBeInstanceOf(WorkflowUpdateFailedError);
-      expect(blind.cause.message).toBe(`argsDigest is required: send the digest of the arguments of call ${callId} you decide on (pendingApprovals in the state query)`);
+      expect(blind.cause.message).toBe(
+        `argsDigest is required: send the digest of the arguments of call ${callId} you decide on (pendingApprovals in the state query)`,
+      );
       await waitForState(handle, (current) => current.rejectedDecisions.length === 1);
       await handle.signal(approvalSignal, { callId, decision: 'approve', approver: 'sighted', argsDigest: digest });
     });
@@ -369,7 +420,11 @@ describe('approvals of irreversible writes', () => {
     const { result, delivered, state } = await outboxTurn(async (handle) => {
       const { callId } = await firstPending(handle);
       await handle.signal(approvalSignal, { callId: 'call-9-9', decision: 'approve' });
-      await handle.signal(approvalSignal, { callId, decision: 'approve', argsDigest: argsDigest({ to: 'attacker', subject: 'Hello', body: 'The brief.' }) });
+      await handle.signal(approvalSignal, {
+        callId,
+        decision: 'approve',
+        argsDigest: argsDigest({ to: 'attacker', subject: 'Hello', body: 'The brief.' }),
+      });
       await handle.signal(approvalSignal, { callId, decision: 'maybe' } as never);
       await waitForState(handle, (current) => current.rejectedDecisions.length === 3);
     });
@@ -386,27 +441,53 @@ describe('approvals of irreversible writes', () => {
     // Two messages in one step: the second waits for its own decision, so the turn is still running
     // when the first call's decision is replayed (a finished turn would refuse any update at all).
     const second = { to: 'ops', subject: 'Follow-up', body: 'Second.' };
-    const twoSends = scripted([{ toolCalls: [{ tool: 'send_message', args: { to: 'ops', subject: 'Hello', body: 'The brief.' } }, { tool: 'send_message', args: second }] }, { text: 'done' }]);
+    const twoSends = scripted([
+      {
+        toolCalls: [
+          { tool: 'send_message', args: { to: 'ops', subject: 'Hello', body: 'The brief.' } },
+          { tool: 'send_message', args: second },
+        ],
+      },
+      { text: 'done' },
+    ]);
     const { result, delivered, state } = await outboxTurn(
       async (handle) => {
         const { callId, digest } = await firstPending(handle);
-        const forged = await handle.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve', argsDigest: 'f'.repeat(64) }] }).catch((error) => error);
+        const forged = await handle
+          .executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve', argsDigest: 'f'.repeat(64) }] })
+          .catch((error) => error);
         expect(forged).toBeInstanceOf(WorkflowUpdateFailedError);
         expect(forged.cause.message).toBe(`argsDigest does not match the arguments of call ${callId}`);
-        await expect(handle.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve', argsDigest: digest }] })).resolves.toEqual({ callId, decision: 'approve', accepted: true });
+        await expect(handle.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve', argsDigest: digest }] })).resolves.toEqual({
+          callId,
+          decision: 'approve',
+          accepted: true,
+        });
         const next = await waitForState(handle, (current) => current.pendingApprovals.some((pending) => pending.callId !== callId));
-        const replayed = await handle.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve', argsDigest: digest }] }).catch((error) => error);
+        const replayed = await handle
+          .executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve', argsDigest: digest }] })
+          .catch((error) => error);
         expect(replayed).toBeInstanceOf(WorkflowUpdateFailedError);
         expect(replayed.cause.message).toMatch(/already decided|no call .* waits for approval/);
         await handle.signal(approvalSignal, { callId, decision: 'approve', argsDigest: digest });
         await waitForState(handle, (current) => current.rejectedDecisions.length === 1);
         const waiting = next.pendingApprovals.find((pending) => pending.callId !== callId)!;
-        await handle.signal(approvalSignal, { callId: waiting.callId, decision: 'deny', argsDigest: waiting.argsDigest, reason: 'one message is enough' });
+        await handle.signal(approvalSignal, {
+          callId: waiting.callId,
+          decision: 'deny',
+          argsDigest: waiting.argsDigest,
+          reason: 'one message is enough',
+        });
       },
       { model: twoSends },
     );
-    expect(state.rejectedDecisions).toEqual([expect.objectContaining({ why: expect.stringMatching(/already decided|no call .* waits for approval/) })]);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 }), expect.objectContaining({ status: 'denied', attempts: 0 })]);
+    expect(state.rejectedDecisions).toEqual([
+      expect.objectContaining({ why: expect.stringMatching(/already decided|no call .* waits for approval/) }),
+    ]);
+    expect(result.toolCalls).toEqual([
+      expect.objectContaining({ status: 'success', attempts: 1 }),
+      expect.objectContaining({ status: 'denied', attempts: 0 }),
+    ]);
     expect(delivered).toBe(1);
   });
 });

@@ -21,7 +21,9 @@ export function openCorpus(folder: string): Corpus {
     documents() {
       let names: string[];
       try {
-        names = readdirSync(folder).filter((name) => name.endsWith('.md')).sort();
+        names = readdirSync(folder)
+          .filter((name) => name.endsWith('.md'))
+          .sort();
       } catch (error) {
         throw new Error(`corpus folder ${folder} cannot be read: ${(error as Error).message}`, { cause: error });
       }

@@ -84,7 +84,6 @@ export interface ToolDefinition {
   handler: (args: unknown, context: ToolContext) => Promise<unknown> | unknown;
 }
 
-
 /** Checks what a registry cannot run safely; a reversible write without a status lookup is refused. */
 export function checkToolDefinition(tool: ToolDefinition): void {
   if (tool.effect === 'reversible_write' && typeof tool.status !== 'function') {
@@ -97,9 +96,11 @@ const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 /** Declares a tool once; the model-visible schema, the runtime policy and the handler all come from here. */
 export function defineTool<Schema extends z.ZodType>(spec: ToolSpec<Schema>): ToolDefinition {
   if (!TOOL_NAME.test(spec.name)) throw new Error(`tool name "${spec.name}" must be snake_case letters, digits and underscores`);
-  if (!TOOL_EFFECTS.includes(spec.effect)) throw new Error(`tool ${spec.name}: effect must be one of ${TOOL_EFFECTS.join(', ')}, got "${spec.effect}"`);
+  if (!TOOL_EFFECTS.includes(spec.effect))
+    throw new Error(`tool ${spec.name}: effect must be one of ${TOOL_EFFECTS.join(', ')}, got "${spec.effect}"`);
   const maxAttempts = spec.maxAttempts ?? TOOL_DEFAULTS.maxAttempts;
-  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new Error(`tool ${spec.name}: maxAttempts must be a whole number of at least 1`);
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1)
+    throw new Error(`tool ${spec.name}: maxAttempts must be a whole number of at least 1`);
   const tool: ToolDefinition = {
     name: spec.name,
     description: spec.description,

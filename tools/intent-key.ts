@@ -23,7 +23,8 @@ export function taskSlug(taskId: string): string {
 export function intentKey(tool: ToolDefinition, args: unknown, taskId: string): string {
   const custom = tool.idempotencyKey?.(args, { taskId, tool: tool.name });
   if (custom !== undefined) {
-    if (!/^[A-Za-z0-9._-]{1,200}$/.test(custom)) throw new Error(`tool ${tool.name}: idempotencyKey must be 1-200 characters of A-Z a-z 0-9 . _ -`);
+    if (!/^[A-Za-z0-9._-]{1,200}$/.test(custom))
+      throw new Error(`tool ${tool.name}: idempotencyKey must be 1-200 characters of A-Z a-z 0-9 . _ -`);
     return custom;
   }
   return `${taskSlug(taskId)}.${tool.name}.${sha256(`${taskId}\u0000${argsDigest(args)}`).slice(0, 24)}`;

@@ -4,8 +4,7 @@ const OUTCOME = Symbol.for('tollgate.ToolOutcome');
 
 /** What a handler returns to say, without throwing, whether it succeeded. */
 export type ToolOutcome =
-  | { [OUTCOME]: true; ok: true; data: unknown }
-  | { [OUTCOME]: true; ok: false; message: string; code: ErrorCode; retryable: boolean };
+  { [OUTCOME]: true; ok: true; data: unknown } | { [OUTCOME]: true; ok: false; message: string; code: ErrorCode; retryable: boolean };
 
 /** Builds and recognizes handler outcomes; a handler's plain string return is a success too. */
 export const ToolOutcome = {

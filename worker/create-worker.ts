@@ -167,7 +167,11 @@ export function retentionService(store: IdempotencyStore, config: TollgateConfig
 function logRetentionPass(pass: RetentionPass): void {
   const logger = Runtime.instance().logger;
   const committedBefore = pass.committedBefore.toISOString();
-  if ('error' in pass) logger.warn('retention: could not prune the idempotency store', { committedBefore, message: String((pass.error as Error)?.message ?? pass.error) });
+  if ('error' in pass)
+    logger.warn('retention: could not prune the idempotency store', {
+      committedBefore,
+      message: String((pass.error as Error)?.message ?? pass.error),
+    });
   else logger.info('retention: pruned committed intents', { committedBefore, ...pass.report });
 }
 

@@ -6,7 +6,9 @@ import { createWorker } from './create-worker';
 export async function runWorker(config: TollgateConfig): Promise<void> {
   const { address, namespace, taskQueue } = config.temporal;
   if ((await probeServer(address, config.temporalProfile)) !== 'temporal') {
-    throw new Error(`no Temporal server answers at ${address}; start one with \`npm run server\` (or \`tollgate server start\`) or set TEMPORAL_ADDRESS`);
+    throw new Error(
+      `no Temporal server answers at ${address}; start one with \`npm run server\` (or \`tollgate server start\`) or set TEMPORAL_ADDRESS`,
+    );
   }
   const worker = await createWorker({ config });
   console.log(`Tollgate worker: task queue ${taskQueue} on ${address} (namespace ${namespace}); Ctrl-C stops it.`);

@@ -1,4 +1,13 @@
-import { ActivityFailure, ApplicationFailure, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { MODEL_FAILURES, type BoundaryResult, type CheckedToolCall } from '../common/activity-types';
 import { BoundaryResults } from '../common/boundary-results';
@@ -33,7 +42,11 @@ const { modelStep } = proxyActivities<Activities>({
   },
 });
 
-const { turnSettings } = proxyLocalActivities<Activities>({ startToCloseTimeout: '10 seconds', summary: 'turn settings', retry: { maximumAttempts: 5 } });
+const { turnSettings } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '10 seconds',
+  summary: 'turn settings',
+  retry: { maximumAttempts: 5 },
+});
 
 /**
  * What a turn runs under: the worker's config limits, lowered or raised by the turn's own, and
@@ -78,7 +91,8 @@ function checkInput(input: unknown): asserts input is AgentTurnInput {
   if (limits !== undefined) {
     if (!limits || typeof limits !== 'object') throw invalidInput('limits must be an object');
     for (const [key, value] of Object.entries(limits)) {
-      if (!(key in DEFAULT_TURN_LIMITS)) throw invalidInput(`limits.${key} is not a limit (${Object.keys(DEFAULT_TURN_LIMITS).join(', ')})`);
+      if (!(key in DEFAULT_TURN_LIMITS))
+        throw invalidInput(`limits.${key} is not a limit (${Object.keys(DEFAULT_TURN_LIMITS).join(', ')})`);
       if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw invalidInput(`limits.${key} must be a whole number`);
     }
   }
@@ -187,7 +201,9 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
 
     state.phase = 'tools';
     // Reads of one step run concurrently; writes one after another, in the model's order.
-    const reads = reply.toolCalls.map((call) => (runsConcurrently(call) ? executeCall({ taskId, step, call, allowedTools, approvals }) : undefined));
+    const reads = reply.toolCalls.map((call) =>
+      runsConcurrently(call) ? executeCall({ taskId, step, call, allowedTools, approvals }) : undefined,
+    );
     const executed: Array<Awaited<ReturnType<typeof executeCall>>> = [];
     for (const [index, call] of reply.toolCalls.entries()) {
       executed.push(await (reads[index] ?? executeCall({ taskId, step, call, allowedTools, approvals })));
@@ -205,7 +221,16 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   state.status = finalStatus;
   state.phase = 'finished';
   approvals.publish();
-  return { taskId, status: finalStatus, ...(error ? { error } : {}), modelInterruptions: state.modelInterruptions, answer, steps: state.step + 1, toolCalls: events, usage };
+  return {
+    taskId,
+    status: finalStatus,
+    ...(error ? { error } : {}),
+    modelInterruptions: state.modelInterruptions,
+    answer,
+    steps: state.step + 1,
+    toolCalls: events,
+    usage,
+  };
 }
 
 /**

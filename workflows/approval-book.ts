@@ -148,21 +148,41 @@ function cell(text: string): string {
 
 /** The markdown the Web UI shows for a turn: what waits for approval and the tool calls so far. */
 export function renderDetails(state: TurnState): string {
-  const lines = [`**Task** \`${cell(state.taskId)}\` · **status** ${state.status} · **phase** ${state.phase} · **step** ${state.step + 1}`, ''];
+  const lines = [
+    `**Task** \`${cell(state.taskId)}\` · **status** ${state.status} · **phase** ${state.phase} · **step** ${state.step + 1}`,
+    '',
+  ];
   if (state.pendingApprovals.length > 0) {
     lines.push('### Waiting for approval', '');
     for (const pending of state.pendingApprovals) {
       const digest = pending.shownDigest ?? pending.argsDigest;
       lines.push(`- **${pending.callId}** · ${pending.tool} · expires ${pending.expiresAt} · argsDigest \`${digest}\``);
-      if (pending.redactedValues) lines.push(`  ${pending.redactedValues} value${pending.redactedValues === 1 ? '' : 's'} redacted; the digest names the arguments as shown`);
-      lines.push('', '  ```json', ...shownJson(pending.args).split('\n').map((line) => `  ${line}`), '  ```', '');
+      if (pending.redactedValues)
+        lines.push(
+          `  ${pending.redactedValues} value${pending.redactedValues === 1 ? '' : 's'} redacted; the digest names the arguments as shown`,
+        );
+      lines.push(
+        '',
+        '  ```json',
+        ...shownJson(pending.args)
+          .split('\n')
+          .map((line) => `  ${line}`),
+        '  ```',
+        '',
+      );
     }
-    lines.push('', 'Decide with the `approval` signal, e.g. `{ "callId": "…", "decision": "approve", "argsDigest": "…" }`, or `tollgate approve <workflowId> <callId>`.', '');
+    lines.push(
+      '',
+      'Decide with the `approval` signal, e.g. `{ "callId": "…", "decision": "approve", "argsDigest": "…" }`, or `tollgate approve <workflowId> <callId>`.',
+      '',
+    );
   }
   if (state.toolCalls.length > 0) {
     lines.push('### Tool calls', '');
     for (const event of state.toolCalls) {
-      lines.push(`- ${event.callId} · ${event.tool} · ${event.effect} · **${event.status}**${event.code ? ` \`${event.code}\`` : ''} · ${event.attempts} execution${event.attempts === 1 ? '' : 's'} · ${event.durationMs} ms`);
+      lines.push(
+        `- ${event.callId} · ${event.tool} · ${event.effect} · **${event.status}**${event.code ? ` \`${event.code}\`` : ''} · ${event.attempts} execution${event.attempts === 1 ? '' : 's'} · ${event.durationMs} ms`,
+      );
     }
   }
   return lines.join('\n');

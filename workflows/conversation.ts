@@ -48,13 +48,24 @@ export function boundedHistory(history: TurnMessage[], budgetChars: number): Tur
  */
 export async function conversation(input: ConversationInput): Promise<ConversationState> {
   if (!input || typeof input.conversationId !== 'string' || input.conversationId.trim() === '') {
-    throw ApplicationFailure.create({ type: 'invalid_input', message: 'conversation input: conversationId must be a non-empty string', nonRetryable: true });
+    throw ApplicationFailure.create({
+      type: 'invalid_input',
+      message: 'conversation input: conversationId must be a non-empty string',
+      nonRetryable: true,
+    });
   }
   if (unencryptedMode(input) === 'all') {
     const message = 'conversation input: it arrived unencrypted; encryption.requireEncrypted is "all"';
     throw ApplicationFailure.create({ type: 'invalid_input', message, nonRetryable: true });
   }
-  const { conversationId, model, tools, limits, maxTurnsPerRun = CONVERSATION_DEFAULTS.maxTurnsPerRun, contextBudgetChars = CONVERSATION_DEFAULTS.contextBudgetChars } = input;
+  const {
+    conversationId,
+    model,
+    tools,
+    limits,
+    maxTurnsPerRun = CONVERSATION_DEFAULTS.maxTurnsPerRun,
+    contextBudgetChars = CONVERSATION_DEFAULTS.contextBudgetChars,
+  } = input;
   const state: ConversationState = { conversationId, turns: input.turns ?? 0, history: [...(input.history ?? [])], closed: false };
   let turnsThisRun = 0;
   let busy = false;
@@ -72,7 +83,10 @@ export async function conversation(input: ConversationInput): Promise<Conversati
         workflowId: `${workflowInfo().workflowId}-turn-${turn}`,
         args: [{ taskId: conversationId, prompt: text, model, tools, limits, history: boundedHistory(state.history, contextBudgetChars) }],
       });
-      state.history.push({ role: 'user', content: text }, { role: 'assistant', text: result.answer ?? `(the turn ended with status ${result.status})`, toolCalls: [] });
+      state.history.push(
+        { role: 'user', content: text },
+        { role: 'assistant', text: result.answer ?? `(the turn ended with status ${result.status})`, toolCalls: [] },
+      );
       return result;
     } finally {
       busy = false;
@@ -90,7 +104,8 @@ export async function conversation(input: ConversationInput): Promise<Conversati
     ({ text }): Promise<AgentTurnResult> => (patched(SERIAL_SENDS_PATCH) ? sendLock.runExclusive(() => runTurn(text)) : runTurn(text)),
     {
       validator: (message) => {
-        if (!message || typeof message.text !== 'string' || message.text.trim() === '') throw new Error('send: text must be a non-empty string');
+        if (!message || typeof message.text !== 'string' || message.text.trim() === '')
+          throw new Error('send: text must be a non-empty string');
         if (message.text.length > MAX_SEND_TEXT_CHARS) {
           throw new Error(`send: text is ${message.text.length} characters long; at most ${MAX_SEND_TEXT_CHARS} are taken`);
         }

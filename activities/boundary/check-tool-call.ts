@@ -38,7 +38,10 @@ export function checkToolCall({
   const digest = approvalDigest(request.args, tool?.definitionDigest);
   const call = { ...request, argsDigest: digest, ...shownArguments(request.args, redactor, tool?.definitionDigest) };
   if (!tool) {
-    const known = registry.list().map((candidate) => candidate.name).join(', ');
+    const known = registry
+      .list()
+      .map((candidate) => candidate.name)
+      .join(', ');
     return { ...call, refusal: { code: 'unknown_tool', message: `no tool named "${request.tool}"; available: ${known}` } };
   }
   const policy = registry.policy(request.tool)!;
@@ -65,7 +68,11 @@ const DEFAULT_REDACTOR = createRedactor();
  * The copy of the arguments that may be shown (state query, Web UI, CLI) when a secret had to be
  * replaced in it, with the digest of that copy; nothing when the arguments hold no secret.
  */
-export function shownArguments(args: unknown, redactor: Redactor, definitionDigest?: string): Pick<CheckedToolCall, 'shownArgs' | 'shownDigest' | 'redactedValues'> {
+export function shownArguments(
+  args: unknown,
+  redactor: Redactor,
+  definitionDigest?: string,
+): Pick<CheckedToolCall, 'shownArgs' | 'shownDigest' | 'redactedValues'> {
   const { value, redactedValues } = redactor.value(args);
   return redactedValues === 0 ? {} : { shownArgs: value, shownDigest: approvalDigest(value, definitionDigest), redactedValues };
 }
@@ -77,7 +84,11 @@ export function callSummary(tool: ToolDefinition, args: unknown, redactor: Redac
   const record = (args && typeof args === 'object' ? args : {}) as Record<string, unknown>;
   let detail: string;
   try {
-    if (tool.summaryFields) detail = tool.summaryFields.map((field) => (record[field] === undefined ? '' : String(record[field]))).filter(Boolean).join(' ');
+    if (tool.summaryFields)
+      detail = tool.summaryFields
+        .map((field) => (record[field] === undefined ? '' : String(record[field])))
+        .filter(Boolean)
+        .join(' ');
     else if (tool.summary) detail = tool.summary(args);
     else detail = String(Object.values(record).find((value) => typeof value === 'string') ?? '');
   } catch {

@@ -33,8 +33,14 @@ export async function askStatusCheck({
   try {
     answer = await tool.status(args, { taskId, tool: tool.name, idempotencyKey });
   } catch (error) {
-    Context.current().log.warn('status check threw', { tool: tool.name, stack: redactText(String((error as Error)?.stack), secretPatterns) });
-    return { state: 'unknown', reason: redactText(`the status check failed: ${String((error as Error)?.message ?? error).split('\n')[0]}`, secretPatterns) };
+    Context.current().log.warn('status check threw', {
+      tool: tool.name,
+      stack: redactText(String((error as Error)?.stack), secretPatterns),
+    });
+    return {
+      state: 'unknown',
+      reason: redactText(`the status check failed: ${String((error as Error)?.message ?? error).split('\n')[0]}`, secretPatterns),
+    };
   }
   if (answer === 'not_applied') return { state: 'not_applied' };
   if (answer === 'applied' || (typeof answer === 'object' && answer !== null && answer.state === 'applied')) {
@@ -72,28 +78,48 @@ export function createLookupStatus({
       record = await store.get(idempotencyKey);
     } catch (error) {
       if (!(error instanceof IntentStoreError)) throw error;
-      Context.current().log.warn('idempotency store unreachable during a status lookup', { tool: name, callId, message: redactText(error.message, secretPatterns) });
+      Context.current().log.warn('idempotency store unreachable during a status lookup', {
+        tool: name,
+        callId,
+        message: redactText(error.message, secretPatterns),
+      });
       return { state: 'unknown', reason: redactText(error.message, secretPatterns) };
     }
     const stored: ToolResult | undefined = record?.state === 'committed' ? record.receipt : undefined;
     if (!tool.status) {
       if (stored) return { state: 'applied', receipt: stored, source: 'store' };
-      return record ? { state: 'unknown', reason: `started earlier (call ${record.callId}) and never confirmed` } : { state: 'not_applied' };
+      return record
+        ? { state: 'unknown', reason: `started earlier (call ${record.callId}) and never confirmed` }
+        : { state: 'not_applied' };
     }
     const checked = await askStatusCheck({ tool, args: parsed.data, taskId, idempotencyKey, secretPatterns });
     if (checked.state === 'applied') {
       if (stored) return { state: 'applied', receipt: stored, source: 'store' };
       try {
-        await store.recordApplied({ key: idempotencyKey, taskId, tool: name, argsDigest: argsDigest(parsed.data), receipt: checked.receipt });
+        await store.recordApplied({
+          key: idempotencyKey,
+          taskId,
+          tool: name,
+          argsDigest: argsDigest(parsed.data),
+          receipt: checked.receipt,
+        });
       } catch (error) {
         // The check is the authority; a receipt that could not be recorded costs only a later check.
         if (!(error instanceof IntentStoreError)) throw error;
-        Context.current().log.warn('could not record a receipt the status check found', { tool: name, callId, message: redactText(error.message, secretPatterns) });
+        Context.current().log.warn('could not record a receipt the status check found', {
+          tool: name,
+          callId,
+          message: redactText(error.message, secretPatterns),
+        });
       }
       return checked;
     }
     if (checked.state === 'not_applied') {
-      if (inFlight(record)) return { state: 'unknown', reason: `call ${record!.callId} started this intent at ${record!.startedAt} and may still be applying it (until ${record!.leaseExpiresAt})` };
+      if (inFlight(record))
+        return {
+          state: 'unknown',
+          reason: `call ${record!.callId} started this intent at ${record!.startedAt} and may still be applying it (until ${record!.leaseExpiresAt})`,
+        };
       return checked;
     }
     if (stored) return { state: 'applied', receipt: stored, source: 'store' };

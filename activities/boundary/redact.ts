@@ -63,7 +63,8 @@ export function createRedactor(configPatterns: readonly string[] = []): Redactor
         return replaced;
       }
       if (Array.isArray(item)) return item.map(visit);
-      if (item && typeof item === 'object') return Object.fromEntries(Object.entries(item).map(([key, entry]) => [visit(key) as string, visit(entry)]));
+      if (item && typeof item === 'object')
+        return Object.fromEntries(Object.entries(item).map(([key, entry]) => [visit(key) as string, visit(entry)]));
       return item;
     };
     const copy = visit(input);

@@ -6,7 +6,13 @@ import { checkToolCall } from './check-tool-call';
 import { classifyError } from './classify-error';
 import { ToolError } from '../../tools/tool-error';
 import type { ToolDefinition } from '../../tools/define-tool';
-import { DEFAULT_IN_FLIGHT_GRACE_MS, IntentStoreError, type ClaimResult, type IdempotencyStore, type WriteEffect } from '../intents/intent-store';
+import {
+  DEFAULT_IN_FLIGHT_GRACE_MS,
+  IntentStoreError,
+  type ClaimResult,
+  type IdempotencyStore,
+  type WriteEffect,
+} from '../intents/intent-store';
 import { askStatusCheck, inFlight } from './lookup-status';
 import { argsDigest } from '../../tools/canonical-json';
 import { intentKey } from '../../tools/intent-key';
@@ -20,7 +26,11 @@ import type { ToolResult } from '../../common/types';
 export function truncateOutput(data: unknown, maxChars: number): { data: unknown; originalSize: number; truncated: boolean } {
   const text = typeof data === 'string' ? data : JSON.stringify(data ?? null);
   if (text.length <= maxChars) return { data, originalSize: text.length, truncated: false };
-  return { data: `${text.slice(0, maxChars)}…[truncated: ${maxChars} of ${text.length} characters]`, originalSize: text.length, truncated: true };
+  return {
+    data: `${text.slice(0, maxChars)}…[truncated: ${maxChars} of ${text.length} characters]`,
+    originalSize: text.length,
+    truncated: true,
+  };
 }
 
 class TimeoutError extends Error {
@@ -28,9 +38,7 @@ class TimeoutError extends Error {
 }
 
 /** How a handler ended, or that it never started. */
-type HandlerEnd =
-  | { started: true; outcome: ToolOutcome; interrupted: boolean; error?: unknown }
-  | { started: false; reason: unknown };
+type HandlerEnd = { started: true; outcome: ToolOutcome; interrupted: boolean; error?: unknown } | { started: false; reason: unknown };
 
 /**
  * Gives a call's place under the concurrency limit back when its handler has really stopped: one
@@ -39,13 +47,15 @@ type HandlerEnd =
 function keepPlaceUntilSettled(handled: Promise<unknown>, release: () => void): void {
   const bound = setTimeout(release, DEFAULT_IN_FLIGHT_GRACE_MS);
   bound.unref();
-  handled.then(
-    () => undefined,
-    () => undefined,
-  ).finally(() => {
-    clearTimeout(bound);
-    release();
-  });
+  handled
+    .then(
+      () => undefined,
+      () => undefined,
+    )
+    .finally(() => {
+      clearTimeout(bound);
+      release();
+    });
 }
 
 /**
@@ -126,10 +136,18 @@ export function createRunTool({
       return { started: true, outcome: ToolOutcome.is(raw) ? raw : ToolOutcome.ok(raw), interrupted: false };
     } catch (error) {
       const failure = classifyError(error);
-      context.log.warn('tool handler threw', { tool: tool.name, callId: input.callId, attempt, code: failure.code, stack: redactText(String((error as Error)?.stack), secretPatterns) });
+      context.log.warn('tool handler threw', {
+        tool: tool.name,
+        callId: input.callId,
+        attempt,
+        code: failure.code,
+        stack: redactText(String((error as Error)?.stack), secretPatterns),
+      });
       const outcome = ToolOutcome.error(failure.message, failure);
       // A ToolError is the handler's own verdict; anything else cut the handler off at an unknown point.
-      return error instanceof ToolError ? { started: true, outcome, interrupted: false } : { started: true, outcome, interrupted: true, error };
+      return error instanceof ToolError
+        ? { started: true, outcome, interrupted: false }
+        : { started: true, outcome, interrupted: true, error };
     } finally {
       clearTimeout(timer);
       context.cancellationSignal.removeEventListener('abort', onCancel);
@@ -140,13 +158,18 @@ export function createRunTool({
 
   // Why a call never started: the message of its timeout, or the cancellation to rethrow.
   function notStarted(tool: ToolDefinition, reason: unknown): string {
-    if (reason instanceof TimeoutError) return `${reason.message} waiting for a place under its concurrency limit of ${tool.concurrency}; it did not run`;
+    if (reason instanceof TimeoutError)
+      return `${reason.message} waiting for a place under its concurrency limit of ${tool.concurrency}; it did not run`;
     throw reason;
   }
 
   // The handler's outcome as the model may see it: redacted, truncated, with the executions counted.
   function normalize(tool: ToolDefinition, outcome: ToolOutcome, executions: number): BoundaryResult {
-    if (!outcome.ok) return BoundaryResults.failure(outcome.code, redactText(outcome.message, secretPatterns), { executions, retryable: outcome.retryable });
+    if (!outcome.ok)
+      return BoundaryResults.failure(outcome.code, redactText(outcome.message, secretPatterns), {
+        executions,
+        retryable: outcome.retryable,
+      });
     const { data, originalSize, truncated } = truncateOutput(redactValue(outcome.data, secretPatterns), tool.maxOutputChars);
     return BoundaryResults.of({ status: 'success', data }, { executions, originalSize, truncated });
   }
@@ -155,12 +178,22 @@ export function createRunTool({
     const attempt = Context.current().info.attempt;
     const end = await runHandler(tool, args, input);
     if (!end.started) {
-      throw ApplicationFailure.create({ type: 'transient_failure', message: notStarted(tool, end.reason), nonRetryable: false, details: [{ executions: attempt - 1 }] });
+      throw ApplicationFailure.create({
+        type: 'transient_failure',
+        message: notStarted(tool, end.reason),
+        nonRetryable: false,
+        details: [{ executions: attempt - 1 }],
+      });
     }
     const normalized = normalize(tool, end.outcome, attempt);
     const { result } = normalized;
     if (result.status === 'error' && result.retryable) {
-      throw ApplicationFailure.create({ type: result.code, message: result.message, nonRetryable: false, details: [{ executions: attempt }] });
+      throw ApplicationFailure.create({
+        type: result.code,
+        message: result.message,
+        nonRetryable: false,
+        details: [{ executions: attempt }],
+      });
     }
     return normalized;
   }
@@ -175,7 +208,16 @@ export function createRunTool({
     const fromReceipt = (receipt: ToolResult) => BoundaryResults.fromReceipt(receipt, 0);
     const check = () => askStatusCheck({ tool, args, taskId: input.taskId, idempotencyKey: key, secretPatterns });
     const claimFor = (supersede?: string) =>
-      store.claim({ key, taskId: input.taskId, tool: tool.name, callId: input.callId, argsDigest: argsDigest(args), effect, leaseMs: tool.timeoutMs, supersede });
+      store.claim({
+        key,
+        taskId: input.taskId,
+        tool: tool.name,
+        callId: input.callId,
+        argsDigest: argsDigest(args),
+        effect,
+        leaseMs: tool.timeoutMs,
+        supersede,
+      });
     let claim: ClaimResult;
     try {
       claim = await claimFor();
@@ -189,7 +231,13 @@ export function createRunTool({
         if (effect === 'reversible_write' && tool.status) {
           const checked = await check();
           if (checked.state === 'applied') {
-            await store.recordApplied({ key, taskId: input.taskId, tool: tool.name, argsDigest: argsDigest(args), receipt: checked.receipt });
+            await store.recordApplied({
+              key,
+              taskId: input.taskId,
+              tool: tool.name,
+              argsDigest: argsDigest(args),
+              receipt: checked.receipt,
+            });
             return fromReceipt(checked.receipt);
           }
         }
@@ -214,20 +262,38 @@ export function createRunTool({
       }
     } catch (error) {
       if (!(error instanceof IntentStoreError)) throw error;
-      context.log.warn('idempotency store failed before a write', { tool: tool.name, callId: input.callId, message: redactText(error.message, secretPatterns) });
+      context.log.warn('idempotency store failed before a write', {
+        tool: tool.name,
+        callId: input.callId,
+        message: redactText(error.message, secretPatterns),
+      });
       return notRun(`${tool.name} was not run: ${error.message}`);
     }
     const { owner } = claim;
     const end = await runHandler(tool, args, input, key);
     if (!end.started) {
       // Nothing ran: the attempt is given up, so the next lookup finds it not applied rather than in flight.
-      await store.release({ key, owner }).catch((error: unknown) => context.log.warn('could not give up an attempt that never started', { key, message: redactText(String(error), secretPatterns) }));
+      await store
+        .release({ key, owner })
+        .catch((error: unknown) =>
+          context.log.warn('could not give up an attempt that never started', { key, message: redactText(String(error), secretPatterns) }),
+        );
       return BoundaryResults.failure('transient_failure', notStarted(tool, end.reason), { executions: 0 });
     }
     if (end.interrupted) {
       // A handler that threw has stopped, so the attempt is no longer in flight; one cut off by the timeout may still be applying.
-      if ((end.error as Error | undefined)?.name !== 'TimeoutError') await store.endLease({ key, owner }).catch((error: unknown) => context.log.warn('could not end a lease', { key, message: redactText(String(error), secretPatterns) }));
-      throw ApplicationFailure.create({ type: WRITE_INTERRUPTED, message: redactText(end.outcome.ok ? 'interrupted' : end.outcome.message, secretPatterns), nonRetryable: true, details: [{ executions: 1 }] });
+      if ((end.error as Error | undefined)?.name !== 'TimeoutError')
+        await store
+          .endLease({ key, owner })
+          .catch((error: unknown) =>
+            context.log.warn('could not end a lease', { key, message: redactText(String(error), secretPatterns) }),
+          );
+      throw ApplicationFailure.create({
+        type: WRITE_INTERRUPTED,
+        message: redactText(end.outcome.ok ? 'interrupted' : end.outcome.message, secretPatterns),
+        nonRetryable: true,
+        details: [{ executions: 1 }],
+      });
     }
     const normalized = normalize(tool, end.outcome, Math.max(attempt, 1));
     const { result } = normalized;
@@ -237,7 +303,11 @@ export function createRunTool({
     } catch (error) {
       // The handler's verdict stands; the intent stays started, so a later lookup says unknown rather than not applied.
       if (!(error instanceof IntentStoreError)) throw error;
-      context.log.warn('idempotency store failed after a write', { tool: tool.name, callId: input.callId, message: redactText(error.message, secretPatterns) });
+      context.log.warn('idempotency store failed after a write', {
+        tool: tool.name,
+        callId: input.callId,
+        message: redactText(error.message, secretPatterns),
+      });
     }
     return normalized;
   }

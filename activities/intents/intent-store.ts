@@ -82,7 +82,9 @@ export class IntentStoreError extends Error {
     readonly operation: string,
     cause: unknown,
   ) {
-    super(`the idempotency store could not ${operation}: ${cause instanceof Error ? cause.message.split('\n')[0] : String(cause)}`, { cause });
+    super(`the idempotency store could not ${operation}: ${cause instanceof Error ? cause.message.split('\n')[0] : String(cause)}`, {
+      cause,
+    });
   }
 }
 
@@ -160,7 +162,9 @@ export function recordFromRow(row: IntentRow | undefined): IntentRecord | undefi
     state: row.state,
     receipt: row.receipt ? (JSON.parse(row.receipt) as ToolResult) : undefined,
     startedAt: row.started_at,
-    ...(row.lease_until !== null && row.lease_until !== undefined ? { leaseExpiresAt: new Date(Number(row.lease_until)).toISOString() } : {}),
+    ...(row.lease_until !== null && row.lease_until !== undefined
+      ? { leaseExpiresAt: new Date(Number(row.lease_until)).toISOString() }
+      : {}),
     committedAt: row.committed_at ?? undefined,
   };
 }
@@ -168,8 +172,11 @@ export function recordFromRow(row: IntentRow | undefined): IntentRecord | undefi
 /** Checks a claim before it reaches a store, so that a bad one is refused with what was wrong. */
 export function checkClaimRequest(request: ClaimRequest): void {
   for (const field of ['key', 'taskId', 'tool', 'callId', 'argsDigest'] as const) {
-    if (typeof request[field] !== 'string' || request[field].length === 0) throw new TypeError(`claim: ${field} must be a non-empty string`);
+    if (typeof request[field] !== 'string' || request[field].length === 0)
+      throw new TypeError(`claim: ${field} must be a non-empty string`);
   }
-  if (request.effect !== 'reversible_write' && request.effect !== 'irreversible_write') throw new TypeError(`claim: effect must be reversible_write or irreversible_write, got "${String(request.effect)}"`);
-  if (!Number.isFinite(request.leaseMs) || request.leaseMs < 0) throw new TypeError(`claim: leaseMs must be a non-negative number of milliseconds, got ${String(request.leaseMs)}`);
+  if (request.effect !== 'reversible_write' && request.effect !== 'irreversible_write')
+    throw new TypeError(`claim: effect must be reversible_write or irreversible_write, got "${String(request.effect)}"`);
+  if (!Number.isFinite(request.leaseMs) || request.leaseMs < 0)
+    throw new TypeError(`claim: leaseMs must be a non-negative number of milliseconds, got ${String(request.leaseMs)}`);
 }

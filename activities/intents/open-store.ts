@@ -8,6 +8,9 @@ import { openSqliteStore } from './sqlite-store';
 export function openConfiguredStore(config: TollgateConfig, env: NodeJS.ProcessEnv = process.env): IdempotencyStore {
   if (config.store.backend === 'sqlite') return openSqliteStore(config.store.sqliteFile);
   const url = env[config.store.postgresUrlEnv];
-  if (!url) throw new ConfigError(`store.postgresUrlEnv: the environment variable ${config.store.postgresUrlEnv} is not set; it holds the PostgreSQL URL`);
+  if (!url)
+    throw new ConfigError(
+      `store.postgresUrlEnv: the environment variable ${config.store.postgresUrlEnv} is not set; it holds the PostgreSQL URL`,
+    );
   return openPostgresStore(url);
 }

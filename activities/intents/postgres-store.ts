@@ -48,8 +48,16 @@ const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
  * it decides, so exactly one concurrent claimant wins. The pool reconnects by itself after an
  * outage; the table setup is retried on the next call when it failed, never cached as failed.
  */
-export function openPostgresStore(connectionString: string, { inFlightGraceMs = DEFAULT_IN_FLIGHT_GRACE_MS }: IntentStoreOptions = {}): IdempotencyStore {
-  const pool = new pg.Pool({ connectionString, max: 10, connectionTimeoutMillis: POSTGRES_TIMEOUTS.connectMs, query_timeout: POSTGRES_TIMEOUTS.queryMs });
+export function openPostgresStore(
+  connectionString: string,
+  { inFlightGraceMs = DEFAULT_IN_FLIGHT_GRACE_MS }: IntentStoreOptions = {},
+): IdempotencyStore {
+  const pool = new pg.Pool({
+    connectionString,
+    max: 10,
+    connectionTimeoutMillis: POSTGRES_TIMEOUTS.connectMs,
+    query_timeout: POSTGRES_TIMEOUTS.queryMs,
+  });
   // An idle connection cut by a server restart is dropped by the pool; without a listener the error would end the process.
   pool.on('error', () => undefined);
   let ready: Promise<void> | undefined;
@@ -61,7 +69,8 @@ export function openPostgresStore(connectionString: string, { inFlightGraceMs = 
         // Two workers opening a fresh database at once would race on CREATE TABLE without this lock.
         await client.query(`SELECT pg_advisory_xact_lock(hashtext('tollgate_intents'))`);
         await client.query(`CREATE TABLE IF NOT EXISTS tollgate_intents (${INTENT_COLUMNS_SQL})`);
-        for (const column of ADDED_COLUMNS) await client.query(`ALTER TABLE tollgate_intents ADD COLUMN IF NOT EXISTS ${column.name} ${column.postgresType}`);
+        for (const column of ADDED_COLUMNS)
+          await client.query(`ALTER TABLE tollgate_intents ADD COLUMN IF NOT EXISTS ${column.name} ${column.postgresType}`);
         await client.query('CREATE INDEX IF NOT EXISTS tollgate_intents_by_task ON tollgate_intents (task_id, started_at)');
         await client.query('CREATE INDEX IF NOT EXISTS tollgate_intents_by_commit ON tollgate_intents (state, committed_at)');
         await client.query('COMMIT');
@@ -95,7 +104,17 @@ export function openPostgresStore(connectionString: string, { inFlightGraceMs = 
       await client.query('BEGIN');
       const now = Number((await client.query<{ now: string }>(`SELECT ${NOW_MS} AS now`)).rows[0]!.now);
       const owner = randomUUID();
-      const values = [request.key, request.taskId, request.tool, request.callId, new Date(now).toISOString(), request.effect, request.argsDigest, owner, now + request.leaseMs + inFlightGraceMs];
+      const values = [
+        request.key,
+        request.taskId,
+        request.tool,
+        request.callId,
+        new Date(now).toISOString(),
+        request.effect,
+        request.argsDigest,
+        owner,
+        now + request.leaseMs + inFlightGraceMs,
+      ];
       const inserted = await client.query<IntentRow>(
         `INSERT INTO tollgate_intents (key, task_id, tool, call_id, state, started_at, effect, args_digest, owner, lease_until)
          VALUES ($1, $2, $3, $4, 'started', $5, $6, $7, $8, $9) ON CONFLICT (key) DO NOTHING RETURNING *`,
@@ -111,7 +130,11 @@ export function openPostgresStore(connectionString: string, { inFlightGraceMs = 
         return undefined;
       }
       const record = recordFromRow(existing)!;
-      const leaseExpired = record.state === 'started' && record.effect === 'reversible_write' && existing.lease_until !== null && Number(existing.lease_until) <= now;
+      const leaseExpired =
+        record.state === 'started' &&
+        record.effect === 'reversible_write' &&
+        existing.lease_until !== null &&
+        Number(existing.lease_until) <= now;
       const stale = record.state === 'committed' && request.supersede !== undefined && request.supersede === record.owner;
       if (!leaseExpired && !stale) {
         await client.query('COMMIT');
@@ -137,7 +160,9 @@ export function openPostgresStore(connectionString: string, { inFlightGraceMs = 
 
   return {
     get(key) {
-      return guarded(`read intent ${key}`, async () => recordFromRow((await query('SELECT * FROM tollgate_intents WHERE key = $1', [key])).rows[0]));
+      return guarded(`read intent ${key}`, async () =>
+        recordFromRow((await query('SELECT * FROM tollgate_intents WHERE key = $1', [key])).rows[0]),
+      );
     },
     claim(request) {
       try {
@@ -156,7 +181,10 @@ export function openPostgresStore(connectionString: string, { inFlightGraceMs = 
     commit({ key, receipt }) {
       return guarded(`commit intent ${key}`, async () => {
         const now = new Date().toISOString();
-        const updated = await query(`UPDATE tollgate_intents SET state = 'committed', receipt = $2, committed_at = $3 WHERE key = $1 AND state = 'started'`, [key, JSON.stringify(receipt), now]);
+        const updated = await query(
+          `UPDATE tollgate_intents SET state = 'committed', receipt = $2, committed_at = $3 WHERE key = $1 AND state = 'started'`,
+          [key, JSON.stringify(receipt), now],
+        );
         if (updated.rowCount === 1) return true;
         const inserted = await query(
           `INSERT INTO tollgate_intents (key, task_id, tool, call_id, state, receipt, started_at, committed_at) VALUES ($1, '', '', '', 'committed', $2, $3, $3) ON CONFLICT (key) DO NOTHING`,
@@ -165,10 +193,25 @@ export function openPostgresStore(connectionString: string, { inFlightGraceMs = 
         return inserted.rowCount === 1;
       });
     },
-    recordApplied({ key, taskId, tool, argsDigest, receipt }: { key: string; taskId: string; tool: string; argsDigest?: string; receipt: ToolResult }) {
+    recordApplied({
+      key,
+      taskId,
+      tool,
+      argsDigest,
+      receipt,
+    }: {
+      key: string;
+      taskId: string;
+      tool: string;
+      argsDigest?: string;
+      receipt: ToolResult;
+    }) {
       return guarded(`record applied intent ${key}`, async () => {
         const now = new Date().toISOString();
-        const updated = await query(`UPDATE tollgate_intents SET state = 'committed', receipt = $2, committed_at = $3 WHERE key = $1 AND state = 'started'`, [key, JSON.stringify(receipt), now]);
+        const updated = await query(
+          `UPDATE tollgate_intents SET state = 'committed', receipt = $2, committed_at = $3 WHERE key = $1 AND state = 'started'`,
+          [key, JSON.stringify(receipt), now],
+        );
         if (updated.rowCount === 1) return;
         await query(
           `INSERT INTO tollgate_intents (key, task_id, tool, call_id, state, receipt, started_at, committed_at, args_digest, owner)
@@ -178,23 +221,39 @@ export function openPostgresStore(connectionString: string, { inFlightGraceMs = 
       });
     },
     endLease({ key, owner }) {
-      return guarded(`end the lease of intent ${key}`, async () =>
-        (await query(`UPDATE tollgate_intents SET lease_until = ${NOW_MS} WHERE key = $1 AND owner = $2 AND state = 'started'`, [key, owner])).rowCount === 1,
+      return guarded(
+        `end the lease of intent ${key}`,
+        async () =>
+          (
+            await query(`UPDATE tollgate_intents SET lease_until = ${NOW_MS} WHERE key = $1 AND owner = $2 AND state = 'started'`, [
+              key,
+              owner,
+            ])
+          ).rowCount === 1,
       );
     },
     release({ key, owner }) {
-      return guarded(`release intent ${key}`, async () => (await query(`DELETE FROM tollgate_intents WHERE key = $1 AND owner = $2 AND state = 'started'`, [key, owner])).rowCount === 1);
+      return guarded(
+        `release intent ${key}`,
+        async () =>
+          (await query(`DELETE FROM tollgate_intents WHERE key = $1 AND owner = $2 AND state = 'started'`, [key, owner])).rowCount === 1,
+      );
     },
     listTask(taskId) {
       return guarded(`list the intents of task ${taskId}`, async () =>
-        (await query('SELECT * FROM tollgate_intents WHERE task_id = $1 ORDER BY started_at, key', [taskId])).rows.map((row) => recordFromRow(row)!),
+        (await query('SELECT * FROM tollgate_intents WHERE task_id = $1 ORDER BY started_at, key', [taskId])).rows.map((row) =>
+          recordFromRow(row)!,
+        ),
       );
     },
     prune({ committedBefore }) {
       return guarded('prune committed intents', async () => {
         const before = committedBefore.toISOString();
         const deleted = await query(`DELETE FROM tollgate_intents WHERE state = 'committed' AND committed_at < $1`, [before]);
-        const started = await pool.query<{ count: string }>(`SELECT count(*) AS count FROM tollgate_intents WHERE state = 'started' AND started_at < $1`, [before]);
+        const started = await pool.query<{ count: string }>(
+          `SELECT count(*) AS count FROM tollgate_intents WHERE state = 'started' AND started_at < $1`,
+          [before],
+        );
         return { deleted: deleted.rowCount ?? 0, startedKept: Number(started.rows[0]!.count) };
       });
     },

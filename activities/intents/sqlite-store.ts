@@ -28,7 +28,8 @@ export function openSqliteStore(file: string, { inFlightGraceMs = DEFAULT_IN_FLI
   db.pragma('busy_timeout = 5000');
   db.exec(`CREATE TABLE IF NOT EXISTS intents (${INTENT_COLUMNS_SQL})`);
   const present = new Set((db.pragma('table_info(intents)') as Array<{ name: string }>).map((column) => column.name));
-  for (const column of ADDED_COLUMNS) if (!present.has(column.name)) db.exec(`ALTER TABLE intents ADD COLUMN ${column.name} ${column.sqliteType}`);
+  for (const column of ADDED_COLUMNS)
+    if (!present.has(column.name)) db.exec(`ALTER TABLE intents ADD COLUMN ${column.name} ${column.sqliteType}`);
   db.exec('CREATE INDEX IF NOT EXISTS intents_by_task ON intents (task_id, started_at)');
   db.exec('CREATE INDEX IF NOT EXISTS intents_by_commit ON intents (state, committed_at)');
 
@@ -43,7 +44,9 @@ export function openSqliteStore(file: string, { inFlightGraceMs = DEFAULT_IN_FLI
        started_at = @now, effect = @effect, args_digest = @argsDigest, owner = @owner, lease_until = @leaseUntil
      WHERE key = @key AND owner IS @previousOwner AND state = @previousState`,
   );
-  const commit = db.prepare(`UPDATE intents SET state = 'committed', receipt = @receipt, committed_at = @now WHERE key = @key AND state = 'started'`);
+  const commit = db.prepare(
+    `UPDATE intents SET state = 'committed', receipt = @receipt, committed_at = @now WHERE key = @key AND state = 'started'`,
+  );
   const insertCommitted = db.prepare(
     `INSERT INTO intents (key, task_id, tool, call_id, state, receipt, started_at, committed_at, args_digest, owner)
      VALUES (@key, @taskId, @tool, '', 'committed', @receipt, @now, @now, @argsDigest, @owner)
@@ -53,32 +56,37 @@ export function openSqliteStore(file: string, { inFlightGraceMs = DEFAULT_IN_FLI
   const remove = db.prepare(`DELETE FROM intents WHERE key = @key AND owner = @owner AND state = 'started'`);
   const byTask = db.prepare<[string], IntentRow>('SELECT * FROM intents WHERE task_id = ? ORDER BY started_at, key');
   const pruneCommitted = db.prepare(`DELETE FROM intents WHERE state = 'committed' AND committed_at < ?`);
-  const countOldStarted = db.prepare<[string], { count: number }>(`SELECT count(*) AS count FROM intents WHERE state = 'started' AND started_at < ?`);
+  const countOldStarted = db.prepare<[string], { count: number }>(
+    `SELECT count(*) AS count FROM intents WHERE state = 'started' AND started_at < ?`,
+  );
 
   /** Decides, inside the write lock, whether this claimant owns the attempt. */
-  const claimLocked = db
-    .transaction((request: ClaimRequest, now: number): ClaimResult => {
-      const owner = randomUUID();
-      const values = {
-        key: request.key,
-        taskId: request.taskId,
-        tool: request.tool,
-        callId: request.callId,
-        effect: request.effect,
-        argsDigest: request.argsDigest,
-        owner,
-        now: new Date(now).toISOString(),
-        leaseUntil: now + request.leaseMs + inFlightGraceMs,
-      };
-      if (insertStarted.run(values).changes === 1) return { claimed: true, owner, record: recordFromRow(select.get(request.key))! };
-      const existing = select.get(request.key)!;
-      const record = recordFromRow(existing)!;
-      const leaseExpired = record.state === 'started' && record.effect === 'reversible_write' && existing.lease_until !== null && Number(existing.lease_until) <= now;
-      const stale = record.state === 'committed' && request.supersede !== undefined && request.supersede === record.owner;
-      if (!leaseExpired && !stale) return { claimed: false, record };
-      takeOver.run({ ...values, previousOwner: existing.owner, previousState: existing.state });
-      return { claimed: true, owner, record: recordFromRow(select.get(request.key))!, replaced: record };
-    });
+  const claimLocked = db.transaction((request: ClaimRequest, now: number): ClaimResult => {
+    const owner = randomUUID();
+    const values = {
+      key: request.key,
+      taskId: request.taskId,
+      tool: request.tool,
+      callId: request.callId,
+      effect: request.effect,
+      argsDigest: request.argsDigest,
+      owner,
+      now: new Date(now).toISOString(),
+      leaseUntil: now + request.leaseMs + inFlightGraceMs,
+    };
+    if (insertStarted.run(values).changes === 1) return { claimed: true, owner, record: recordFromRow(select.get(request.key))! };
+    const existing = select.get(request.key)!;
+    const record = recordFromRow(existing)!;
+    const leaseExpired =
+      record.state === 'started' &&
+      record.effect === 'reversible_write' &&
+      existing.lease_until !== null &&
+      Number(existing.lease_until) <= now;
+    const stale = record.state === 'committed' && request.supersede !== undefined && request.supersede === record.owner;
+    if (!leaseExpired && !stale) return { claimed: false, record };
+    takeOver.run({ ...values, previousOwner: existing.owner, previousState: existing.state });
+    return { claimed: true, owner, record: recordFromRow(select.get(request.key))!, replaced: record };
+  });
 
   const guarded = <T>(operation: string, work: () => T): Promise<T> => {
     try {
@@ -100,14 +108,30 @@ export function openSqliteStore(file: string, { inFlightGraceMs = DEFAULT_IN_FLI
     },
     commit({ key, owner, receipt }) {
       return guarded(`commit intent ${key}`, () => {
-        const values = { key, owner, receipt: JSON.stringify(receipt), now: new Date().toISOString(), taskId: '', tool: '', argsDigest: null };
+        const values = {
+          key,
+          owner,
+          receipt: JSON.stringify(receipt),
+          now: new Date().toISOString(),
+          taskId: '',
+          tool: '',
+          argsDigest: null,
+        };
         if (commit.run(values).changes === 1) return true;
         return insertCommitted.run(values).changes === 1;
       });
     },
     recordApplied({ key, taskId, tool, argsDigest, receipt }) {
       return guarded(`record applied intent ${key}`, () => {
-        const values = { key, owner: randomUUID(), receipt: JSON.stringify(receipt), now: new Date().toISOString(), taskId, tool, argsDigest: argsDigest ?? null };
+        const values = {
+          key,
+          owner: randomUUID(),
+          receipt: JSON.stringify(receipt),
+          now: new Date().toISOString(),
+          taskId,
+          tool,
+          argsDigest: argsDigest ?? null,
+        };
         if (commit.run(values).changes === 0) insertCommitted.run(values);
       });
     },

@@ -20,7 +20,11 @@ function apiKey(name: string, entryName: string, env: NodeJS.ProcessEnv): string
 }
 
 /** A configured model behind the AI SDK's provider interface; none of them retries by itself (Tollgate's rule decides). */
-export function createLanguageModel(entryName: string, entry: ModelEntry, { env = process.env, fetch }: ModelEnvironment = {}): LanguageModelV3 {
+export function createLanguageModel(
+  entryName: string,
+  entry: ModelEntry,
+  { env = process.env, fetch }: ModelEnvironment = {},
+): LanguageModelV3 {
   switch (entry.provider) {
     case 'scripted':
       return new ScriptedLanguageModel();
@@ -45,6 +49,11 @@ export function scriptedModel(script?: ScriptStep[]): LanguageModelV3 {
 }
 
 /** Builds every configured model once, so a missing API key stops the worker before any turn starts. */
-export function createConfiguredModels(config: TollgateConfig, environment: ModelEnvironment = {}): Map<string, { model: LanguageModelV3; entry: ModelEntry }> {
-  return new Map(Object.entries(config.model.models).map(([name, entry]) => [name, { model: createLanguageModel(name, entry, environment), entry }]));
+export function createConfiguredModels(
+  config: TollgateConfig,
+  environment: ModelEnvironment = {},
+): Map<string, { model: LanguageModelV3; entry: ModelEntry }> {
+  return new Map(
+    Object.entries(config.model.models).map(([name, entry]) => [name, { model: createLanguageModel(name, entry, environment), entry }]),
+  );
 }

@@ -1,7 +1,17 @@
 import { APICallError } from '@ai-sdk/provider';
 
 const RETRYABLE_STATUS = new Set([408, 409, 425, 429, 500, 502, 503, 504, 529]);
-const CONNECTION_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
+const CONNECTION_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EAI_AGAIN',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+]);
 
 /** How a failed model call may be retried: whether at all, and after how long the provider asked. */
 export interface ModelFailure {
@@ -40,7 +50,12 @@ export function classifyModelError(error: unknown): ModelFailure {
   if (APICallError.isInstance(error)) {
     const status = error.statusCode;
     const retryable = (status !== undefined && RETRYABLE_STATUS.has(status)) || (status === undefined && error.isRetryable);
-    return { retryable, retryAfterMs: parseRetryAfter(error.responseHeaders), status, message: `the model provider answered ${status ?? 'with an error'}: ${error.message.split('\n')[0].slice(0, 300)}` };
+    return {
+      retryable,
+      retryAfterMs: parseRetryAfter(error.responseHeaders),
+      status,
+      message: `the model provider answered ${status ?? 'with an error'}: ${error.message.split('\n')[0].slice(0, 300)}`,
+    };
   }
   const code = systemCode(error);
   const message = error instanceof Error ? error.message : String(error);

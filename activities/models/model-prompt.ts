@@ -55,12 +55,17 @@ export function fromModelPrompt(prompt: LanguageModelV3Prompt): TurnMessage[] {
       messages.push({ role: 'user', content: message.content.map((part) => (part.type === 'text' ? part.text : '')).join('') });
     } else if (message.role === 'assistant') {
       const text = message.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
-      const toolCalls = message.content.flatMap((part) => (part.type === 'tool-call' ? [{ callId: part.toolCallId, tool: part.toolName, args: part.input }] : []));
+      const toolCalls = message.content.flatMap((part) =>
+        part.type === 'tool-call' ? [{ callId: part.toolCallId, tool: part.toolName, args: part.input }] : [],
+      );
       messages.push({ role: 'assistant', text: text || undefined, toolCalls });
     } else {
       for (const part of message.content) {
         if (part.type !== 'tool-result') continue;
-        const result = part.output.type === 'json' ? (part.output.value as unknown as ToolResult) : { status: 'success' as const, data: 'value' in part.output ? part.output.value : null };
+        const result =
+          part.output.type === 'json'
+            ? (part.output.value as unknown as ToolResult)
+            : { status: 'success' as const, data: 'value' in part.output ? part.output.value : null };
         messages.push({ role: 'tool', callId: part.toolCallId, tool: part.toolName, result });
       }
     }

@@ -53,14 +53,26 @@ interface ResolvedModel {
   maxOutputTokens?: number;
 }
 
-function resolveModel(selection: ModelSelection | undefined, config: TollgateConfig, models: Map<string, { model: LanguageModelV3; entry?: ModelEntry }>): ResolvedModel {
+function resolveModel(
+  selection: ModelSelection | undefined,
+  config: TollgateConfig,
+  models: Map<string, { model: LanguageModelV3; entry?: ModelEntry }>,
+): ResolvedModel {
   const chosen = selection ?? config.model.default;
   if (typeof chosen === 'string') {
     const configured = models.get(chosen);
-    if (!configured) throw nonRetryable(MODEL_FAILURES.invalidModel, `model "${chosen}" is not in the config's model list (${[...models.keys()].join(', ')})`);
-    return { model: configured.model, maxOutputTokens: configured.entry && 'maxOutputTokens' in configured.entry ? configured.entry.maxOutputTokens : undefined };
+    if (!configured)
+      throw nonRetryable(
+        MODEL_FAILURES.invalidModel,
+        `model "${chosen}" is not in the config's model list (${[...models.keys()].join(', ')})`,
+      );
+    return {
+      model: configured.model,
+      maxOutputTokens: configured.entry && 'maxOutputTokens' in configured.entry ? configured.entry.maxOutputTokens : undefined,
+    };
   }
-  if (chosen?.provider !== 'scripted') throw nonRetryable(MODEL_FAILURES.invalidModel, `model must be a configured name or { provider: 'scripted', script? }`);
+  if (chosen?.provider !== 'scripted')
+    throw nonRetryable(MODEL_FAILURES.invalidModel, `model must be a configured name or { provider: 'scripted', script? }`);
   if (chosen.script === undefined) return { model: scriptedModel() };
   const parsed = scriptSchema.safeParse(chosen.script);
   if (!parsed.success) {
@@ -110,7 +122,12 @@ export function createModelStep({
     const tools: LanguageModelV3FunctionTool[] = registry
       .list()
       .filter((tool) => !input.allowedTools || input.allowedTools.includes(tool.name))
-      .map((tool) => ({ type: 'function', name: tool.name, description: tool.description, inputSchema: toolJsonSchema(tool) as LanguageModelV3FunctionTool['inputSchema'] }));
+      .map((tool) => ({
+        type: 'function',
+        name: tool.name,
+        description: tool.description,
+        inputSchema: toolJsonSchema(tool) as LanguageModelV3FunctionTool['inputSchema'],
+      }));
 
     const progress: StreamProgress = { chunks: 0, text: '' };
     // The live view reads the heartbeat details: the text is redacted whole first, so no secret is cut in two and kept.
@@ -146,11 +163,20 @@ export function createModelStep({
     } catch (error) {
       const failure = classifyModelError(error);
       if (progress.chunks > 0) {
-        throw nonRetryable(MODEL_FAILURES.streamInterrupted, `the model stream broke after ${progress.chunks} chunks had gone out; not replayed: ${failure.message}`);
+        throw nonRetryable(
+          MODEL_FAILURES.streamInterrupted,
+          `the model stream broke after ${progress.chunks} chunks had gone out; not replayed: ${failure.message}`,
+        );
       }
       if (failure.retryable) {
         const nextRetryDelay = failure.retryAfterMs === undefined ? undefined : Math.min(failure.retryAfterMs, maxRetryDelayMs);
-        throw ApplicationFailure.create({ type: MODEL_FAILURES.unavailable, message: failure.message, nonRetryable: false, nextRetryDelay, details: [{ status: failure.status, retryAfterMs: failure.retryAfterMs }] });
+        throw ApplicationFailure.create({
+          type: MODEL_FAILURES.unavailable,
+          message: failure.message,
+          nonRetryable: false,
+          nextRetryDelay,
+          details: [{ status: failure.status, retryAfterMs: failure.retryAfterMs }],
+        });
       }
       throw nonRetryable(MODEL_FAILURES.error, failure.message);
     } finally {
@@ -165,9 +191,23 @@ export function createModelStep({
       } catch (error) {
         const message = redactor.text(`the arguments are not valid JSON (${(error as Error).message})`);
         const shown = shownArguments(rawInput, redactor);
-        return { callId, tool: toolName, args: rawInput, argsDigest: argsDigest(rawInput), ...shown, policy: registry.policy(toolName), refusal: { code: 'invalid_arguments', message } };
+        return {
+          callId,
+          tool: toolName,
+          args: rawInput,
+          argsDigest: argsDigest(rawInput),
+          ...shown,
+          policy: registry.policy(toolName),
+          refusal: { code: 'invalid_arguments', message },
+        };
       }
-      const checked = checkToolCall({ registry, request: { callId, tool: toolName, args }, allowedTools: input.allowedTools, taskId: input.taskId, redactor });
+      const checked = checkToolCall({
+        registry,
+        request: { callId, tool: toolName, args },
+        allowedTools: input.allowedTools,
+        taskId: input.taskId,
+        redactor,
+      });
       return checked.refusal ? { ...checked, refusal: { ...checked.refusal, message: redactor.text(checked.refusal.message) } } : checked;
     });
     return { text: progress.text ? redactor.text(progress.text) : undefined, toolCalls, usage: totalUsage(usage) };

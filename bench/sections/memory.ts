@@ -16,10 +16,14 @@ export async function memorySection(context: BenchContext): Promise<SectionResul
   const taskQueue = 'bench-memory';
   const bundleFile = path.join(context.folder, 'workflow-bundle.js');
   writeFileSync(bundleFile, context.workflowBundle.code);
-  const child = fork(path.join(__dirname, '..', 'memory-worker.ts'), [JSON.stringify({ address: context.server.address, taskQueue, folder: path.join(context.folder, 'memory'), bundleFile })], {
-    execArgv: ['--expose-gc', '--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  const child = fork(
+    path.join(__dirname, '..', 'memory-worker.ts'),
+    [JSON.stringify({ address: context.server.address, taskQueue, folder: path.join(context.folder, 'memory'), bundleFile })],
+    {
+      execArgv: ['--expose-gc', '--import', 'tsx'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    },
+  );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const messages: unknown[] = [];
   const waiters: Array<(message: unknown) => void> = [];
@@ -41,7 +45,10 @@ export async function memorySection(context: BenchContext): Promise<SectionResul
   try {
     if ((await next(120_000)) !== 'ready') throw new Error('the memory worker did not start');
     // One turn first, so the workflow code and the store are loaded before the baseline.
-    const warm = await tollgate.startTurn({ taskId: 'memory-warm', prompt: 'bench', model: { provider: 'scripted', script: [{ text: 'done' }] } }, { workflowId: 'memory-warm' });
+    const warm = await tollgate.startTurn(
+      { taskId: 'memory-warm', prompt: 'bench', model: { provider: 'scripted', script: [{ text: 'done' }] } },
+      { workflowId: 'memory-warm' },
+    );
     await tollgate.result(warm.workflowId);
     const measure = async (): Promise<MemoryReading> => {
       await sleep(1_000);
@@ -54,7 +61,14 @@ export async function memorySection(context: BenchContext): Promise<SectionResul
       const ids = Array.from({ length: level - started }, (_, index) => `memory-${started + index}`);
       await inLanes(ids.length, 50, async (index) => {
         await tollgate.startTurn(
-          { taskId: ids[index], prompt: 'bench', model: { provider: 'scripted', script: [{ toolCalls: [{ tool: 'send_note', args: { to: 'requester', text: ids[index] } }] }, { text: 'done' }] } },
+          {
+            taskId: ids[index],
+            prompt: 'bench',
+            model: {
+              provider: 'scripted',
+              script: [{ toolCalls: [{ tool: 'send_note', args: { to: 'requester', text: ids[index] } }] }, { text: 'done' }],
+            },
+          },
           { workflowId: ids[index] },
         );
       });

@@ -24,13 +24,15 @@ function script(kind: Kind, round: number): ScriptStep[] {
 async function tollgateSamples(context: BenchContext, kind: Kind, round: number): Promise<number[]> {
   const result = await context.runTurn(`overhead-${kind}-${round}`, script(kind, round), { approveAtOnce: kind === 'irreversible_write' });
   const failed = result.toolCalls.filter((event) => event.status !== 'success');
-  if (result.status !== 'completed' || failed.length > 0) throw new Error(`overhead turn ${kind} ended ${result.status} with ${failed.length} failed calls`);
+  if (result.status !== 'completed' || failed.length > 0)
+    throw new Error(`overhead turn ${kind} ended ${result.status} with ${failed.length} failed calls`);
   return result.toolCalls.map((event) => event.durationMs);
 }
 
 async function bareSamples(context: BenchContext, kind: Kind, round: number): Promise<number[]> {
   const workflowId = `overhead-bare-${kind}-${round}`;
-  if (kind !== 'irreversible_write') return context.runBare<number[]>('bareCalls', workflowId, [kind === 'read' ? 'read' : 'write', CALLS, workflowId]);
+  if (kind !== 'irreversible_write')
+    return context.runBare<number[]>('bareCalls', workflowId, [kind === 'read' ? 'read' : 'write', CALLS, workflowId]);
   const handle = await context.client.workflow.start('bareApprovedSends', { taskQueue: context.taskQueue, workflowId, args: [CALLS] });
   const result = handle.result() as Promise<number[]>;
   const approving = (async () => {
@@ -54,7 +56,10 @@ async function bareSamples(context: BenchContext, kind: Kind, round: number): Pr
 
 export async function overheadSection(context: BenchContext): Promise<SectionResult> {
   const kinds: Kind[] = ['read', 'reversible_write', 'irreversible_write'];
-  const samples = Object.fromEntries(kinds.map((kind) => [kind, { bare: [] as number[], tollgate: [] as number[] }])) as Record<Kind, { bare: number[]; tollgate: number[] }>;
+  const samples = Object.fromEntries(kinds.map((kind) => [kind, { bare: [] as number[], tollgate: [] as number[] }])) as Record<
+    Kind,
+    { bare: number[]; tollgate: number[] }
+  >;
   for (let round = 0; round < ROUNDS; round++) {
     for (const kind of kinds) {
       // Which variant goes first alternates too.
@@ -77,7 +82,17 @@ export async function overheadSection(context: BenchContext): Promise<SectionRes
   });
   const markdown = table(
     ['call', 'calls each', 'bare median ms', 'bare p95 ms', 'Tollgate median ms', 'Tollgate p95 ms', 'ratio median', 'ratio p95', 'target'],
-    rows.map((row) => [row.kind, row.calls, row.bare.median, row.bare.p95, row.tollgate.median, row.tollgate.p95, ratio(row.tollgate.median, row.bare.median), ratio(row.tollgate.p95, row.bare.p95), row.target]),
+    rows.map((row) => [
+      row.kind,
+      row.calls,
+      row.bare.median,
+      row.bare.p95,
+      row.tollgate.median,
+      row.tollgate.p95,
+      ratio(row.tollgate.median, row.bare.median),
+      ratio(row.tollgate.p95, row.bare.p95),
+      row.target,
+    ]),
   );
   return {
     name: 'per-call-overhead',

@@ -26,7 +26,8 @@ function turnScript(id: string): ScriptStep[] {
 export async function runOne(context: BenchContext, variant: Variant, id: string): Promise<void> {
   if (variant === 'tollgate') {
     const result = await context.runTurn(id, turnScript(id));
-    if (result.status !== 'completed' || result.toolCalls.some((event) => event.status !== 'success')) throw new Error(`throughput turn ${id} ended ${result.status}`);
+    if (result.status !== 'completed' || result.toolCalls.some((event) => event.status !== 'success'))
+      throw new Error(`throughput turn ${id} ended ${result.status}`);
     return;
   }
   await context.runBare(variant === 'bare_4_activities' ? 'bareTurn' : 'bareAgentLoop', id, [id]);
@@ -39,7 +40,9 @@ export async function throughputSection(context: BenchContext): Promise<SectionR
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? VARIANTS : [...VARIANTS].reverse();
       for (const variant of order) {
-        const wallMs = await inLanes(turns, concurrency, (index) => runOne(context, variant, `tp-${variant}-${concurrency}-${round}-${index}`));
+        const wallMs = await inLanes(turns, concurrency, (index) =>
+          runOne(context, variant, `tp-${variant}-${concurrency}-${round}-${index}`),
+        );
         rates[variant].push((turns * 1000) / wallMs);
       }
     }
@@ -47,7 +50,15 @@ export async function throughputSection(context: BenchContext): Promise<SectionR
     rows.push({ concurrency, turns, rounds: ROUNDS, rates, rate });
   }
   const markdown = table(
-    ['turns in flight', 'turns per run', 'bare 4 activities turns/s', 'bare agent loop turns/s', 'Tollgate turns/s', 'Tollgate vs bare 4', 'Tollgate vs bare loop'],
+    [
+      'turns in flight',
+      'turns per run',
+      'bare 4 activities turns/s',
+      'bare agent loop turns/s',
+      'Tollgate turns/s',
+      'Tollgate vs bare 4',
+      'Tollgate vs bare loop',
+    ],
     rows.map((row) => [
       row.concurrency,
       row.turns,

@@ -45,7 +45,16 @@ async function main(): Promise<number> {
   const loaded = loadConfig();
   const loopback = values.model === 'loopback' ? await startLoopbackModelServer() : undefined;
   const config = loopback
-    ? { ...loaded, model: { ...loaded.model, models: { ...loaded.model.models, loopback: { provider: 'openai-compatible' as const, model: 'scripted', baseURL: loopback.baseURL } } } }
+    ? {
+        ...loaded,
+        model: {
+          ...loaded.model,
+          models: {
+            ...loaded.model.models,
+            loopback: { provider: 'openai-compatible' as const, model: 'scripted', baseURL: loopback.baseURL },
+          },
+        },
+      }
     : loaded;
   const mcp = values.mcp ? mcpDemo(config.workspace) : undefined;
   const lease = await ensureServer(config);
@@ -86,7 +95,9 @@ async function main(): Promise<number> {
     );
     const outbox = path.join(config.workspace, 'outbox');
     // Messages lie in one folder per task: outbox/<task>/<key>.json.
-    const messages = existsSync(outbox) ? readdirSync(outbox, { recursive: true }).filter((name) => String(name).endsWith('.json')).length : 0;
+    const messages = existsSync(outbox)
+      ? readdirSync(outbox, { recursive: true }).filter((name) => String(name).endsWith('.json')).length
+      : 0;
     if (mcp) console.log(`\nMCP folder: ${path.relative(process.cwd(), mcp.folder)} (${readdirSync(mcp.folder).join(', ')})`);
     const sent = `${messages} message${messages === 1 ? '' : 's'} in outbox/<task>/`;
     console.log(`\nWorkspace: ${path.relative(process.cwd(), config.workspace)} (drafts/<task>/, and ${sent})`);

@@ -59,7 +59,9 @@ export async function startLoopbackModelServer({ delayMs = 20 }: { delayMs?: num
     request.on('data', (chunk) => (raw += chunk));
     request.on('end', async () => {
       if (request.method !== 'POST' || !request.url?.endsWith('/chat/completions')) {
-        response.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `no route ${request.method} ${request.url}` } }));
+        response
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { message: `no route ${request.method} ${request.url}` } }));
         return;
       }
       let body: { model?: string; messages?: ChatMessage[]; tools?: Array<{ function: { name: string } }> };
@@ -77,7 +79,12 @@ export async function startLoopbackModelServer({ delayMs = 20 }: { delayMs?: num
         messages: turn,
         availableTools: (body.tools ?? []).map((tool) => tool.function.name),
       });
-      const base = { id: `chatcmpl-${Date.now()}`, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: body.model ?? 'scripted' };
+      const base = {
+        id: `chatcmpl-${Date.now()}`,
+        object: 'chat.completion.chunk',
+        created: Math.floor(Date.now() / 1000),
+        model: body.model ?? 'scripted',
+      };
       const send = (data: unknown) => response.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
       response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       send({ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
@@ -86,12 +93,34 @@ export async function startLoopbackModelServer({ delayMs = 20 }: { delayMs?: num
         send({ ...base, choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] });
       }
       reply.toolCalls.forEach((call, index) =>
-        send({ ...base, choices: [{ index: 0, delta: { tool_calls: [{ index, id: `call_${Date.now()}_${index}`, type: 'function', function: { name: call.tool, arguments: JSON.stringify(call.args ?? {}) } }] }, finish_reason: null }] }),
+        send({
+          ...base,
+          choices: [
+            {
+              index: 0,
+              delta: {
+                tool_calls: [
+                  {
+                    index,
+                    id: `call_${Date.now()}_${index}`,
+                    type: 'function',
+                    function: { name: call.tool, arguments: JSON.stringify(call.args ?? {}) },
+                  },
+                ],
+              },
+              finish_reason: null,
+            },
+          ],
+        }),
       );
       send({ ...base, choices: [{ index: 0, delta: {}, finish_reason: reply.toolCalls.length > 0 ? 'tool_calls' : 'stop' }] });
       const promptTokens = words(raw);
       const completionTokens = words(reply.text ?? '') + words(JSON.stringify(reply.toolCalls));
-      send({ ...base, choices: [], usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens } });
+      send({
+        ...base,
+        choices: [],
+        usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+      });
       send('[DONE]');
       response.end();
     });

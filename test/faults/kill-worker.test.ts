@@ -24,7 +24,12 @@ const workers: ChildProcess[] = [];
 
 beforeAll(async () => {
   quietRuntime();
-  server = await startDevServer({ address: `127.0.0.1:${await freePort()}`, namespace: 'default', dbFile: path.join(folder, 'temporal.db'), logFile: path.join(folder, 'server.log') });
+  server = await startDevServer({
+    address: `127.0.0.1:${await freePort()}`,
+    namespace: 'default',
+    dbFile: path.join(folder, 'temporal.db'),
+    logFile: path.join(folder, 'server.log'),
+  });
 });
 
 afterAll(async () => {
@@ -34,10 +39,14 @@ afterAll(async () => {
 
 /** Starts the fault worker process and resolves once it polls. */
 function startWorker(settings: object): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, 'test', 'fixtures', 'fault-worker.ts'), JSON.stringify(settings)], {
-    cwd: PROJECT_ROOT,
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(PROJECT_ROOT, 'test', 'fixtures', 'fault-worker.ts'), JSON.stringify(settings)],
+    {
+      cwd: PROJECT_ROOT,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    },
+  );
   return new Promise((resolve, reject) => {
     child.stdout!.on('data', (chunk) => String(chunk).includes('worker ready') && resolve(child));
     child.once('exit', (code) => reject(new Error(`the worker process exited before it was ready (code ${code})`)));
@@ -55,111 +64,145 @@ function kill(child: ChildProcess): Promise<void> {
 
 /** The test database prepared by `node scripts/setup.mjs --system`, or TOLLGATE_TEST_POSTGRES_URL. */
 function postgresUrl(): string {
-  return process.env.TOLLGATE_TEST_POSTGRES_URL ?? readFileSync(path.join(PROJECT_ROOT, '.tollgate', 'state', 'postgres-test-url'), 'utf8').trim();
+  return (
+    process.env.TOLLGATE_TEST_POSTGRES_URL ??
+    readFileSync(path.join(PROJECT_ROOT, '.tollgate', 'state', 'postgres-test-url'), 'utf8').trim()
+  );
 }
 
 async function killScenario({ name, workers: workerCount, postgres }: { name: string; workers: number; postgres: boolean }) {
-    const taskQueue = `${name}-${Date.now()}`;
-    // Task ids unique to this run: a shared PostgreSQL store keeps the intents of earlier runs, and
-    // the same intent of the same task is (rightly) answered from its first receipt.
-    const taskPrefix = `${name}-${Date.now().toString(36)}`;
-    const workspace = path.join(folder, name, 'workspace');
-    mkdirSync(workspace, { recursive: true });
-    workers.length = 0;
-    const bundleFile = path.join(folder, name, 'workflows.js');
-    writeFileSync(bundleFile, (await bundleWorkflows()).code);
-    const settings = {
-      address: server.address,
-      taskQueue,
-      workspace,
-      sqliteFile: path.join(folder, name, 'idempotency.db'),
-      postgresUrl: postgres ? postgresUrl() : undefined,
-      bundleFile,
-      writeLog: path.join(folder, name, 'draft-writes.log'),
-    };
-    const client = await TollgateClient.connect(testConfig({ temporal: { address: server.address, taskQueue } }));
+  const taskQueue = `${name}-${Date.now()}`;
+  // Task ids unique to this run: a shared PostgreSQL store keeps the intents of earlier runs, and
+  // the same intent of the same task is (rightly) answered from its first receipt.
+  const taskPrefix = `${name}-${Date.now().toString(36)}`;
+  const workspace = path.join(folder, name, 'workspace');
+  mkdirSync(workspace, { recursive: true });
+  workers.length = 0;
+  const bundleFile = path.join(folder, name, 'workflows.js');
+  writeFileSync(bundleFile, (await bundleWorkflows()).code);
+  const settings = {
+    address: server.address,
+    taskQueue,
+    workspace,
+    sqliteFile: path.join(folder, name, 'idempotency.db'),
+    postgresUrl: postgres ? postgresUrl() : undefined,
+    bundleFile,
+    writeLog: path.join(folder, name, 'draft-writes.log'),
+  };
+  const client = await TollgateClient.connect(testConfig({ temporal: { address: server.address, taskQueue } }));
 
-    const handles = [];
-    // What the person is shown of each turn's message, by workflow id: its arguments' digest.
-    const digests = new Map<string, string>();
-    for (let turn = 0; turn < TURNS; turn++) {
-      const script = [
-        { toolCalls: [{ tool: 'save_draft', args: { path: `turn-${turn}/a.md`, content: `first draft of turn ${turn}\n` } }] },
-        { toolCalls: [{ tool: 'send_message', args: { to: 'ops', subject: `turn ${turn}`, body: `the brief of turn ${turn}` } }] },
-        { toolCalls: [{ tool: 'save_draft', args: { path: `turn-${turn}/b.md`, content: `second draft of turn ${turn}\n` } }] },
-        { text: `turn ${turn} done` },
-      ];
-      const handle = await client.startTurn({ taskId: `${taskPrefix}-${turn}`, prompt: `turn ${turn}`, model: scripted(script), limits: { errorBudget: 10, maxSteps: 20 } });
-      digests.set(handle.workflowId, argsDigest(script[1].toolCalls![0].args));
-      handles.push(handle);
-    }
+  const handles = [];
+  // What the person is shown of each turn's message, by workflow id: its arguments' digest.
+  const digests = new Map<string, string>();
+  for (let turn = 0; turn < TURNS; turn++) {
+    const script = [
+      { toolCalls: [{ tool: 'save_draft', args: { path: `turn-${turn}/a.md`, content: `first draft of turn ${turn}\n` } }] },
+      { toolCalls: [{ tool: 'send_message', args: { to: 'ops', subject: `turn ${turn}`, body: `the brief of turn ${turn}` } }] },
+      { toolCalls: [{ tool: 'save_draft', args: { path: `turn-${turn}/b.md`, content: `second draft of turn ${turn}\n` } }] },
+      { text: `turn ${turn} done` },
+    ];
+    const handle = await client.startTurn({
+      taskId: `${taskPrefix}-${turn}`,
+      prompt: `turn ${turn}`,
+      model: scripted(script),
+      limits: { errorBudget: 10, maxSteps: 20 },
+    });
+    digests.set(handle.workflowId, argsDigest(script[1].toolCalls![0].args));
+    handles.push(handle);
+  }
 
-    // A person approves each send as soon as it waits; signals need no worker, so they land even while none runs.
-    let approving = true;
-    const approver = (async () => {
-      while (approving) {
-        for await (const execution of client.client.workflow.list({ query: `TollgateAwaitingApproval = true AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'` })) {
-          // The person approves the message they were shown, naming its digest; the send is the second
-          // model reply, and a step dropped after a kill shifts its call id.
-          for (let step = 1; step <= 6; step++) {
-            // A turn listed as waiting may have ended since: a signal to it is refused, and that is fine.
-            await client.client.workflow
-              .getHandle(execution.workflowId)
-              .signal(approvalSignal, { callId: `call-${step}-0`, decision: 'approve', approver: 'fault-test', argsDigest: digests.get(execution.workflowId) })
-              .catch((error: unknown) => {
-                if (!(error instanceof WorkflowNotFoundError)) throw error;
-              });
-          }
+  // A person approves each send as soon as it waits; signals need no worker, so they land even while none runs.
+  let approving = true;
+  const approver = (async () => {
+    while (approving) {
+      for await (const execution of client.client.workflow.list({
+        query: `TollgateAwaitingApproval = true AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'`,
+      })) {
+        // The person approves the message they were shown, naming its digest; the send is the second
+        // model reply, and a step dropped after a kill shifts its call id.
+        for (let step = 1; step <= 6; step++) {
+          // A turn listed as waiting may have ended since: a signal to it is refused, and that is fine.
+          await client.client.workflow
+            .getHandle(execution.workflowId)
+            .signal(approvalSignal, {
+              callId: `call-${step}-0`,
+              decision: 'approve',
+              approver: 'fault-test',
+              argsDigest: digests.get(execution.workflowId),
+            })
+            .catch((error: unknown) => {
+              if (!(error instanceof WorkflowNotFoundError)) throw error;
+            });
         }
-        await new Promise((resolve) => setTimeout(resolve, 250));
       }
-    })();
-
-    let kills = 0;
-    const results = Promise.all(handles.map((handle) => client.result(handle.workflowId)));
-    let done = false;
-    void results.finally(() => (done = true));
-    // Every round kills one worker at random and starts a new one in its place; the others go on.
-    for (let index = 0; index < workerCount; index++) workers.push(await startWorker(settings));
-    while (kills < KILLS) {
-      await new Promise((resolve) => setTimeout(resolve, 150 + Math.floor(Math.random() * 1_200)));
-      const victim = Math.floor(Math.random() * workers.length);
-      await kill(workers[victim]);
-      kills++;
-      workers[victim] = await startWorker(settings);
+      await new Promise((resolve) => setTimeout(resolve, 250));
     }
-    const ended: AgentTurnResult[] = await results;
-    approving = false;
-    await approver;
-    await Promise.all(workers.map(kill));
-    expect(done).toBe(true);
+  })();
 
-    expect(kills).toBeGreaterThanOrEqual(KILLS);
-    expect(ended.map((result) => result.status)).toEqual(Array(TURNS).fill('completed'));
-    // Messages lie in one folder per task: outbox/<task>/<key>.json.
-    const outbox = existsSync(path.join(workspace, 'outbox')) ? readdirSync(path.join(workspace, 'outbox'), { recursive: true }).map(String).filter((file) => file.endsWith('.json')) : [];
-    for (const [turn, result] of ended.entries()) {
-      const messages = outbox.filter((file) => path.basename(file).startsWith(`${taskPrefix}-${turn}.send_message.`));
-      const send = result.toolCalls.find((event) => event.tool === 'send_message')!;
-      // Completed once, or reported outcome_unknown — never twice.
-      expect(messages.length).toBeLessThanOrEqual(1);
-      if (send.status === 'success') expect(messages).toHaveLength(1);
-      else expect(send.code).toBe('outcome_unknown');
-      for (const draft of ['a', 'b']) {
-        expect(readFileSync(path.join(workspace, 'drafts', taskFolderName(`${taskPrefix}-${turn}`), `turn-${turn}`, `${draft}.md`), 'utf8')).toContain(`draft of turn ${turn}`);
-      }
+  let kills = 0;
+  const results = Promise.all(handles.map((handle) => client.result(handle.workflowId)));
+  let done = false;
+  void results.finally(() => (done = true));
+  // Every round kills one worker at random and starts a new one in its place; the others go on.
+  for (let index = 0; index < workerCount; index++) workers.push(await startWorker(settings));
+  while (kills < KILLS) {
+    await new Promise((resolve) => setTimeout(resolve, 150 + Math.floor(Math.random() * 1_200)));
+    const victim = Math.floor(Math.random() * workers.length);
+    await kill(workers[victim]);
+    kills++;
+    workers[victim] = await startWorker(settings);
+  }
+  const ended: AgentTurnResult[] = await results;
+  approving = false;
+  await approver;
+  await Promise.all(workers.map(kill));
+  expect(done).toBe(true);
+
+  expect(kills).toBeGreaterThanOrEqual(KILLS);
+  expect(ended.map((result) => result.status)).toEqual(Array(TURNS).fill('completed'));
+  // Messages lie in one folder per task: outbox/<task>/<key>.json.
+  const outbox = existsSync(path.join(workspace, 'outbox'))
+    ? readdirSync(path.join(workspace, 'outbox'), { recursive: true })
+        .map(String)
+        .filter((file) => file.endsWith('.json'))
+    : [];
+  for (const [turn, result] of ended.entries()) {
+    const messages = outbox.filter((file) => path.basename(file).startsWith(`${taskPrefix}-${turn}.send_message.`));
+    const send = result.toolCalls.find((event) => event.tool === 'send_message')!;
+    // Completed once, or reported outcome_unknown — never twice.
+    expect(messages.length).toBeLessThanOrEqual(1);
+    if (send.status === 'success') expect(messages).toHaveLength(1);
+    else expect(send.code).toBe('outcome_unknown');
+    for (const draft of ['a', 'b']) {
+      expect(
+        readFileSync(path.join(workspace, 'drafts', taskFolderName(`${taskPrefix}-${turn}`), `turn-${turn}`, `${draft}.md`), 'utf8'),
+      ).toContain(`draft of turn ${turn}`);
     }
-    const writes = readFileSync(settings.writeLog, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { key: string });
-    const perIntent = new Map<string, number>();
-    for (const { key } of writes) perIntent.set(key, (perIntent.get(key) ?? 0) + 1);
-    expect([...perIntent.values()].filter((count) => count > 1)).toEqual([]);
-    expect(perIntent.size).toBeLessThanOrEqual(TURNS * 2);
-    console.log(`${name}: ${workerCount} worker(s), ${postgres ? 'PostgreSQL' : 'SQLite'} store, ${kills} kills, ${TURNS} turns completed, ${outbox.length} messages for ${ended.filter((result) => result.toolCalls.some((event) => event.tool === 'send_message' && event.status === 'success')).length} successful sends, ${writes.length} draft writes for ${perIntent.size} intents`);
-    await client.close();
+  }
+  const writes = readFileSync(settings.writeLog, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { key: string });
+  const perIntent = new Map<string, number>();
+  for (const { key } of writes) perIntent.set(key, (perIntent.get(key) ?? 0) + 1);
+  expect([...perIntent.values()].filter((count) => count > 1)).toEqual([]);
+  expect(perIntent.size).toBeLessThanOrEqual(TURNS * 2);
+  console.log(
+    `${name}: ${workerCount} worker(s), ${postgres ? 'PostgreSQL' : 'SQLite'} store, ${kills} kills, ${TURNS} turns completed, ${outbox.length} messages for ${ended.filter((result) => result.toolCalls.some((event) => event.tool === 'send_message' && event.status === 'success')).length} successful sends, ${writes.length} draft writes for ${perIntent.size} intents`,
+  );
+  await client.close();
 }
 
 describe('workers killed at random points', () => {
-  it(`survives ${KILLS} SIGKILLs of the worker during turns that save drafts and send approved messages: no duplicate message, no duplicate draft write`, () => killScenario({ name: 'kill-one', workers: 1, postgres: false }), 600_000);
+  it(
+    `survives ${KILLS} SIGKILLs of the worker during turns that save drafts and send approved messages: no duplicate message, no duplicate draft write`,
+    () => killScenario({ name: 'kill-one', workers: 1, postgres: false }),
+    600_000,
+  );
 
-  it(`two workers on one task queue sharing the PostgreSQL store send each approved message exactly once under ${KILLS} kills`, () => killScenario({ name: 'kill-two', workers: 2, postgres: true }), 600_000);
+  it(
+    `two workers on one task queue sharing the PostgreSQL store send each approved message exactly once under ${KILLS} kills`,
+    () => killScenario({ name: 'kill-two', workers: 2, postgres: true }),
+    600_000,
+  );
 });

@@ -284,7 +284,10 @@ describe('a PostgreSQL outage', () => {
     expect(unknown.length).toBeGreaterThan(0);
     // The same worker's store reconnected for the running turns too: every message approved after the outage was sent.
     for (const { taskId, result } of duringResults.filter((_, turn) => turn % 2 === 1)) {
-      expect(result.toolCalls.find((call) => call.tool === 'send_message'), `the send of ${taskId}`).toMatchObject({ status: 'success' });
+      expect(
+        result.toolCalls.find((call) => call.tool === 'send_message'),
+        `the send of ${taskId}`,
+      ).toMatchObject({ status: 'success' });
     }
     for (const { taskId, result } of duringResults) {
       const messages = messagesOf(taskId);

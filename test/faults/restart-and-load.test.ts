@@ -21,7 +21,12 @@ let server: DevServer;
 
 beforeAll(async () => {
   quietRuntime();
-  serverOptions = { address: `127.0.0.1:${await freePort()}`, namespace: 'default', dbFile: path.join(folder, 'temporal.db'), logFile: path.join(folder, 'server.log') };
+  serverOptions = {
+    address: `127.0.0.1:${await freePort()}`,
+    namespace: 'default',
+    dbFile: path.join(folder, 'temporal.db'),
+    logFile: path.join(folder, 'server.log'),
+  };
   server = await startDevServer(serverOptions);
 });
 
@@ -32,16 +37,22 @@ afterAll(async () => {
 /** The built-in tools with every handler execution counted, by tool. */
 function countedTools(config: TollgateConfig) {
   const counts = new Map<string, number>();
-  const tools = builtInTools(config).map(
-    (tool): ToolDefinition => ({ ...tool, handler: (args, context) => (counts.set(tool.name, (counts.get(tool.name) ?? 0) + 1), tool.handler(args, context)) }),
-  );
+  const tools = builtInTools(config).map((tool): ToolDefinition => ({
+    ...tool,
+    handler: (args, context) => (counts.set(tool.name, (counts.get(tool.name) ?? 0) + 1), tool.handler(args, context)),
+  }));
   return { tools, counts };
 }
 
 /** Three reads and one reversible write, then an answer. */
 function fourCalls(turn: number): ScriptStep[] {
   return [
-    { toolCalls: [{ tool: 'search_local_sources', args: { query: 'refund' } }, { tool: 'get_document', args: { id: 'refund-policy' } }] },
+    {
+      toolCalls: [
+        { tool: 'search_local_sources', args: { query: 'refund' } },
+        { tool: 'get_document', args: { id: 'refund-policy' } },
+      ],
+    },
     { toolCalls: [{ tool: 'get_document', args: { id: 'pricing-plans' } }] },
     { toolCalls: [{ tool: 'save_draft', args: { path: `turn-${turn}.md`, content: `draft ${turn}\n` } }] },
     { text: `turn ${turn} done` },
@@ -72,7 +83,8 @@ describe('the dev server restarted under 20 running turns', () => {
     const running = worker.run();
     const client = await TollgateClient.connect(config);
     const handles = [];
-    for (let turn = 0; turn < 20; turn++) handles.push(await client.startTurn({ taskId: `restart-${turn}`, prompt: `turn ${turn}`, model: scripted(fourCalls(turn)) }));
+    for (let turn = 0; turn < 20; turn++)
+      handles.push(await client.startTurn({ taskId: `restart-${turn}`, prompt: `turn ${turn}`, model: scripted(fourCalls(turn)) }));
     await client.close();
     await new Promise((resolve) => setTimeout(resolve, 300));
     await server.stop();
@@ -84,9 +96,13 @@ describe('the dev server restarted under 20 running turns', () => {
     await running;
     await connection.close();
     expect(results.map((result) => result.status)).toEqual(Array(20).fill('completed'));
-    expect(readdirSync(path.join(config.workspace, 'drafts'), { recursive: true }).filter((name) => String(name).endsWith('.md'))).toHaveLength(20);
+    expect(
+      readdirSync(path.join(config.workspace, 'drafts'), { recursive: true }).filter((name) => String(name).endsWith('.md')),
+    ).toHaveLength(20);
     expect(counts.get('save_draft')).toBe(20);
-    console.log(`restart test: 20 turns, all completed; reads run ${(counts.get('search_local_sources') ?? 0) + (counts.get('get_document') ?? 0)} times for 60 read calls`);
+    console.log(
+      `restart test: 20 turns, all completed; reads run ${(counts.get('search_local_sources') ?? 0) + (counts.get('get_document') ?? 0)} times for 60 read calls`,
+    );
   }, 300_000);
 });
 
@@ -100,16 +116,26 @@ describe('load', () => {
     const client = await TollgateClient.connect(config);
     const started = Date.now();
     const results = await worker.runUntil(async () => {
-      const handles = await Promise.all(Array.from({ length: 200 }, (_, turn) => client.startTurn({ taskId: `load-${turn}`, prompt: `turn ${turn}`, model: scripted(fourCalls(turn)) })));
+      const handles = await Promise.all(
+        Array.from({ length: 200 }, (_, turn) =>
+          client.startTurn({ taskId: `load-${turn}`, prompt: `turn ${turn}`, model: scripted(fourCalls(turn)) }),
+        ),
+      );
       return Promise.all(handles.map((handle) => client.result(handle.workflowId)));
     });
     const seconds = (Date.now() - started) / 1000;
     await client.close();
     await connection.close();
     expect(results.filter((result) => result.status === 'completed')).toHaveLength(200);
-    expect(results.every((result) => result.toolCalls.length === 4 && result.toolCalls.every((event) => event.status === 'success' && event.attempts === 1))).toBe(true);
+    expect(
+      results.every(
+        (result) => result.toolCalls.length === 4 && result.toolCalls.every((event) => event.status === 'success' && event.attempts === 1),
+      ),
+    ).toBe(true);
     expect(Object.fromEntries(counts)).toEqual({ search_local_sources: 200, get_document: 400, save_draft: 200 });
-    expect(readdirSync(path.join(config.workspace, 'drafts'), { recursive: true }).filter((name) => String(name).endsWith('.md'))).toHaveLength(200);
+    expect(
+      readdirSync(path.join(config.workspace, 'drafts'), { recursive: true }).filter((name) => String(name).endsWith('.md')),
+    ).toHaveLength(200);
     console.log(`load test: 200 turns, 800 tool calls, all completed in ${seconds.toFixed(1)} s (${(200 / seconds).toFixed(1)} turns/s)`);
   }, 600_000);
 });

@@ -70,23 +70,54 @@ function sse(data: unknown, event?: string): string {
 export const openaiStream = {
   text(pieces: string[], usage = { prompt_tokens: 11, completion_tokens: 7 }): string[] {
     const chunk = (delta: unknown, finish: string | null = null, extra = {}) =>
-      sse({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'gpt-test', choices: [{ index: 0, delta, finish_reason: finish }], ...extra });
+      sse({
+        id: 'chatcmpl-1',
+        object: 'chat.completion.chunk',
+        created: 1_700_000_000,
+        model: 'gpt-test',
+        choices: [{ index: 0, delta, finish_reason: finish }],
+        ...extra,
+      });
     return [
       chunk({ role: 'assistant', content: '' }),
       ...pieces.map((piece) => chunk({ content: piece })),
       chunk({}, 'stop'),
-      sse({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'gpt-test', choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } }),
+      sse({
+        id: 'chatcmpl-1',
+        object: 'chat.completion.chunk',
+        created: 1_700_000_000,
+        model: 'gpt-test',
+        choices: [],
+        usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+      }),
       sse('[DONE]'),
     ];
   },
   toolCall(name: string, argumentPieces: string[], usage = { prompt_tokens: 13, completion_tokens: 9 }): string[] {
     const chunk = (delta: unknown, finish: string | null = null) =>
-      sse({ id: 'chatcmpl-2', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'gpt-test', choices: [{ index: 0, delta, finish_reason: finish }] });
+      sse({
+        id: 'chatcmpl-2',
+        object: 'chat.completion.chunk',
+        created: 1_700_000_000,
+        model: 'gpt-test',
+        choices: [{ index: 0, delta, finish_reason: finish }],
+      });
     return [
-      chunk({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: 'call_abc', type: 'function', function: { name, arguments: '' } }] }),
+      chunk({
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ index: 0, id: 'call_abc', type: 'function', function: { name, arguments: '' } }],
+      }),
       ...argumentPieces.map((piece) => chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] })),
       chunk({}, 'tool_calls'),
-      sse({ id: 'chatcmpl-2', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'gpt-test', choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } }),
+      sse({
+        id: 'chatcmpl-2',
+        object: 'chat.completion.chunk',
+        created: 1_700_000_000,
+        model: 'gpt-test',
+        choices: [],
+        usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+      }),
       sse('[DONE]'),
     ];
   },
@@ -96,21 +127,64 @@ export const openaiStream = {
 export const anthropicStream = {
   text(pieces: string[], usage = { input_tokens: 21, output_tokens: 8 }): string[] {
     return [
-      sse({ type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', content: [], model: 'claude-test', stop_reason: null, stop_sequence: null, usage: { input_tokens: usage.input_tokens, output_tokens: 1 } } }, 'message_start'),
+      sse(
+        {
+          type: 'message_start',
+          message: {
+            id: 'msg_1',
+            type: 'message',
+            role: 'assistant',
+            content: [],
+            model: 'claude-test',
+            stop_reason: null,
+            stop_sequence: null,
+            usage: { input_tokens: usage.input_tokens, output_tokens: 1 },
+          },
+        },
+        'message_start',
+      ),
       sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'),
-      ...pieces.map((piece) => sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: piece } }, 'content_block_delta')),
+      ...pieces.map((piece) =>
+        sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: piece } }, 'content_block_delta'),
+      ),
       sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop'),
-      sse({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: usage.output_tokens } }, 'message_delta'),
+      sse(
+        { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: usage.output_tokens } },
+        'message_delta',
+      ),
       sse({ type: 'message_stop' }, 'message_stop'),
     ];
   },
   toolUse(name: string, jsonPieces: string[], usage = { input_tokens: 23, output_tokens: 12 }): string[] {
     return [
-      sse({ type: 'message_start', message: { id: 'msg_2', type: 'message', role: 'assistant', content: [], model: 'claude-test', stop_reason: null, stop_sequence: null, usage: { input_tokens: usage.input_tokens, output_tokens: 1 } } }, 'message_start'),
-      sse({ type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_01', name, input: {} } }, 'content_block_start'),
-      ...jsonPieces.map((piece) => sse({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: piece } }, 'content_block_delta')),
+      sse(
+        {
+          type: 'message_start',
+          message: {
+            id: 'msg_2',
+            type: 'message',
+            role: 'assistant',
+            content: [],
+            model: 'claude-test',
+            stop_reason: null,
+            stop_sequence: null,
+            usage: { input_tokens: usage.input_tokens, output_tokens: 1 },
+          },
+        },
+        'message_start',
+      ),
+      sse(
+        { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_01', name, input: {} } },
+        'content_block_start',
+      ),
+      ...jsonPieces.map((piece) =>
+        sse({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: piece } }, 'content_block_delta'),
+      ),
       sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop'),
-      sse({ type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: usage.output_tokens } }, 'message_delta'),
+      sse(
+        { type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: usage.output_tokens } },
+        'message_delta',
+      ),
       sse({ type: 'message_stop' }, 'message_stop'),
     ];
   },

@@ -7,7 +7,11 @@ import type { ToolResult } from '../../common/types';
 export type FlatBoundaryResult = ToolResult & Omit<BoundaryResult, 'result'>;
 
 /** Runs the `runTool` activity once in a mock activity context (attempt 1 unless `info` says otherwise). */
-export async function runToolOnce(runTool: (input: RunToolInput) => Promise<BoundaryResult>, input: RunToolInput, info?: Partial<Info>): Promise<FlatBoundaryResult> {
+export async function runToolOnce(
+  runTool: (input: RunToolInput) => Promise<BoundaryResult>,
+  input: RunToolInput,
+  info?: Partial<Info>,
+): Promise<FlatBoundaryResult> {
   const { result, ...counts }: BoundaryResult = await new MockActivityEnvironment(info).run(runTool, input);
   return { ...result, ...counts };
 }

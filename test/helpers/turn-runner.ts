@@ -59,7 +59,9 @@ export async function runTurn(options: TurnOptions) {
   const config: TollgateConfig = { ...base, temporal: { ...base.temporal, taskQueue } };
   const ownStore = store ? undefined : openConfiguredStore(config);
   const activities = createActivities({ config, tools, store: store ?? ownStore!, modelEnvironment });
-  const modelStep = modelStepTools ? createActivities({ config, tools: modelStepTools, store: store ?? ownStore!, modelEnvironment }).modelStep : activities.modelStep;
+  const modelStep = modelStepTools
+    ? createActivities({ config, tools: modelStepTools, store: store ?? ownStore!, modelEnvironment }).modelStep
+    : activities.modelStep;
   const modelInputs: ModelStepInput[] = [];
   const observed = {
     ...activities,
@@ -70,20 +72,22 @@ export async function runTurn(options: TurnOptions) {
   };
   const worker = await createWorker({ config, connection: env.nativeConnection, activities: observed, workflowBundle });
   try {
-  return await worker.runUntil(async () => {
-    const handle = await env.client.workflow.start('agentTurn', {
-      workflowId: `turn-${randomUUID()}`,
-      taskQueue,
-      args: [{ taskId: 'task-1', ...input }],
+    return await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start('agentTurn', {
+        workflowId: `turn-${randomUUID()}`,
+        taskQueue,
+        args: [{ taskId: 'task-1', ...input }],
+      });
+      await interact?.(handle);
+      const result = (await handle.result()) as AgentTurnResult;
+      const historyClient = historyConnection ? new Client({ connection: historyConnection, namespace: env.namespace }) : undefined;
+      const history = await (historyClient?.workflow.getHandle(handle.workflowId) ?? handle).fetchHistory();
+      const state = await handle.query(stateQuery);
+      const runToolScheduled = (history.events ?? []).filter(
+        (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool',
+      ).length;
+      return { result, modelInputs, runToolScheduled, state, config, handle, history };
     });
-    await interact?.(handle);
-    const result = (await handle.result()) as AgentTurnResult;
-    const historyClient = historyConnection ? new Client({ connection: historyConnection, namespace: env.namespace }) : undefined;
-    const history = await (historyClient?.workflow.getHandle(handle.workflowId) ?? handle).fetchHistory();
-    const state = await handle.query(stateQuery);
-    const runToolScheduled = (history.events ?? []).filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool').length;
-    return { result, modelInputs, runToolScheduled, state, config, handle, history };
-  });
   } finally {
     await ownStore?.close();
   }
@@ -108,6 +112,8 @@ export function useTimeSkippingEnvironment(): TimeSkippingEnvironment {
 }
 
 /** The calling file's `runTurn`, on its own time-skipping environment or on the one given. */
-export function useTurnRunner(environment: TimeSkippingEnvironment = useTimeSkippingEnvironment()): (options: Omit<TurnOptions, 'env' | 'workflowBundle'>) => ReturnType<typeof runTurn> {
+export function useTurnRunner(
+  environment: TimeSkippingEnvironment = useTimeSkippingEnvironment(),
+): (options: Omit<TurnOptions, 'env' | 'workflowBundle'>) => ReturnType<typeof runTurn> {
   return (options) => runTurn({ env: environment.env, workflowBundle: environment.workflowBundle, ...options });
 }

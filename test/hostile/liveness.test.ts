@@ -126,7 +126,10 @@ describe('a worker facing a catastrophically backtracking regular expression', (
           expect.objectContaining({ tool: 'search_local_sources', status: 'error', code: 'transient_failure', attempts: 2 }),
         ]);
         expect(Date.now() - hostileStarted).toBeLessThan(2 * SEARCH_TIMEOUT_MS + 5_000);
-        const seen = modelInputs.filter((input) => input.taskId === 'hostile').at(-1)?.messages.find((message) => message.role === 'tool');
+        const seen = modelInputs
+          .filter((input) => input.taskId === 'hostile')
+          .at(-1)
+          ?.messages.find((message) => message.role === 'tool');
         expect(seen).toMatchObject({
           role: 'tool',
           tool: 'search_local_sources',
@@ -149,7 +152,7 @@ describe('a worker facing a catastrophically backtracking regular expression', (
     }
   });
 
-  it('keeps serving other turns while a status check meets a FIFO at a draft\'s place, and ends that call without blocking', async () => {
+  it("keeps serving other turns while a status check meets a FIFO at a draft's place, and ends that call without blocking", async () => {
     const { env, workflowBundle } = environment;
     const taskQueue = `liveness-fifo-${randomUUID()}`;
     const base = testConfig();
@@ -162,14 +165,24 @@ describe('a worker facing a catastrophically backtracking regular expression', (
     const store = openConfiguredStore(config);
     const client = new Client({ connection: env.connection, namespace: 'default' });
     const start = (taskId: string, script: ScriptStep[]): Promise<WorkflowHandle> =>
-      client.workflow.start('agentTurn', { workflowId: `turn-${randomUUID()}`, taskQueue, args: [{ taskId, prompt: 'write', model: scripted(script) }] });
+      client.workflow.start('agentTurn', {
+        workflowId: `turn-${randomUUID()}`,
+        taskQueue,
+        args: [{ taskId, prompt: 'write', model: scripted(script) }],
+      });
     const worker = await createWorker({ config, connection: env.nativeConnection, store, workflowBundle });
     const probe = eventLoopProbe();
     try {
       await worker.runUntil(async () => {
         const started = Date.now();
-        const blocked = await start('fifo', [{ toolCalls: [{ tool: 'save_draft', args: { path: 'brief.md', content: 'x' } }] }, { text: 'Could not save.' }]);
-        const normal = await start('normal', [{ toolCalls: [{ tool: 'search_local_sources', args: { query: 'refund annual plans' } }] }, { text: 'Found it.' }]);
+        const blocked = await start('fifo', [
+          { toolCalls: [{ tool: 'save_draft', args: { path: 'brief.md', content: 'x' } }] },
+          { text: 'Could not save.' },
+        ]);
+        const normal = await start('normal', [
+          { toolCalls: [{ tool: 'search_local_sources', args: { query: 'refund annual plans' } }] },
+          { text: 'Found it.' },
+        ]);
         const [blockedResult, normalResult] = (await Promise.all([blocked.result(), normal.result()])) as AgentTurnResult[];
         expect(normalResult).toMatchObject({ status: 'completed', answer: 'Found it.' });
         expect(blockedResult.status).toBe('completed');

@@ -16,7 +16,8 @@ function sandboxedShell() {
   const registry = createToolRegistry({ tools: [shellTool({ workspace: root, sandbox: true })] });
   const runTool = createRunTool({ registry, store: openSqliteStore(':memory:') });
   let calls = 0;
-  const run = (command: string): Promise<FlatBoundaryResult> => runToolOnce(runTool, { taskId: 'hostile', callId: `call-${calls++}`, tool: 'shell', args: { command } });
+  const run = (command: string): Promise<FlatBoundaryResult> =>
+    runToolOnce(runTool, { taskId: 'hostile', callId: `call-${calls++}`, tool: 'shell', args: { command } });
   return { root, run };
 }
 
@@ -35,7 +36,9 @@ describe('the shell sandbox against a hostile command, as the worker user (root 
   it('cannot remount the system writable, nor write to /var/tmp or /etc', async () => {
     const { run } = sandboxedShell();
     const marker = `tollgate-hostile-${process.pid}`;
-    const result = await run(`mount -o remount,bind,rw / ; mount -o remount,rw /usr ; touch /var/tmp/${marker} /etc/${marker} /usr/${marker}; exit 0`);
+    const result = await run(
+      `mount -o remount,bind,rw / ; mount -o remount,rw /usr ; touch /var/tmp/${marker} /etc/${marker} /usr/${marker}; exit 0`,
+    );
     expect(result.status).toBe('success');
     expect(existsSync(`/var/tmp/${marker}`)).toBe(false);
     expect(existsSync(`/etc/${marker}`)).toBe(false);
@@ -46,7 +49,10 @@ describe('the shell sandbox against a hostile command, as the worker user (root 
     const { run } = sandboxedShell();
     const result = await run('grep -E "^Cap(Prm|Eff|Bnd|Amb):" /proc/self/status');
     expect(result.status).toBe('success');
-    for (const line of String((result.data as { output: string }).output).trim().split('\n')) expect(line).toMatch(/:\s+0{16}$/);
+    for (const line of String((result.data as { output: string }).output)
+      .trim()
+      .split('\n'))
+      expect(line).toMatch(/:\s+0{16}$/);
   });
 
   it('sees none of the worker environment, encoded or not', async () => {
@@ -56,14 +62,20 @@ describe('the shell sandbox against a hostile command, as the worker user (root 
     expect(result.status).toBe('success');
     expect(output).not.toContain(SECRET);
     expect(output).not.toContain(Buffer.from(SECRET).toString('base64').slice(0, 24));
-    const names = output.split('\n').filter((line) => /^[A-Z_]+=/.test(line)).map((line) => line.split('=')[0]).sort();
+    const names = output
+      .split('\n')
+      .filter((line) => /^[A-Z_]+=/.test(line))
+      .map((line) => line.split('=')[0])
+      .sort();
     expect(names.filter((name) => !['PWD', 'SHLVL', '_'].includes(name))).toEqual(['HOME', 'LANG', 'PATH']);
   });
 
   it("cannot read the project's state folder or the dev server's database", async () => {
     const { run } = sandboxedShell();
     const state = path.join(PROJECT_ROOT, '.tollgate', 'state');
-    const result = await run(`ls ${state} ; cat ${path.join(state, 'temporal.db')} | head -c 100; ls ${PROJECT_ROOT}; ls /root /home 2>&1; test ! -e ${PROJECT_ROOT}`);
+    const result = await run(
+      `ls ${state} ; cat ${path.join(state, 'temporal.db')} | head -c 100; ls ${PROJECT_ROOT}; ls /root /home 2>&1; test ! -e ${PROJECT_ROOT}`,
+    );
     expect(result).toMatchObject({ status: 'success' });
   });
 

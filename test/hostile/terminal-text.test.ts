@@ -50,7 +50,10 @@ describe('what the approval prompt and the event lines show', () => {
     expect(shown.text).toContain('"subject": "Hi\\u001b[2K\\u001b[1A"');
     expect(shown.text).toContain('"body": "Send all\\u{2067} refunds \\u{2069}now"');
     // The whole digest, on its own line under the call.
-    expect(shown.text.split('\n').slice(0, 2)).toEqual([`Approval needed for call-3-0: send_message (expires ${EXPIRES})`, `  argsDigest ${argsDigest(args)}`]);
+    expect(shown.text.split('\n').slice(0, 2)).toEqual([
+      `Approval needed for call-3-0: send_message (expires ${EXPIRES})`,
+      `  argsDigest ${argsDigest(args)}`,
+    ]);
   });
 
   it('bounds very long arguments and says how much is left out', () => {

@@ -111,7 +111,7 @@ describe('the workspace guard against symbolic links', () => {
     expect(everything(second.outside)).toEqual([]);
   });
 
-  it('refuses a link to a file inside the workspace at a draft\'s place', async () => {
+  it("refuses a link to a file inside the workspace at a draft's place", async () => {
     const { root } = folders();
     mkdirSync(path.join(root, 'drafts', 'task-7'), { recursive: true });
     writeFileSync(path.join(root, 'notes.md'), 'keep');
@@ -153,7 +153,7 @@ describe('the workspace guard against symbolic links', () => {
 });
 
 describe('the workspace guard against special files and hard links', () => {
-  it('answers a status check on a FIFO at the draft\'s place at once, and never writes over it', async () => {
+  it("answers a status check on a FIFO at the draft's place at once, and never writes over it", async () => {
     const { root } = folders();
     mkdirSync(path.join(root, 'drafts', 'task-7'), { recursive: true });
     execFileSync('mkfifo', [path.join(root, 'drafts', 'task-7', 'brief.md')]);
@@ -188,7 +188,7 @@ describe('the workspace guard against special files and hard links', () => {
     expect(big).toMatchObject({ size: 1_000, truncated: true, data: Buffer.from('x'.repeat(10)) });
   });
 
-  it('refuses a device file at a draft\'s place, for reading and writing', async () => {
+  it("refuses a device file at a draft's place, for reading and writing", async () => {
     const { root } = folders();
     const drafts = path.join(root, 'drafts', 'task-7');
     mkdirSync(drafts, { recursive: true });

@@ -47,7 +47,11 @@ const note = { toolCalls: [{ tool: 'shop__record_note', args: { note: 'called ba
 /** Approves the first call that waits for a person. */
 async function approveFirst(handle: WorkflowHandle): Promise<void> {
   const state = await waitForState(handle, (current) => current.pendingApprovals.length > 0);
-  await handle.signal(approvalSignal, { callId: state.pendingApprovals[0].callId, decision: 'approve', argsDigest: state.pendingApprovals[0].argsDigest });
+  await handle.signal(approvalSignal, {
+    callId: state.pendingApprovals[0].callId,
+    decision: 'approve',
+    argsDigest: state.pendingApprovals[0].argsDigest,
+  });
 }
 
 describe('MCP tools over Streamable HTTP: the failure matrix', () => {

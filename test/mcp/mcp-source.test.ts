@@ -228,9 +228,9 @@ describe('startMcpTools with the real filesystem server', () => {
     const source = await startMcpTools({ mcp, log: (line) => lines.push(line) });
     sources.push(source);
     expect(source.tools).toEqual([]);
-    expect(lines).toEqual([expect.stringMatching(
-      /^mcp server "gone" could not start: .*ENOENT.*; it is optional, so its tools are left out$/,
-    )]);
+    expect(lines).toEqual([
+      expect.stringMatching(/^mcp server "gone" could not start: .*ENOENT.*; it is optional, so its tools are left out$/),
+    ]);
   });
 
   it('stops on a server that exits at once, naming it', async () => {

@@ -208,6 +208,11 @@ describe('MCP tools from @modelcontextprotocol/server-memory over stdio', () => 
       .split('\n')
       .filter(Boolean)
       .map((line) => JSON.parse(line) as { type: string; name: string });
-    expect(lines.filter((line) => line.type === 'entity').map((line) => line.name).sort()).toEqual(['Ada', 'Tollgate']);
+    expect(
+      lines
+        .filter((line) => line.type === 'entity')
+        .map((line) => line.name)
+        .sort(),
+    ).toEqual(['Ada', 'Tollgate']);
   });
 });

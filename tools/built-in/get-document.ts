@@ -9,7 +9,10 @@ export const getDocumentInput = z.strictObject({
 });
 
 function closeIds(wanted: string, ids: string[]): string[] {
-  const parts = wanted.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
+  const parts = wanted
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter(Boolean);
   return ids.filter((id) => parts.some((part) => id.includes(part))).slice(0, 5);
 }
 
@@ -27,7 +30,10 @@ export function getDocumentTool(corpus: Corpus): ToolDefinition {
       const documents = corpus.documents();
       const document = documents.find((candidate) => candidate.id === id);
       if (document) return ToolOutcome.ok(document);
-      const similar = closeIds(id, documents.map((candidate) => candidate.id));
+      const similar = closeIds(
+        id,
+        documents.map((candidate) => candidate.id),
+      );
       const hint = similar.length > 0 ? `similar ids: ${similar.join(', ')}` : 'call search_local_sources to find ids';
       return ToolOutcome.error(`no document with id "${id}"; ${hint}`, { code: 'tool_failure', retryable: false });
     },

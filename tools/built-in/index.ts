@@ -11,5 +11,11 @@ import { shellTool } from './shell';
 export function builtInTools(config: TollgateConfig): ToolDefinition[] {
   const corpus = openCorpus(config.corpus);
   const { workspace } = config;
-  return [searchLocalSourcesTool(corpus), getDocumentTool(corpus), saveDraftTool({ workspace }), sendMessageTool({ workspace }), shellTool({ workspace })];
+  return [
+    searchLocalSourcesTool(corpus),
+    getDocumentTool(corpus),
+    saveDraftTool({ workspace }),
+    sendMessageTool({ workspace }),
+    shellTool({ workspace }),
+  ];
 }

@@ -29,7 +29,8 @@ export function saveDraftTool({ workspace }: { workspace: string }): ToolDefinit
   });
   return defineTool({
     name: 'save_draft',
-    description: 'Save a text draft in the workspace drafts folder (creates or replaces the file). Saving the same content again changes nothing.',
+    description:
+      'Save a text draft in the workspace drafts folder (creates or replaces the file). Saving the same content again changes nothing.',
     input: saveDraftInput,
     effect: 'reversible_write',
     timeout: '10s',
@@ -39,7 +40,8 @@ export function saveDraftTool({ workspace }: { workspace: string }): ToolDefinit
     authorize: ({ path: relative }, { taskId }) =>
       pathRefusal(workspace, taskId === undefined ? ['drafts'] : ['drafts', taskFolderName(taskId)], relative),
     summary: ({ path: relative }) => `drafts/${relative}`,
-    idempotencyKey: ({ path: relative, content }, { taskId }) => `${taskSlug(taskId)}.save_draft.${sha256(relative).slice(0, 12)}.${sha256(content).slice(0, 20)}`,
+    idempotencyKey: ({ path: relative, content }, { taskId }) =>
+      `${taskSlug(taskId)}.save_draft.${sha256(relative).slice(0, 12)}.${sha256(content).slice(0, 20)}`,
     status: async ({ path: relative, content }, { taskId }) => {
       const { segments, name } = draftPlace(taskId, relative);
       const folder = reachFolder(workspace, segments, { create: false });

@@ -4,13 +4,46 @@ import { defineTool, type ToolDefinition } from '../define-tool';
 import { ToolOutcome } from '../tool-outcome';
 import { countRegexMatches, type MatchCount, type MatchTarget } from './regex-search-worker';
 
-const STOP_WORDS = new Set(['a', 'an', 'and', 'are', 'as', 'at', 'be', 'by', 'do', 'for', 'from', 'how', 'i', 'in', 'is', 'it', 'of', 'on', 'or', 'our', 'the', 'to', 'we', 'what', 'when', 'which', 'who', 'with', 'you']);
+const STOP_WORDS = new Set([
+  'a',
+  'an',
+  'and',
+  'are',
+  'as',
+  'at',
+  'be',
+  'by',
+  'do',
+  'for',
+  'from',
+  'how',
+  'i',
+  'in',
+  'is',
+  'it',
+  'of',
+  'on',
+  'or',
+  'our',
+  'the',
+  'to',
+  'we',
+  'what',
+  'when',
+  'which',
+  'who',
+  'with',
+  'you',
+]);
 
 /** The arguments of `search_local_sources`; an invalid regular expression fails validation, so it never executes. */
 export const searchLocalSourcesInput = z
   .strictObject({
     query: z.string().min(1).max(500).describe('Words to look for, or a regular expression when mode is "regex".'),
-    mode: z.enum(['words', 'regex']).default('words').describe('"words": documents matching any of the words, best first; "regex": a case-insensitive regular expression.'),
+    mode: z
+      .enum(['words', 'regex'])
+      .default('words')
+      .describe('"words": documents matching any of the words, best first; "regex": a case-insensitive regular expression.'),
     limit: z.number().int().min(1).max(20).default(5).describe('The most documents to return.'),
   })
   .superRefine((args, context) => {
@@ -47,7 +80,10 @@ function escapeRegExp(text: string): string {
 
 function snippetAround(content: string, index: number): string {
   const start = Math.max(0, index - 60);
-  const text = content.slice(start, start + 160).replace(/\s+/g, ' ').trim();
+  const text = content
+    .slice(start, start + 160)
+    .replace(/\s+/g, ' ')
+    .trim();
   return `${start > 0 ? '…' : ''}${text}${start + 160 < content.length ? '…' : ''}`;
 }
 
@@ -112,7 +148,8 @@ export async function searchCorpus(
 export function searchLocalSourcesTool(corpus: Corpus): ToolDefinition {
   return defineTool({
     name: 'search_local_sources',
-    description: 'Search the local knowledge base of markdown documents. Returns the ids, titles and a snippet of the best matches; read a whole document with get_document.',
+    description:
+      'Search the local knowledge base of markdown documents. Returns the ids, titles and a snippet of the best matches; read a whole document with get_document.',
     input: searchLocalSourcesInput,
     effect: 'read',
     timeout: '10s',

@@ -48,12 +48,20 @@ function isolationArgs(): string[] {
   }
   for (const file of SYSTEM_FILES) system.push('--ro-bind-try', file, file);
   return [
-    '--unshare-all', '--unshare-user', '--cap-drop', 'ALL',
-    '--die-with-parent', '--new-session', '--clearenv',
+    '--unshare-all',
+    '--unshare-user',
+    '--cap-drop',
+    'ALL',
+    '--die-with-parent',
+    '--new-session',
+    '--clearenv',
     ...system,
-    '--dev', '/dev',
-    '--proc', '/proc',
-    '--tmpfs', '/tmp',
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
+    '--tmpfs',
+    '/tmp',
   ];
 }
 
@@ -67,13 +75,29 @@ export function sandboxArgs(workspace: string, command: string, limits: ShellLim
   const real = realpathSync(workspace);
   return [
     ...isolationArgs(),
-    '--bind', real, real,
-    '--remount-ro', '/',
-    '--setenv', 'PATH', '/usr/local/bin:/usr/bin:/bin',
-    '--setenv', 'HOME', real,
-    '--setenv', 'LANG', 'C.UTF-8',
-    '--chdir', real,
-    'bash', '--noprofile', '--norc', '-c', `${rlimitPrologue(limits)}; exec bash --noprofile --norc -c "$1"`, 'bash', command,
+    '--bind',
+    real,
+    real,
+    '--remount-ro',
+    '/',
+    '--setenv',
+    'PATH',
+    '/usr/local/bin:/usr/bin:/bin',
+    '--setenv',
+    'HOME',
+    real,
+    '--setenv',
+    'LANG',
+    'C.UTF-8',
+    '--chdir',
+    real,
+    'bash',
+    '--noprofile',
+    '--norc',
+    '-c',
+    `${rlimitPrologue(limits)}; exec bash --noprofile --norc -c "$1"`,
+    'bash',
+    command,
   ];
 }
 

@@ -43,7 +43,7 @@ export function jsonSchemaInput(schema: unknown): z.ZodType {
   try {
     validate = ajvFor(schema as Record<string, unknown>).compile(schema);
   } catch (error) {
-    throw new Error(`the input schema does not compile: ${(error as Error).message}`);
+    throw new Error(`the input schema does not compile: ${(error as Error).message}`, { cause: error });
   }
   return z.unknown().superRefine((value, context) => {
     if (validate(value)) return;

@@ -124,7 +124,7 @@ function toolDefinition({
   try {
     input = jsonSchemaInput(tool.inputSchema);
   } catch (error) {
-    throw new Error(`mcp server "${server}": tool "${tool.name}": ${(error as Error).message}`);
+    throw new Error(`mcp server "${server}": tool "${tool.name}": ${(error as Error).message}`, { cause: error });
   }
   const handler = async (args: unknown, context: ToolContext) => {
     const write = effect !== 'read';

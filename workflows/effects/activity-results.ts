@@ -31,7 +31,9 @@ export function failureCode(type: string | undefined | null): ErrorCode {
 
 /** Whether a write activity timed out before any worker started it: nothing ran. */
 export function neverStarted(error: unknown): boolean {
-  return error instanceof ActivityFailure && error.cause instanceof TimeoutFailure && error.cause.timeoutType === TimeoutType.SCHEDULE_TO_START;
+  return (
+    error instanceof ActivityFailure && error.cause instanceof TimeoutFailure && error.cause.timeoutType === TimeoutType.SCHEDULE_TO_START
+  );
 }
 
 /** What cut a write off (timeout, reset, lost worker): it may or may not have taken effect. Anything that is not an activity failure is rethrown. */

@@ -22,5 +22,14 @@ export interface EffectStrategy {
 /** The `runTool` input of a call: what it runs, and the effect and definition the workflow decided it runs under. */
 export function runToolInput({ taskId, call, allowedTools }: Pick<EffectContext, 'taskId' | 'call' | 'allowedTools'>): RunToolInput {
   const { policy } = call;
-  return { taskId, callId: call.callId, tool: call.tool, args: call.args, allowedTools, effect: policy.effect, definitionDigest: policy.definitionDigest, policyDigest: policy.policyDigest };
+  return {
+    taskId,
+    callId: call.callId,
+    tool: call.tool,
+    args: call.args,
+    allowedTools,
+    effect: policy.effect,
+    definitionDigest: policy.definitionDigest,
+    policyDigest: policy.policyDigest,
+  };
 }

@@ -29,7 +29,10 @@ export const irreversibleWriteStrategy: EffectStrategy = {
       summary: `approval of ${call.callId}: ${call.summary ?? call.tool}`,
     });
     approvals.close(call.callId);
-    if (!decided) return BoundaryResults.failure('approval_expired', `nobody decided on ${call.tool} within ${policy.approvalTimeoutMs / 1000} s`, { retryable: false });
+    if (!decided)
+      return BoundaryResults.failure('approval_expired', `nobody decided on ${call.tool} within ${policy.approvalTimeoutMs / 1000} s`, {
+        retryable: false,
+      });
     const decision = approvals.decisionFor(call.callId)!;
     if (decision.decision === 'deny') {
       const by = decision.approver ? ` by ${decision.approver}` : '';
@@ -41,7 +44,9 @@ export const irreversibleWriteStrategy: EffectStrategy = {
     } catch (error) {
       if (neverStarted(error)) {
         const waited = `${policy.scheduleToStartMs! / 1000} s`;
-        return BoundaryResults.failure('not_run', `${call.tool} was approved, but no worker started it within ${waited}; it did not run`, { retryable: false });
+        return BoundaryResults.failure('not_run', `${call.tool} was approved, but no worker started it within ${waited}; it did not run`, {
+          retryable: false,
+        });
       }
       return BoundaryResults.outcomeUnknown(`${call.tool} was cut off and is not run again: ${interruption(error)}`, 1);
     }

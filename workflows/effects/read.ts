@@ -38,7 +38,9 @@ export const readStrategy: EffectStrategy = {
         return BoundaryResults.failure(code, cause.message, { executions: executions(executionsFromDetails(cause.details) ?? 1) });
       }
       if (cause instanceof TimeoutFailure) {
-        return BoundaryResults.failure('transient_failure', `${call.tool} timed out (${cause.timeoutType ?? 'timeout'})`, { executions: executions(1) });
+        return BoundaryResults.failure('transient_failure', `${call.tool} timed out (${cause.timeoutType ?? 'timeout'})`, {
+          executions: executions(1),
+        });
       }
       return BoundaryResults.failure('tool_failure', cause?.message ?? error.message, { executions: executions(1) });
     }

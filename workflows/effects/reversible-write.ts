@@ -37,7 +37,9 @@ export const reversibleWriteStrategy: EffectStrategy = {
       if (status.state === 'unknown') return BoundaryResults.outcomeUnknown(`${call.tool}: ${status.reason}`, executions);
       // Every earlier round ran one attempt; one that timed out waiting for a place counts, though its handler never ran.
       if (round >= policy.maxAttempts) {
-        return BoundaryResults.failure('transient_failure', `${call.tool} did not complete in ${round} attempts: ${lastProblem}`, { executions });
+        return BoundaryResults.failure('transient_failure', `${call.tool} did not complete in ${round} attempts: ${lastProblem}`, {
+          executions,
+        });
       }
       if (round > 0 && !backoffFirst) await sleep(backoffMs(policy.retry, round));
       try {

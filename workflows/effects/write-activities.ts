@@ -18,7 +18,9 @@ export function lookupActivity(call: RunnableCall) {
     summary: `status of ${call.summary ?? call.tool}`,
     retry: { maximumAttempts: 3, initialInterval: '200 ms', nonRetryableErrorTypes: ['invalid_arguments'] },
   };
-  return patched(STATUS_LOOKUP_LOCAL_PATCH) ? proxyLocalActivities<Activities>(options).lookupStatus : proxyActivities<Activities>(options).lookupStatus;
+  return patched(STATUS_LOOKUP_LOCAL_PATCH)
+    ? proxyLocalActivities<Activities>(options).lookupStatus
+    : proxyActivities<Activities>(options).lookupStatus;
 }
 
 /**
@@ -29,7 +31,9 @@ export function writeActivity(call: RunnableCall) {
   const { scheduleToStartMs } = call.policy;
   return proxyActivities<Activities>({
     startToCloseTimeout: call.policy.timeoutMs + ACTIVITY_GRACE_MS,
-    ...(call.policy.effect === 'irreversible_write' && scheduleToStartMs !== undefined ? { scheduleToStartTimeout: scheduleToStartMs } : {}),
+    ...(call.policy.effect === 'irreversible_write' && scheduleToStartMs !== undefined
+      ? { scheduleToStartTimeout: scheduleToStartMs }
+      : {}),
     summary: call.summary ?? call.tool,
     retry: { maximumAttempts: 1 },
   }).runTool;
