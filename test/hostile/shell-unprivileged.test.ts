@@ -16,6 +16,12 @@ function whyNotHere(): string | undefined {
   const users = readFileSync('/etc/passwd', 'utf8').split('\n');
   if (!users.some((line) => line.split(':')[2] === String(NOBODY))) return 'no user with uid 65534';
   if (spawnSync('setpriv', ['--version'], { stdio: 'ignore' }).status !== 0) return 'setpriv (util-linux) is not installed';
+  // The user runs the project's own code, so it must be able to reach it (a clone inside a folder only root may enter cannot be).
+  const reachable = spawnSync('setpriv', [...AS_NOBODY, 'test', '-r', path.join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx')], {
+    stdio: 'ignore',
+  });
+  if (reachable.status !== 0)
+    return `uid ${NOBODY} cannot read the project at ${path.basename(PROJECT_ROOT)} (a folder on the way is closed to it)`;
   const sandbox = ['bwrap', '--unshare-all', '--unshare-user', '--ro-bind', '/', '/', 'true'];
   const probe = spawnSync('setpriv', [...AS_NOBODY, ...sandbox], { stdio: 'ignore' });
   if (probe.status !== 0) return 'bubblewrap cannot create a user namespace as an unprivileged user on this kernel';
