@@ -4,7 +4,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../activities';
 import { parseRetryAfter } from '../activities/models/model-errors';
-import type { StreamProgress } from '../activities/models/model-step';
+import type { StreamProgress } from '../common/activity-types';
 import type { ModelStepInput, ModelStepResult } from '../common/activity-types';
 import { keptArguments } from '../common/call-arguments';
 import { toModelPrompt } from '../activities/models/model-prompt';

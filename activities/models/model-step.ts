@@ -3,7 +3,13 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { z } from 'zod';
 import { toMilliseconds } from '../../common/duration';
 import type { ModelSelection, Usage } from '../../common/types';
-import type { CheckedToolCall, ModelStepInput, ModelStepResult } from '../../common/activity-types';
+import {
+  MODEL_FAILURES,
+  type CheckedToolCall,
+  type ModelStepInput,
+  type ModelStepResult,
+  type StreamProgress,
+} from '../../common/activity-types';
 import type { ModelEntry, TollgateConfig } from '../../config/config-schema';
 import { argsDigest } from '../../tools/canonical-json';
 import { checkToolCall, shownArguments } from '../boundary/check-tool-call';
@@ -13,25 +19,6 @@ import { toModelPrompt } from './model-prompt';
 import { scriptedModel } from './language-model';
 import { toolJsonSchema } from '../../tools/define-tool';
 import type { ToolRegistry } from '../../tools/tool-registry';
-
-/** Failure types of a model step that retry policies name. */
-export const MODEL_FAILURES = {
-  /** 429, 5xx, 529 or a connection error before any chunk: retried, after Retry-After when given. */
-  unavailable: 'model_unavailable',
-  /** The stream broke after chunks went out: never replayed automatically. */
-  streamInterrupted: 'stream_interrupted',
-  /** Anything else the provider refused: retrying cannot help. */
-  error: 'model_error',
-  /** The input names no usable model. */
-  invalidModel: 'invalid_model',
-} as const;
-
-/** What a model step has streamed so far; sent as heartbeat details, so a next attempt and a live view can see it. */
-export interface StreamProgress {
-  chunks: number;
-  /** The text streamed so far (its last 8,000 characters). */
-  text: string;
-}
 
 const LIVE_TEXT_CHARS = 8_000;
 const KEEP_ALIVE_MS = 5_000;

@@ -14,30 +14,13 @@ import { stateQuery } from '../../workflows/messages';
 import { scripted, useTimeSkippingEnvironment } from '../helpers/turn-runner';
 import { testConfig } from '../helpers/test-config';
 import { taskFolderName } from '../../tools/built-in/workspace-path';
+import { eventLoopProbe } from '../helpers/event-loop-probe';
 
 /** Backtracks exponentially on every run of words not followed by 30 digits, which is every document of the corpus. */
 const CATASTROPHIC = '([a-z]+\\s?)+\\d{30}';
 const SEARCH_TIMEOUT_MS = 3_000;
-const PROBE_INTERVAL_MS = 50;
 
 const environment = useTimeSkippingEnvironment();
-
-/** The longest delay, beyond its interval, that a repeating timer saw while it ran: how long the event loop was blocked at most. */
-function eventLoopProbe() {
-  let last = performance.now();
-  let worstDelayMs = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    worstDelayMs = Math.max(worstDelayMs, now - last - PROBE_INTERVAL_MS);
-    last = now;
-  }, PROBE_INTERVAL_MS);
-  return {
-    stop(): number {
-      clearInterval(timer);
-      return worstDelayMs;
-    },
-  };
-}
 
 /** Waits in real time until `ready` holds, failing with `what` after `timeoutMs`. */
 async function until(ready: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {

@@ -10,27 +10,10 @@ import { createToolRegistry } from '../../tools/tool-registry';
 import { shellTool } from '../../tools/built-in/shell';
 import type { ShellLimits } from '../../tools/built-in/shell-limits';
 import { runToolOnce, type FlatBoundaryResult } from '../helpers/run-tool-once';
+import { eventLoopProbe } from '../helpers/event-loop-probe';
 
 const SECRET = 'tollgate-fake-secret-5d2e8b04';
-const PROBE_INTERVAL_MS = 50;
 const MIB = 1024 * 1024;
-
-/** The longest delay, beyond its interval, that a repeating timer saw while it ran: how long the event loop was blocked at most. */
-function eventLoopProbe() {
-  let last = performance.now();
-  let worstDelayMs = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    worstDelayMs = Math.max(worstDelayMs, now - last - PROBE_INTERVAL_MS);
-    last = now;
-  }, PROBE_INTERVAL_MS);
-  return {
-    stop(): number {
-      clearInterval(timer);
-      return worstDelayMs;
-    },
-  };
-}
 
 /** The processes that descend from this one, read from /proc. */
 function descendants(): number[] {
