@@ -69,6 +69,17 @@ function sameToken(given: string, expected: string): boolean {
   return timingSafeEqual(digest(given), digest(expected));
 }
 
+/**
+ * A request's route and the token its path carries: `/decode` has none, `/<token>/decode` has one.
+ * The token in the path is for callers that cannot send a header, such as the dev server's Web UI,
+ * which posts to `<endpoint>/decode` without one.
+ */
+function routeOf(url: string | undefined): { route: string; pathToken?: string } {
+  const parts = (url ?? '').split('?')[0].split('/').filter(Boolean);
+  if (parts.length === 2) return { route: `/${parts[1]}`, pathToken: decodeURIComponent(parts[0]) };
+  return { route: `/${parts.join('/')}` };
+}
+
 /** Why a request may not be answered, as a status, or nothing when it may. */
 function refusal(
   request: http.IncomingMessage,
@@ -79,9 +90,18 @@ function refusal(
   const origin = request.headers.origin;
   if (origin !== undefined && !origins.includes(origin)) return 403;
   if (request.method === 'OPTIONS') return origin === undefined ? 403 : undefined;
+  const { pathToken } = routeOf(request.url);
   const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
-  if (!match || !sameToken(match[1], token)) return 401;
+  const given = match?.[1] ?? pathToken;
+  if (given === undefined || !sameToken(given, token)) return 401;
+  // A request naming two tokens must hold the right one in both places.
+  if (match && pathToken !== undefined && !sameToken(pathToken, token)) return 401;
   return undefined;
+}
+
+/** The endpoint to give a caller that cannot send an `Authorization` header: the token rides in the path. */
+export function codecEndpointWithToken(url: string, token: string): string {
+  return `${url.replace(/\/+$/, '')}/${encodeURIComponent(token)}`;
 }
 
 function allowCors(response: http.ServerResponse, origin: string): void {
@@ -126,7 +146,8 @@ async function answer(
  * `{ payloads: [...] }`), so that a person who holds the key sees decrypted payloads. Every
  * request must name one of `hosts` in `Host` (so a page reaching it through DNS rebinding is
  * refused) and, when it has an `Origin`, one of `origins` (403 and no body otherwise); `/encode`
- * and `/decode` also need `Authorization: Bearer <token>` (401 otherwise). A CORS preflight from an
+ * and `/decode` also need the token, as `Authorization: Bearer <token>` or as the first path segment
+ * (`/<token>/decode`, for the Web UI; see {@link codecEndpointWithToken}), 401 otherwise. A CORS preflight from an
  * allowed origin is answered 204 without a token, as browsers send it without one.
  */
 export async function startCodecServer(options: CodecServerOptions): Promise<CodecServer> {
@@ -150,7 +171,7 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
       response.writeHead(204).end();
       return;
     }
-    const route = request.url?.split('?')[0].replace(/\/+$/, '');
+    const { route } = routeOf(request.url);
     if (request.method !== 'POST' || (route !== '/encode' && route !== '/decode')) {
       response.writeHead(404, { 'content-type': 'text/plain' }).end('POST /encode or /decode\n');
       return;

@@ -7,6 +7,7 @@ import { isLocalHost, parseAddress, portIsFree, ServerError } from '../connectio
 import { toMilliseconds } from '../common/duration';
 import type { TollgateConfig } from '../config/config-schema';
 import { requireBinary } from './temporal-binaries';
+import { codecEndpointWithToken } from '../codec/codec-server';
 
 /** A dev server this process started; `stop` ends it and waits until it has exited. */
 export interface DevServer {
@@ -127,6 +128,20 @@ export interface ServerLease {
 }
 
 /**
+ * The codec endpoint the dev server's Web UI calls, when payloads are encrypted: `tollgate
+ * codec-server` on its configured port, with the bearer token in the path (the UI sends no
+ * header of its own). Without the token in the environment the UI is given the bare endpoint,
+ * which answers 401, so payloads stay encrypted on screen.
+ */
+function uiCodecEndpoint(config: TollgateConfig, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (!config.encryption.keysEnv) return undefined;
+  const { port, tokenEnv } = config.encryption.codecServer;
+  const base = `http://127.0.0.1:${port}`;
+  const token = env[tokenEnv]?.trim();
+  return token ? codecEndpointWithToken(base, token) : base;
+}
+
+/**
  * Uses the Temporal server answering at the configured address as it is, or, where none answers on
  * this machine, starts the embedded dev server there.
  */
@@ -154,7 +169,7 @@ export async function ensureServer(config: TollgateConfig): Promise<ServerLease>
     logFile: devServer.logFile,
     logLevel: devServer.logLevel,
     startTimeoutMs: toMilliseconds(devServer.startTimeout),
-    uiCodecEndpoint: config.encryption.keysEnv ? `http://127.0.0.1:${config.encryption.codecServer.port}` : undefined,
+    uiCodecEndpoint: uiCodecEndpoint(config),
   });
   return { address, namespace, uiUrl: started.uiUrl, started };
 }

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { AesGcmCodec, parseKeyring } from '../codec/aes-gcm-codec';
-import { codecTokenFromEnvironment, startCodecServer, type CodecServer } from '../codec/codec-server';
+import { codecEndpointWithToken, codecTokenFromEnvironment, startCodecServer, type CodecServer } from '../codec/codec-server';
 import { PROJECT_ROOT } from '../config/load-config';
 import { freePort } from '../connection/ports';
 import { testConfig } from './helpers/test-config';
@@ -93,6 +93,27 @@ describe('the codec server', () => {
       expect({ authorization, status: answer.status, body: answer.body }).toEqual({ authorization, status: 401, body: '' });
       expect(answer.headers['www-authenticate']).toBe('Bearer');
     }
+  });
+
+  it('takes the token as the first path segment, for the Web UI that sends no header, and only the right one', async () => {
+    const endpoint = new URL(codecEndpointWithToken(server.url, token));
+    expect(endpoint.pathname).toBe(`/${token}`);
+    const json = { 'content-type': 'application/json', origin: UI_ORIGIN };
+    const answer = await request('POST', `${endpoint.pathname}/decode`, json, body);
+    expect(answer.status).toBe(200);
+    const [payload] = (JSON.parse(answer.body) as { payloads: Array<{ data: string }> }).payloads;
+    expect(JSON.parse(Buffer.from(payload.data, 'base64').toString())).toEqual({ secret: 'the launch code' });
+    for (const route of [`/${token}x/decode`, `/${token.slice(1)}/decode`, '/decode/decode', `/${token}/${token}/decode`]) {
+      const refused = await request('POST', route, json, body);
+      expect({ route, status: refused.status, body: refused.body }).toEqual({ route, status: 401, body: '' });
+      expect(refused.body).not.toContain('payloads');
+    }
+    // A right header does not excuse a wrong token in the path.
+    const mixed = await request('POST', `/${token}x/decode`, { ...json, authorization: `Bearer ${token}` }, body);
+    expect(mixed.status).toBe(401);
+    // The path token passes no other check: a foreign Origin or Host is still refused.
+    expect((await request('POST', `/${token}/decode`, { ...json, origin: 'http://evil.example' }, body)).status).toBe(403);
+    expect((await request('POST', `/${token}/decode`, { ...json, host: `evil.example:${port}` }, body)).status).toBe(403);
   });
 
   it('answers the CORS preflight of the allowed origin without a token, and no other', async () => {
