@@ -60,6 +60,13 @@ export const AGENT_TURN_WORKFLOW_TYPE = 'agentTurn';
  */
 export const REJECTED_DECISION_BOUNDS = { kept: 20, decisionChars: 1_024, whyChars: 300 } as const;
 
+/**
+ * The largest decision (`approval` signal, `decide` update) a turn takes, in characters of its JSON.
+ * A bigger `decide` update is refused by its validator, so it never reaches the history; a bigger
+ * signal (which the server records before the workflow sees it) is rejected and kept cut short.
+ */
+export const MAX_DECISION_CHARS = 256 * 1024;
+
 /** The longest text one conversation `send` takes, in characters. */
 export const MAX_SEND_TEXT_CHARS = 100_000;
 

@@ -11,8 +11,8 @@ import { freePort } from '../connection/ports';
 import { startDevServer, type DevServer } from '../server/dev-server';
 import { sendMessageTool } from '../tools/built-in/send-message';
 import { createWorker } from '../worker/create-worker';
-import { MAX_SEND_TEXT_CHARS, REJECTED_DECISION_BOUNDS } from '../common/defaults';
-import { approvalSignal, closeConversationSignal, sendUpdate } from '../workflows/messages';
+import { MAX_DECISION_CHARS, MAX_SEND_TEXT_CHARS, REJECTED_DECISION_BOUNDS } from '../common/defaults';
+import { approvalSignal, closeConversationSignal, decideUpdate, sendUpdate } from '../workflows/messages';
 import { bundleWorkflows, quietRuntime } from './helpers/servers';
 import { testConfig } from './helpers/test-config';
 
@@ -97,6 +97,88 @@ describe('bounds on what senders can make a workflow keep', () => {
     expect(state.rejectedDecisions.at(-1)!.why).toMatch(/^no call forged-9-/);
     expect(inbox.filter((entry) => entry.taskId === 'flooded')).toHaveLength(1);
     expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'send_message', status: 'success' })]);
+    await client.close();
+    await connection.close();
+  });
+
+  it('refuses a decide update over the decision bound before it reaches the history, and records an oversized signal cut short', async () => {
+    const config = testConfig({ temporal: { address: server.address, taskQueue: `bounds-${randomUUID()}` } });
+    const connection = await NativeConnection.connect({ address: server.address });
+    const worker = await createWorker({ config, connection, tools: [sendMessageTool({ workspace: config.workspace })], workflowBundle });
+    const client = await TollgateClient.connect(config);
+    const script = [{ toolCalls: [{ tool: 'send_message', args: { to: 'ops', subject: 'Hello', body: 'The brief.' } }] }, { text: 'sent' }];
+    await worker.runUntil(async () => {
+      const turn = await client.startTurn({ taskId: 'oversized', prompt: 'Send it.', model: { provider: 'scripted', script } });
+      const waiting = await waitFor(
+        () => client.state(turn.workflowId),
+        (current) => current.pendingApprovals.length > 0,
+      );
+      const { callId, argsDigest } = waiting.pendingApprovals[0];
+      const handle = client.client.workflow.getHandle(turn.workflowId);
+      const before = (await handle.describe()).raw.workflowExecutionInfo!;
+      const oversized = { callId, decision: 'approve' as const, argsDigest, reason: 'z'.repeat(MAX_DECISION_CHARS) };
+      const refused = await handle.executeUpdate(decideUpdate, { args: [oversized] }).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(WorkflowUpdateFailedError);
+      expect((refused as WorkflowUpdateFailedError).cause?.message).toMatch(
+        new RegExp(`^the decision is \\d+ characters of JSON; at most ${MAX_DECISION_CHARS} are taken$`),
+      );
+      // A refused update leaves no event: the history did not take its quarter of a megabyte.
+      const after = (await handle.describe()).raw.workflowExecutionInfo!;
+      expect(Number(after.historySizeBytes) - Number(before.historySizeBytes)).toBeLessThan(4_096);
+      // The same decision as a signal is recorded by the server, but the turn rejects it and keeps it cut short.
+      await handle.signal(approvalSignal, oversized);
+      const flagged = await waitFor(
+        () => client.state(turn.workflowId),
+        (current) => current.rejectedDecisions.length > 0,
+      );
+      expect(flagged.rejectedDecisions[0].why).toMatch(/^the decision is \d+ characters of JSON/);
+      expect((flagged.rejectedDecisions[0].decision as TruncatedDecision).json).toHaveLength(REJECTED_DECISION_BOUNDS.decisionChars);
+      expect(flagged.pendingApprovals).toHaveLength(1);
+      await client.deny(turn.workflowId, callId, { argsDigest, reason: 'checked' });
+      expect((await client.result(turn.workflowId)).toolCalls[0]).toMatchObject({ status: 'denied', attempts: 0 });
+    });
+    await client.close();
+    await connection.close();
+  });
+
+  it('ends a turn flooded by signals while it waits with history_limit, the waiting call not run, before the server would terminate it', async () => {
+    const config = testConfig({ temporal: { address: server.address, taskQueue: `bounds-${randomUUID()}` } });
+    const connection = await NativeConnection.connect({ address: server.address });
+    const worker = await createWorker({ config, connection, tools: [sendMessageTool({ workspace: config.workspace })], workflowBundle });
+    const client = await TollgateClient.connect(config);
+    const script = [{ toolCalls: [{ tool: 'send_message', args: { to: 'ops', subject: 'Hello', body: 'The brief.' } }] }, { text: 'sent' }];
+    const maxHistoryBytes = 3_000_000;
+    const { result, described } = await worker.runUntil(async () => {
+      const turn = await client.startTurn({
+        taskId: 'flooded-history',
+        prompt: 'Send it.',
+        model: { provider: 'scripted', script },
+        limits: { maxHistoryBytes },
+      });
+      await waitFor(
+        () => client.state(turn.workflowId),
+        (current) => current.pendingApprovals.length > 0,
+      );
+      const handle = client.client.workflow.getHandle(turn.workflowId);
+      // Signals of 200 KB each, under the decision bound: each one is recorded, none is taken.
+      let sent = 0;
+      for (; sent < 40; sent++) {
+        const answer = await handle
+          .signal(approvalSignal, { callId: `forged-${sent}`, decision: 'approve', reason: 'f'.repeat(200_000) })
+          .catch((error: unknown) => error);
+        if (answer instanceof Error) break; // the turn has ended: the server takes no more signals
+      }
+      const ended = await client.result(turn.workflowId);
+      return { result: ended, described: await handle.describe() };
+    });
+    expect(result.status).toBe('history_limit');
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'send_message', status: 'error', code: 'not_run', attempts: 0 })]);
+    expect(described.status.name).toBe('COMPLETED');
+    const size = Number(described.raw.workflowExecutionInfo!.historySizeBytes);
+    expect(size).toBeGreaterThanOrEqual(maxHistoryBytes);
+    // Signals sent while the turn was closing still land, but the history stays far from the 50 MB at
+    // which the server would terminate the turn.
+    expect(size).toBeLessThan(10_000_000);
     await client.close();
     await connection.close();
   });

@@ -148,6 +148,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   const { limits, requireDigest, signing } = await settingsFor(input.limits);
   approvals.requireDigest = requireDigest;
   approvals.signing = signing;
+  approvals.historyLimits = { maxEvents: limits.maxHistoryEvents, maxBytes: limits.maxHistoryBytes };
   const messages: TurnMessage[] = [...(input.history ?? []), { role: 'user', content: prompt }];
   const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   let answer: string | undefined;

@@ -1,5 +1,5 @@
 import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { REJECTED_DECISION_BOUNDS } from '../common/defaults';
+import { MAX_DECISION_CHARS, REJECTED_DECISION_BOUNDS } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import type { ApprovalDecision, PendingApproval, TruncatedDecision, TurnState } from '../common/types';
 import { signatureProblem } from '../common/signed-decision';
@@ -9,14 +9,18 @@ function clip(text: string, maxChars: number): string {
   return text.length > maxChars ? `${text.slice(0, maxChars - 1)}…` : text;
 }
 
+/** A decision's JSON (or its text, when it has none). */
+function jsonOf(decision: unknown): string {
+  try {
+    return JSON.stringify(decision) ?? String(decision);
+  } catch {
+    return String(decision);
+  }
+}
+
 /** A rejected decision as its record keeps it: whole when small, else the start of its JSON and its size. */
 function bounded(decision: unknown): unknown {
-  let json: string;
-  try {
-    json = JSON.stringify(decision) ?? String(decision);
-  } catch {
-    json = String(decision);
-  }
+  const json = jsonOf(decision);
   const { decisionChars } = REJECTED_DECISION_BOUNDS;
   if (json.length <= decisionChars) return decision;
   const truncated: TruncatedDecision = { truncated: true, jsonChars: json.length, json: json.slice(0, decisionChars) };
@@ -37,6 +41,12 @@ export class ApprovalBook {
    * config names them (`approvals.publicKeysEnv`): then every decision must be signed by one of them.
    */
   signing?: { publicKeys: Record<string, string>; maxAgeMs: number };
+  /**
+   * The turn's history limits (`limits.maxHistoryEvents`, `limits.maxHistoryBytes`): a wait for a
+   * decision ends when the history reaches them, so that a flood of signals (which the server records
+   * whether or not they are taken) ends the turn with `history_limit` instead of getting it terminated.
+   */
+  historyLimits?: { maxEvents: number; maxBytes: number };
 
   constructor(private readonly state: TurnState) {}
 
@@ -50,6 +60,8 @@ export class ApprovalBook {
     if (!decision || typeof decision !== 'object') {
       return 'a decision must be an object { callId, decision, approver?, reason?, argsDigest?, keyId?, signedAt?, signature? }';
     }
+    const chars = jsonOf(decision).length;
+    if (chars > MAX_DECISION_CHARS) return `the decision is ${chars} characters of JSON; at most ${MAX_DECISION_CHARS} are taken`;
     if (unencryptedMode(decision)) {
       return 'the decision arrived unencrypted; with payload encryption on, decisions must come from a client holding the keyring';
     }
@@ -101,6 +113,13 @@ export class ApprovalBook {
       : { callId, decision: verdict, approver, reason };
     this.decided.set(callId, taken);
     this.state.decisions.push(taken);
+  }
+
+  /** Whether the turn's history has reached its limits (see {@link historyLimits}). */
+  historyFull(): boolean {
+    if (!this.historyLimits) return false;
+    const { historyLength, historySize } = workflowInfo();
+    return historyLength >= this.historyLimits.maxEvents || historySize >= this.historyLimits.maxBytes;
   }
 
   /** The decision on a call, once there is one. */

@@ -1,4 +1,4 @@
-import { condition } from '@temporalio/workflow';
+import { condition, workflowInfo } from '@temporalio/workflow';
 import { BoundaryResults } from '../../common/boundary-results';
 import { interruption, neverStarted, readBoundaryResult } from './activity-results';
 import { runToolInput, type EffectStrategy } from './effect-strategy';
@@ -25,10 +25,17 @@ export const irreversibleWriteStrategy: EffectStrategy = {
       requestedAt: new Date(requestedAt).toISOString(),
       expiresAt: new Date(requestedAt + policy.approvalTimeoutMs).toISOString(),
     });
-    const decided = await condition(() => approvals.decisionFor(call.callId) !== undefined, policy.approvalTimeoutMs, {
+    const waited = () => approvals.decisionFor(call.callId) !== undefined || approvals.historyFull();
+    const answered = await condition(waited, policy.approvalTimeoutMs, {
       summary: `approval of ${call.callId}: ${call.summary ?? call.tool}`,
     });
     approvals.close(call.callId);
+    const decided = answered && approvals.decisionFor(call.callId) !== undefined;
+    if (answered && !decided) {
+      const { historyLength, historySize } = workflowInfo();
+      const message = `the turn's history reached its limit (${historyLength} events, ${historySize} bytes) while ${call.tool} waited for approval; it did not run`;
+      return BoundaryResults.failure('not_run', message, { retryable: false });
+    }
     if (!decided)
       return BoundaryResults.failure('approval_expired', `nobody decided on ${call.tool} within ${policy.approvalTimeoutMs / 1000} s`, {
         retryable: false,
