@@ -35,10 +35,10 @@ export function formatOf(extension: string): DocumentFormat | undefined {
   return FORMATS[extension.toLowerCase()];
 }
 
-/** A heading or title with Markdown's inline code marks and emphasis removed. */
+/** A heading or title with Markdown's inline code marks and link targets removed. */
 function cleanHeading(raw: string): string {
   return raw
-    .replace(/[`*_]+/g, '')
+    .replace(/`+/g, '')
     .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
     .replace(/\s+/g, ' ')
     .trim();
