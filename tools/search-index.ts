@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { documentText, formatOf, indexedBody, type DocumentFormat, type DocumentSection } from './document-text';
 
 /** Bumped when the tables or what they hold change; an index of another version is rebuilt. */
-const SCHEMA_VERSION = '1';
+const SCHEMA_VERSION = '2';
 /** BM25 weights of the columns title, heading and body: a title or heading word counts for more than a body word. */
 export const COLUMN_WEIGHTS = { title: 8, heading: 4, body: 1 } as const;
 /** Files larger than this are skipped (and counted), not read. */
@@ -165,6 +165,8 @@ function openDatabase(file: string): Database.Database {
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 10000');
+  // The index can always be rebuilt from the files: a commit need not wait for the disk, only stay atomic.
+  db.pragma('synchronous = NORMAL');
   const create = db.transaction(() => {
     db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
     const version = db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'schema'").get()?.value;
@@ -252,7 +254,9 @@ export function openSearchIndex(folder: string, file: string): SearchIndex {
       sections: JSON.stringify(parsed.sections),
     });
     for (const section of parsed.sections) {
-      insertSection.run(parsed.title, section.heading, indexedBody(format, parsed.text, section), relative, section.index);
+      // A heading that repeats the title (the `# Title` section) adds nothing the title column does not already weigh.
+      const heading = section.heading === parsed.title ? '' : section.heading;
+      insertSection.run(parsed.title, heading, indexedBody(format, parsed.text, section), relative, section.index);
     }
     indexed++;
   });
@@ -325,7 +329,7 @@ export function openSearchIndex(folder: string, file: string): SearchIndex {
     for (let fetch = limit * 8; ; fetch *= 4) {
       const rows = db
         .prepare<unknown[], { doc: string; section: number; heading: string; title: string; score: number; snippet: string }>(
-          `SELECT doc, section, heading, title, -rank AS score, snippet(sections, 2, '', '', '…', 24) AS snippet
+          `SELECT doc, section, CASE heading WHEN '' THEN title ELSE heading END AS heading, title, -rank AS score, snippet(sections, 2, '', '', '…', 24) AS snippet
            FROM sections WHERE sections MATCH ?${filters.map((filter) => ` AND ${filter}`).join('')}
            ORDER BY rank LIMIT ?`,
         )
