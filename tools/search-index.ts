@@ -5,11 +5,16 @@ import Database from 'better-sqlite3';
 import { documentText, formatOf, indexedBody, type DocumentFormat, type DocumentSection } from './document-text';
 
 /** Bumped when the tables or what they hold change; an index of another version is rebuilt. */
-const SCHEMA_VERSION = '2';
+const SCHEMA_VERSION = '3';
 /** BM25 weights of the columns title, heading and body: a title or heading word counts for more than a body word. */
 export const COLUMN_WEIGHTS = { title: 8, heading: 4, body: 1 } as const;
 /** Files larger than this are skipped (and counted), not read. */
 export const MAX_FILE_BYTES = 8 * 1024 * 1024;
+/**
+ * A section's rowid in the FTS5 table is its document's number times this plus its index, so that a
+ * document's sections are one rowid range: found and deleted without scanning the table.
+ */
+const SECTION_SLOTS = 1 << 20;
 /** Query words beyond this many are ignored. */
 const MAX_QUERY_TERMS = 32;
 
@@ -172,7 +177,7 @@ function openDatabase(file: string): Database.Database {
     const version = db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'schema'").get()?.value;
     if (version !== undefined && version !== SCHEMA_VERSION) db.exec('DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS sections;');
     db.exec(`CREATE TABLE IF NOT EXISTS files (
-      path TEXT PRIMARY KEY, id TEXT NOT NULL UNIQUE, title TEXT NOT NULL, format TEXT NOT NULL,
+      path TEXT PRIMARY KEY, no INTEGER NOT NULL UNIQUE, id TEXT NOT NULL UNIQUE, title TEXT NOT NULL, format TEXT NOT NULL,
       mtime_ms REAL NOT NULL, size INTEGER NOT NULL, hash TEXT NOT NULL, text TEXT NOT NULL, sections TEXT NOT NULL)`);
     db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS sections USING fts5(
       title, heading, body, doc UNINDEXED, section UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2')`);
@@ -213,12 +218,18 @@ export function openSearchIndex(folder: string, file: string): SearchIndex {
   const selectIdOwner = db.prepare<[string], { path: string }>('SELECT path FROM files WHERE id = ?');
   const touch = db.prepare('UPDATE files SET mtime_ms = ?, size = ? WHERE path = ?');
   const deleteFile = db.prepare('DELETE FROM files WHERE path = ?');
-  const deleteSections = db.prepare('DELETE FROM sections WHERE doc = ?');
+  const selectNumber = db.prepare<[string], { no: number }>('SELECT no FROM files WHERE path = ?');
+  const nextNumber = db.prepare<[], { no: number }>('SELECT coalesce(max(no), 0) + 1 AS no FROM files');
+  const deleteRange = db.prepare('DELETE FROM sections WHERE rowid >= ? AND rowid < ?');
+  const deleteSections = (relative: string) => {
+    const no = selectNumber.get(relative)?.no;
+    if (no !== undefined) deleteRange.run(no * SECTION_SLOTS, (no + 1) * SECTION_SLOTS);
+  };
   const insertFile = db.prepare(
-    `INSERT INTO files (path, id, title, format, mtime_ms, size, hash, text, sections)
-     VALUES (@path, @id, @title, @format, @mtime, @size, @hash, @text, @sections)`,
+    `INSERT INTO files (path, no, id, title, format, mtime_ms, size, hash, text, sections)
+     VALUES (@path, @no, @id, @title, @format, @mtime, @size, @hash, @text, @sections)`,
   );
-  const insertSection = db.prepare('INSERT INTO sections (title, heading, body, doc, section) VALUES (?, ?, ?, ?, ?)');
+  const insertSection = db.prepare('INSERT INTO sections (rowid, title, heading, body, doc, section) VALUES (?, ?, ?, ?, ?, ?)');
   const counts = db.prepare<[], { documents: number; sections: number }>(
     'SELECT (SELECT count(*) FROM files) AS documents, (SELECT count(*) FROM sections) AS sections',
   );
@@ -240,10 +251,13 @@ export function openSearchIndex(folder: string, file: string): SearchIndex {
     const owner = selectIdOwner.get(wanted)?.path;
     const id = owner === undefined || owner === relative ? wanted : relative;
     const parsed = documentText(format, bytes.toString('utf8'), path.basename(wanted));
-    deleteSections.run(relative);
+    if (parsed.sections.length >= SECTION_SLOTS) parsed.sections = [{ ...parsed.sections[0], index: 0, end: parsed.text.length }];
+    deleteSections(relative);
     deleteFile.run(relative);
+    const no = nextNumber.get()!.no;
     insertFile.run({
       path: relative,
+      no,
       id,
       title: parsed.title,
       format,
@@ -256,13 +270,14 @@ export function openSearchIndex(folder: string, file: string): SearchIndex {
     for (const section of parsed.sections) {
       // A heading that repeats the title (the `# Title` section) adds nothing the title column does not already weigh.
       const heading = section.heading === parsed.title ? '' : section.heading;
-      insertSection.run(parsed.title, heading, indexedBody(format, parsed.text, section), relative, section.index);
+      const body = indexedBody(format, parsed.text, section);
+      insertSection.run(no * SECTION_SLOTS + section.index, parsed.title, heading, body, relative, section.index);
     }
     indexed++;
   });
   const touchOnly = db.transaction((relative: string, stats: Stats) => touch.run(stats.mtimeMs, stats.size, relative));
   const remove = (relative: string) => {
-    deleteSections.run(relative);
+    deleteSections(relative);
     if (deleteFile.run(relative).changes > 0) removed++;
   };
   /** Removes a document whose file is gone, unless the file is back by now. */
@@ -314,9 +329,10 @@ export function openSearchIndex(folder: string, file: string): SearchIndex {
     const values: unknown[] = [match];
     if (scope.document !== undefined) {
       const owner = selectIdOwner.get(scope.document);
-      if (!owner) return [];
-      filters.push('doc = ?');
-      values.push(owner.path);
+      const no = owner && selectNumber.get(owner.path)?.no;
+      if (!no) return [];
+      filters.push('rowid >= ? AND rowid < ?');
+      values.push(no * SECTION_SLOTS, (no + 1) * SECTION_SLOTS);
     }
     const folderFilter = scope.folder?.replace(/^\.?\/+|\/+$/g, '');
     if (folderFilter) {
