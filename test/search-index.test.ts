@@ -193,6 +193,18 @@ describe('the search index', () => {
     ).toEqual(['one', 'two']);
   });
 
+  it('rebuilds an index written by another version of its tables', () => {
+    const { folder, indexFile } = fixture({ 'one.md': '# One\n\nApples.\n', 'two.md': '# Two\n\nPears.\n' });
+    open(folder, indexFile).close();
+    opened.length = 0;
+    const db = new Database(indexFile);
+    db.prepare("UPDATE meta SET value = 'older' WHERE key = 'schema'").run();
+    db.close();
+    const reopened = open(folder, indexFile);
+    expect(reopened.stats()).toMatchObject({ documents: 2, indexedByThisHandle: 2 });
+    expect(reopened.search('pears', { limit: 5 }).map((hit) => hit.id)).toEqual(['two']);
+  });
+
   it('never lets a query be an FTS5 syntax error, whatever the model sends', () => {
     const { folder, indexFile } = fixture({ 'guide.md': GUIDE, 'title.md': '# Title words\n\nNear the star.\n' });
     const index = open(folder, indexFile);
