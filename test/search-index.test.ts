@@ -357,4 +357,24 @@ describe('the read tools over the index', () => {
     const past = await read({ id: 'guide', section: 2, start: 10_000 });
     expect(!past.ok && past.message).toMatch(/^start: 10000 is past the end of the section/);
   });
+
+  it('get_document fits its whole answer in the output bound, escapes and a long list of sections included', async () => {
+    const headings = Array.from({ length: 60 }, (_, position) => `## Section ${position} ${'with a long heading '.repeat(6)}`);
+    const text = `# Many\n\n${headings.map((heading) => `${heading}\n\n${'"quoted"\n'.repeat(40)}`).join('\n')}`;
+    const { folder } = fixture({ 'many.md': text });
+    const tool = getDocumentTool(openCorpus(folder));
+    let start = 0;
+    let read = '';
+    for (let part = 0; part < 20 && start < text.length; part++) {
+      const outcome = await tool.handler(tool.input.parse({ id: 'many', start }), context);
+      if (!ToolOutcome.is(outcome) || !outcome.ok) throw new Error('get_document failed');
+      const data = outcome.data as { content: string; end: number; nextStart?: number; moreSections: number };
+      expect(JSON.stringify(data).length).toBeLessThanOrEqual(tool.maxOutputChars);
+      expect(data.content.length).toBeGreaterThan(1_000);
+      expect(data.moreSections).toBe(21);
+      read += data.content;
+      start = data.nextStart ?? text.length;
+    }
+    expect(read).toBe(text);
+  });
 });

@@ -9,6 +9,8 @@ import { ToolOutcome } from '../tool-outcome';
 export const MAX_DOCUMENT_CHARS = 6_000;
 /** The most sections an answer lists; the answer says how many it left out. */
 const MAX_LISTED_SECTIONS = 40;
+/** The tool's output bound: an answer is cut to fit it as JSON, so that the boundary never truncates it. */
+const MAX_OUTPUT_CHARS = 8_000;
 
 /** The arguments of `get_document`: a whole document, one section of it, or a range of characters. */
 export const getDocumentInput = z.strictObject({
@@ -77,13 +79,12 @@ function documentAnswer(document: IndexedDocument, args: z.output<typeof getDocu
   const start = from + (args.start ?? 0);
   if (start > to)
     return refuse(`start: ${args.start} is past the end of the ${section ? 'section' : 'document'} (${to - from} characters)`);
-  const end = Math.min(to, start + (args.length ?? MAX_DOCUMENT_CHARS));
   const listed = document.sections.slice(0, MAX_LISTED_SECTIONS).map(({ index, heading, start: at, end: until }) => ({
     index,
-    heading,
+    heading: heading.length > 80 ? `${heading.slice(0, 79)}…` : heading,
     chars: until - at,
   }));
-  return {
+  const answerFor = (end: number) => ({
     id: document.id,
     title: document.title,
     format: document.format,
@@ -95,7 +96,16 @@ function documentAnswer(document: IndexedDocument, args: z.output<typeof getDocu
     ...(end < to ? { nextStart: end - from } : {}),
     sections: listed,
     ...(document.sections.length > listed.length ? { moreSections: document.sections.length - listed.length } : {}),
-  };
+  });
+  // Shorter text until the whole answer, as JSON (escapes included), fits the output bound.
+  let end = Math.min(to, start + (args.length ?? MAX_DOCUMENT_CHARS));
+  let answer = answerFor(end);
+  for (let over = JSON.stringify(answer).length - MAX_OUTPUT_CHARS; over > 0 && end > start;) {
+    end = Math.max(start, end - over);
+    answer = answerFor(end);
+    over = JSON.stringify(answer).length - MAX_OUTPUT_CHARS;
+  }
+  return answer;
 }
 
 /**
@@ -113,7 +123,7 @@ export function getDocumentTool(corpus: Corpus): ToolDefinition {
     effect: 'read',
     timeout: '10s',
     maxAttempts: 3,
-    maxOutputChars: 8_000,
+    maxOutputChars: MAX_OUTPUT_CHARS,
     handler: (args) => {
       const index = corpus.index();
       const document = index.document(args.id);
