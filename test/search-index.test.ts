@@ -377,4 +377,22 @@ describe('the read tools over the index', () => {
     }
     expect(read).toBe(text);
   });
+
+  it('search_local_sources fits its answer in the output bound: shorter snippets first, then fewer hits, counted', async () => {
+    const files = Object.fromEntries(
+      Array.from({ length: 20 }, (_, position) => [
+        `topic-${position}.md`,
+        `# Topic ${position} ${'with a very long title '.repeat(8)}\n\n## Lanterns ${'and a long heading '.repeat(8)}\n\n${'Lanterns glow. '.repeat(30)}\n`,
+      ]),
+    );
+    const { folder } = fixture(files);
+    const search = searchLocalSourcesTool(openCorpus(folder));
+    const outcome = await search.handler(search.input.parse({ query: 'lanterns', limit: 20 }), context);
+    if (!ToolOutcome.is(outcome) || !outcome.ok) throw new Error('search failed');
+    const data = outcome.data as { matches: Array<{ snippet: string }>; more: number };
+    expect(JSON.stringify(data).length).toBeLessThanOrEqual(search.maxOutputChars);
+    expect(data.matches.length).toBeGreaterThan(0);
+    expect(data.matches.length + data.more).toBe(20);
+    for (const match of data.matches) expect(match.snippet.length).toBeLessThanOrEqual(80);
+  });
 });

@@ -11,6 +11,9 @@ export const REGEX_SCAN_MAX_CHARS = 16 * 1024 * 1024;
 /** …and at most this many documents. */
 export const REGEX_SCAN_MAX_DOCUMENTS = 5_000;
 
+/** The tool's output bound: an answer is fitted to it as JSON, so that the boundary never truncates it. */
+const MAX_OUTPUT_CHARS = 4_000;
+
 /** The arguments of `search_local_sources`; an invalid regular expression fails validation, so it never executes. */
 export const searchLocalSourcesInput = z
   .strictObject({
@@ -130,6 +133,25 @@ export async function searchAnswer(
   return { matches };
 }
 
+/**
+ * An answer that fits `maxChars` as JSON: snippets shortened first (to 80 characters), then the
+ * last hits left out, counted in `more`.
+ */
+export function fitAnswer<Answer extends SearchAnswer>(answer: Answer, maxChars: number): Answer & { more?: number } {
+  const size = (candidate: unknown) => JSON.stringify(candidate).length;
+  if (size(answer) <= maxChars) return answer;
+  const short = {
+    ...answer,
+    matches: answer.matches.map((match) => (match.snippet.length > 80 ? { ...match, snippet: `${match.snippet.slice(0, 79)}…` } : match)),
+  };
+  for (let kept = short.matches.length; kept > 0; kept--) {
+    const fitted =
+      kept === short.matches.length ? short : { ...short, matches: short.matches.slice(0, kept), more: short.matches.length - kept };
+    if (size(fitted) <= maxChars) return fitted;
+  }
+  return { ...short, matches: [], more: short.matches.length };
+}
+
 /** The `search_local_sources` read tool over a corpus folder; files the index skips are counted in the answer. */
 export function searchLocalSourcesTool(corpus: Corpus): ToolDefinition {
   return defineTool({
@@ -141,11 +163,11 @@ export function searchLocalSourcesTool(corpus: Corpus): ToolDefinition {
     effect: 'read',
     timeout: '10s',
     maxAttempts: 3,
-    maxOutputChars: 4_000,
+    maxOutputChars: MAX_OUTPUT_CHARS,
     handler: async (args, { signal }) => {
       const answer = await searchAnswer(corpus, args, signal);
       const skipped = corpus.skippedFiles();
-      return ToolOutcome.ok(skipped > 0 ? { ...answer, skippedFiles: skipped } : answer);
+      return ToolOutcome.ok(fitAnswer(skipped > 0 ? { ...answer, skippedFiles: skipped } : answer, MAX_OUTPUT_CHARS));
     },
   });
 }
