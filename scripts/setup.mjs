@@ -7,9 +7,12 @@
 //      bubblewrap (the shell sandbox) and PostgreSQL (the shared idempotency store), through
 //      apt-get when they are missing and we are root; the local PostgreSQL cluster is started and
 //      given a `tollgate` role and a `tollgate_test` database, whose URL is written to
-//      .tollgate/state/postgres-test-url for the tests.
+//      .tollgate/state/postgres-test-url for the tests;
+//   4. with --bench (npm run bench passes it): Debian's nodejs-doc, the Node.js API documentation
+//      the search benchmark indexes, through apt-get when it is missing and we are root, unless
+//      apt would remove a package for it (the nodejs of another repository ships the same files).
 // It uses Node's built-ins only, because it runs before the npm packages exist.
-// Usage: node scripts/setup.mjs [--quiet]
+// Usage: node scripts/setup.mjs [--quiet] [--system] [--bench]
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync, renameSync } from 'node:fs';
 import net from 'node:net';
@@ -19,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const quiet = process.argv.includes('--quiet');
 const system = process.argv.includes('--system');
+const bench = process.argv.includes('--bench');
 const say = (line) => {
   if (!quiet) console.log(`setup: ${line}`);
 };
@@ -202,7 +206,35 @@ function provisionPostgres() {
   say(`PostgreSQL ready for the tests (port ${port}, database tollgate_test)`);
 }
 
+/** Where Debian's nodejs-doc puts the Markdown documentation the search benchmark reads. */
+const NODE_DOCS = '/usr/share/doc/nodejs/api';
+
+/** Installs nodejs-doc for the search benchmark, refusing when apt would remove anything to make room for it. */
+function installBenchPackages() {
+  if (existsSync(path.join(NODE_DOCS, 'fs.md.gz')) || existsSync(path.join(NODE_DOCS, 'fs.md'))) {
+    say('nodejs-doc already installed (the search benchmark)');
+    return;
+  }
+  if (process.getuid?.() !== 0 || !hasCommand('apt-get')) {
+    fail(`${NODE_DOCS} is missing (the search benchmark); install it with: sudo apt-get install nodejs-doc`);
+  }
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  if (spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env }).status !== 0) fail('apt-get update failed; see the lines above');
+  const simulated = spawnSync('apt-get', ['install', '-s', '-qq', 'nodejs-doc'], { encoding: 'utf8', env });
+  const removed = (simulated.stdout ?? '').split('\n').filter((line) => line.startsWith('Remv '));
+  if (simulated.status !== 0 || removed.length > 0) {
+    fail(
+      `apt-get would not install nodejs-doc cleanly${removed.length ? ` (it would remove: ${removed.map((line) => line.split(' ')[1]).join(', ')})` : ''}; ` +
+        `the search benchmark needs the Node.js API documentation as Markdown in ${NODE_DOCS}`,
+    );
+  }
+  const install = spawnSync('apt-get', ['install', '-y', '-qq', 'nodejs-doc'], { stdio: ['ignore', 'ignore', 'inherit'], env });
+  if (install.status !== 0) fail('apt-get could not install nodejs-doc; see the lines above');
+  say('nodejs-doc installed (the search benchmark)');
+}
+
 installNpmPackages();
+if (bench) installBenchPackages();
 if (system) {
   installSystemPackages();
   if (process.getuid?.() === 0) provisionPostgres();

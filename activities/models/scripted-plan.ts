@@ -1,11 +1,54 @@
 import type { ScriptStep, ToolResult, TurnMessage } from '../../common/types';
 import { taskSlug } from '../../tools/intent-key';
-import { queryWords, wordStem, type SearchMatch } from '../../tools/built-in/search-local-sources';
+import type { SearchMatch } from '../../tools/built-in/search-local-sources';
 
 /** What a model step asks for before the boundary checks it. */
 export interface ModelReply {
   text?: string;
   toolCalls: Array<{ tool: string; args: unknown }>;
+}
+
+const STOP_WORDS = new Set([
+  'a',
+  'an',
+  'and',
+  'are',
+  'as',
+  'at',
+  'be',
+  'by',
+  'do',
+  'for',
+  'from',
+  'how',
+  'i',
+  'in',
+  'is',
+  'it',
+  'of',
+  'on',
+  'or',
+  'our',
+  'the',
+  'to',
+  'we',
+  'what',
+  'when',
+  'which',
+  'who',
+  'with',
+  'you',
+]);
+
+/** The meaningful words of a query, lower-cased, without stop words. */
+export function queryWords(query: string): string[] {
+  const words = query.toLowerCase().match(/[\p{L}\p{N}][\p{L}\p{N}'-]*/gu) ?? [];
+  return [...new Set(words.filter((word) => word.length > 1 && !STOP_WORDS.has(word)))];
+}
+
+/** A word cut to a stem that also begins its other forms: `releases` → `releas`, `allowed` → `allow`. */
+export function wordStem(word: string): string {
+  return word.length > 4 ? word.replace(/(ing|ed|es|s)$/, '') : word;
 }
 
 const DOCUMENTS_TO_READ = 2;

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { TollgateConfig } from '../../config/config-schema';
 import { openCorpus } from '../corpus';
 import type { ToolDefinition } from '../define-tool';
@@ -9,7 +10,8 @@ import { shellTool } from './shell';
 
 /** The tools every worker serves unless told otherwise. */
 export function builtInTools(config: TollgateConfig): ToolDefinition[] {
-  const corpus = openCorpus(config.corpus);
+  // The search index lives in the state folder, beside the embedded intent store.
+  const corpus = openCorpus(config.corpus, { stateFolder: path.dirname(config.store.sqliteFile) });
   const { workspace } = config;
   return [
     searchLocalSourcesTool(corpus),

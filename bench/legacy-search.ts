@@ -1,0 +1,103 @@
+// The search of the read tools before the full-text index, kept as the retrieval benchmark's
+// baseline: every document scanned with one regular expression per query word (cut to a crude
+// stem), ranked by match counts, a title match counting three. Words mode only; the code as it was.
+import type { CorpusDocument } from '../tools/corpus';
+import type { MatchCount, MatchTarget } from '../tools/built-in/regex-search-worker';
+
+const STOP_WORDS = new Set([
+  'a',
+  'an',
+  'and',
+  'are',
+  'as',
+  'at',
+  'be',
+  'by',
+  'do',
+  'for',
+  'from',
+  'how',
+  'i',
+  'in',
+  'is',
+  'it',
+  'of',
+  'on',
+  'or',
+  'our',
+  'the',
+  'to',
+  'we',
+  'what',
+  'when',
+  'which',
+  'who',
+  'with',
+  'you',
+]);
+
+/** One search hit: enough for the model to choose what to read. */
+export interface SearchMatch {
+  id: string;
+  title: string;
+  score: number;
+  snippet: string;
+}
+
+/** The meaningful words of a query, lower-cased, without stop words. */
+export function queryWords(query: string): string[] {
+  const words = query.toLowerCase().match(/[\p{L}\p{N}][\p{L}\p{N}'-]*/gu) ?? [];
+  return [...new Set(words.filter((word) => word.length > 1 && !STOP_WORDS.has(word)))];
+}
+
+/** A word cut to a stem that also begins its other forms: `releases` → `releas`, `allowed` → `allow`. */
+export function wordStem(word: string): string {
+  return word.length > 4 ? word.replace(/(ing|ed|es|s)$/, '') : word;
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+function snippetAround(content: string, index: number): string {
+  const start = Math.max(0, index - 60);
+  const text = content
+    .slice(start, start + 160)
+    .replace(/\s+/g, ' ')
+    .trim();
+  return `${start > 0 ? '…' : ''}${text}${start + 160 < content.length ? '…' : ''}`;
+}
+
+/** Counts the matches of a pattern on this thread: only for patterns built here, which run in linear time. */
+export function countMatches(pattern: RegExp, { title, content }: MatchTarget): MatchCount {
+  const global = new RegExp(pattern.source, 'gi');
+  const inContent = [...content.matchAll(global)];
+  return { inTitle: title.match(global)?.length ?? 0, inContent: inContent.length, firstIndex: inContent[0]?.index ?? -1 };
+}
+
+function scoreCounts(counts: MatchCount[]): { score: number; firstIndex: number } {
+  let score = 0;
+  let firstIndex = -1;
+  for (const { inTitle, inContent, firstIndex: index } of counts) {
+    score += inTitle * 3 + inContent;
+    if (index !== -1 && (firstIndex === -1 || index < firstIndex)) firstIndex = index;
+  }
+  return { score, firstIndex };
+}
+
+/** The old words-mode search over documents held in memory: the best `limit` documents, best first. */
+export function legacySearch(documents: CorpusDocument[], query: string, limit: number): SearchMatch[] {
+  const patterns = queryWords(query).map((word) => new RegExp(`\\b${escapeRegExp(wordStem(word))}`, 'i'));
+  if (patterns.length === 0) return [];
+  return documents
+    .map((document) => ({ document, ...scoreCounts(patterns.map((pattern) => countMatches(pattern, document))) }))
+    .filter(({ score }) => score > 0)
+    .sort((left, right) => right.score - left.score || left.document.id.localeCompare(right.document.id))
+    .slice(0, limit)
+    .map(({ document, score, firstIndex }) => ({
+      id: document.id,
+      title: document.title,
+      score,
+      snippet: snippetAround(document.content, Math.max(0, firstIndex)),
+    }));
+}
