@@ -9,12 +9,12 @@
 //      given a `tollgate` role and a `tollgate_test` database, whose URL is written to
 //      .tollgate/state/postgres-test-url for the tests;
 //   4. with --bench (npm run bench passes it): Debian's nodejs-doc, the Node.js API documentation
-//      the search benchmark indexes, through apt-get when it is missing and we are root, unless
-//      apt would remove a package for it (the nodejs of another repository ships the same files).
+//      the search benchmark indexes, downloaded with apt-get and unpacked into .tollgate/bench (never
+//      installed: that would remove a nodejs package of another repository, such as NodeSource's).
 // It uses Node's built-ins only, because it runs before the npm packages exist.
 // Usage: node scripts/setup.mjs [--quiet] [--system] [--bench]
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync, renameSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, renameSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -208,33 +208,44 @@ function provisionPostgres() {
 
 /** Where Debian's nodejs-doc puts the Markdown documentation the search benchmark reads. */
 const NODE_DOCS = '/usr/share/doc/nodejs/api';
+/** Where setup unpacks the nodejs-doc package when the system does not have it (git-ignored). */
+const UNPACKED_DOCS = path.join(root, '.tollgate', 'bench', 'nodejs-doc-package');
 
-/** Installs nodejs-doc for the search benchmark, refusing when apt would remove anything to make room for it. */
-function installBenchPackages() {
-  if (existsSync(path.join(NODE_DOCS, 'fs.md.gz')) || existsSync(path.join(NODE_DOCS, 'fs.md'))) {
-    say('nodejs-doc already installed (the search benchmark)');
-    return;
-  }
-  if (process.getuid?.() !== 0 || !hasCommand('apt-get')) {
-    fail(`${NODE_DOCS} is missing (the search benchmark); install it with: sudo apt-get install nodejs-doc`);
+/**
+ * Makes the Node.js API documentation available to the search benchmark. The package is unpacked
+ * into .tollgate/bench, never installed: installing Debian's nodejs-doc removes a nodejs package of
+ * another repository (NodeSource's ships the same files), which would take Node.js off the machine.
+ */
+function fetchBenchDocuments() {
+  const present = (folder) => existsSync(path.join(folder, 'fs.md.gz')) || existsSync(path.join(folder, 'fs.md'));
+  if (present(NODE_DOCS)) return say(`Node.js documentation found in ${NODE_DOCS} (the search benchmark)`);
+  const unpackedApi = path.join(UNPACKED_DOCS, 'usr', 'share', 'doc', 'nodejs', 'api');
+  if (present(unpackedApi)) return say('Node.js documentation already unpacked (the search benchmark)');
+  if (!hasCommand('apt-get') || !hasCommand('dpkg-deb')) {
+    fail("the search benchmark needs Debian's nodejs-doc package, and apt-get or dpkg-deb is missing to fetch it");
   }
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  if (spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env }).status !== 0) fail('apt-get update failed; see the lines above');
-  const simulated = spawnSync('apt-get', ['install', '-s', '-qq', 'nodejs-doc'], { encoding: 'utf8', env });
-  const removed = (simulated.stdout ?? '').split('\n').filter((line) => line.startsWith('Remv '));
-  if (simulated.status !== 0 || removed.length > 0) {
-    fail(
-      `apt-get would not install nodejs-doc cleanly${removed.length ? ` (it would remove: ${removed.map((line) => line.split(' ')[1]).join(', ')})` : ''}; ` +
-        `the search benchmark needs the Node.js API documentation as Markdown in ${NODE_DOCS}`,
-    );
+  const downloads = path.join(root, '.tollgate', 'bench', 'deb');
+  rmSync(downloads, { recursive: true, force: true });
+  mkdirSync(downloads, { recursive: true });
+  say("fetching Debian's nodejs-doc (unpacked for the search benchmark, not installed)");
+  let download = spawnSync('apt-get', ['download', '-qq', 'nodejs-doc'], { cwd: downloads, stdio: ['ignore', 'ignore', 'inherit'], env });
+  if (download.status !== 0 && process.getuid?.() === 0) {
+    spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
+    download = spawnSync('apt-get', ['download', '-qq', 'nodejs-doc'], { cwd: downloads, stdio: ['ignore', 'ignore', 'inherit'], env });
   }
-  const install = spawnSync('apt-get', ['install', '-y', '-qq', 'nodejs-doc'], { stdio: ['ignore', 'ignore', 'inherit'], env });
-  if (install.status !== 0) fail('apt-get could not install nodejs-doc; see the lines above');
-  say('nodejs-doc installed (the search benchmark)');
+  const deb = readdirSync(downloads).find((name) => name.startsWith('nodejs-doc_') && name.endsWith('.deb'));
+  if (download.status !== 0 || !deb)
+    fail('apt-get download nodejs-doc failed; see the lines above (apt-get update, as root, may be needed)');
+  rmSync(UNPACKED_DOCS, { recursive: true, force: true });
+  const unpack = spawnSync('dpkg-deb', ['-x', path.join(downloads, deb), UNPACKED_DOCS], { stdio: 'inherit' });
+  if (unpack.status !== 0 || !present(unpackedApi)) fail(`dpkg-deb could not unpack ${deb}; see the lines above`);
+  rmSync(downloads, { recursive: true, force: true });
+  say(`Node.js documentation unpacked into ${path.relative(root, unpackedApi)}`);
 }
 
 installNpmPackages();
-if (bench) installBenchPackages();
+if (bench) fetchBenchDocuments();
 if (system) {
   installSystemPackages();
   if (process.getuid?.() === 0) provisionPostgres();

@@ -15,8 +15,12 @@ import type { CorpusDocument } from '../../tools/corpus';
 import { legacySearch } from '../legacy-search';
 import { median, percentile, table, type SectionResult } from '../lib';
 
-/** Where Debian's nodejs-doc puts the API documentation. */
-export const NODE_DOCS_SOURCE = '/usr/share/doc/nodejs/api';
+/** Where Debian's nodejs-doc puts the API documentation when it is installed. */
+const INSTALLED_DOCS = '/usr/share/doc/nodejs/api';
+/** Where `setup --bench` unpacks the package otherwise (it never installs it). */
+const UNPACKED_DOCS = path.join(PROJECT_ROOT, '.tollgate', 'bench', 'nodejs-doc-package', 'usr', 'share', 'doc', 'nodejs', 'api');
+/** The API documentation the benchmark reads: the installed copy, else the unpacked one. */
+export const NODE_DOCS_SOURCE = existsSync(INSTALLED_DOCS) ? INSTALLED_DOCS : UNPACKED_DOCS;
 const WORK_FOLDER = path.join(PROJECT_ROOT, '.tollgate', 'bench', 'nodejs-doc');
 const COPIES = 10;
 const TOP = 5;
@@ -55,7 +59,7 @@ const ms = (value: number) => (value >= 100 ? value.toFixed(0) : value.toFixed(2
 /** Decompresses the Markdown documentation into a git-ignored folder once; a missing package is an error saying how to install it. */
 function prepareDocs(): { single: string; tenfold: string } {
   if (!existsSync(NODE_DOCS_SOURCE)) {
-    throw new Error(`${NODE_DOCS_SOURCE} is missing: install Debian's nodejs-doc (npm run setup -- --bench, as root, does)`);
+    throw new Error(`${NODE_DOCS_SOURCE} is missing: run npm run setup -- --bench, which unpacks Debian's nodejs-doc there`);
   }
   const single = path.join(WORK_FOLDER, '1x');
   const tenfold = path.join(WORK_FOLDER, '10x');
