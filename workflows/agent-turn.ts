@@ -38,9 +38,9 @@ import { approvalSignal, decideUpdate, stateQuery } from './messages';
 export const TURN_SETTINGS_PATCH = 'turn-settings-from-config';
 
 /**
- * Turns recorded before this patch had no token budget; a turn since that has one (`limits.maxTokens`
- * or a conversation's allowance) checks it before each model step. The patch is asked only when a
- * budget is set, so turns without one record no marker.
+ * Turns recorded before this patch had no token budget; every turn since asks it once at its start
+ * (one marker, before the settings are read) and, when it has a budget (`limits.maxTokens` or a
+ * conversation's allowance), checks it before each model step.
  */
 export const TOKEN_BUDGET_PATCH = 'turn-token-budget';
 
@@ -182,12 +182,12 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     },
   );
 
+  const keepsBudget = patched(TOKEN_BUDGET_PATCH);
   const { limits, requireDigest, signing } = await settingsFor(input.limits);
   approvals.requireDigest = requireDigest;
   approvals.signing = signing;
   const messages: TurnMessage[] = [...(input.history ?? []), { role: 'user', content: prompt }];
-  const wanted = tokenBudgetOf(limits, input.tokenAllowance);
-  const budget = wanted !== undefined && patched(TOKEN_BUDGET_PATCH) ? wanted : undefined;
+  const budget = keepsBudget ? tokenBudgetOf(limits, input.tokenAllowance) : undefined;
   // The live view reads the usage so far from the state, against the budget when there is one.
   state.usage = usage;
   if (budget !== undefined) state.tokenBudget = budget;

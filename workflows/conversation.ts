@@ -63,6 +63,7 @@ function refusedRaise(ledger: TokenLedger, maxTokens: unknown): string | undefin
   if (maxTokens <= ledger.budget) return `raiseTokenBudget: maxTokens ${maxTokens} is not above the budget in force (${ledger.budget})`;
   return undefined;
 }
+
 /**
  * The earlier messages a turn gets: the newest ones that fit the budget, whole user/answer pairs,
  * oldest dropped first. Tool outputs of earlier turns are never carried (they stay in those turns'
