@@ -21,6 +21,8 @@ export { builtInTools } from './tools/built-in';
 // Running workers
 /** Builds and runs a worker with the configured tools, models and idempotency store; closes what it opened. */
 export { createWorker, TollgateWorker, type CreateWorkerOptions } from './worker/create-worker';
+/** AI SDK language models built in code, by name, as `createWorker({ models })` takes them. */
+export type { CodeModels } from './activities/models/language-model';
 /** The activities a worker registers, for workers assembled by hand. */
 export { createActivities, type Activities, type ActivityDependencies } from './activities';
 /** The idempotency store on one machine (SQLite); PostgreSQL is chosen by config for several machines. */
@@ -45,7 +47,15 @@ export { agentTurn } from './workflows/agent-turn';
 /** The long-lived conversation workflow: one turn per `send`, one at a time, with the earlier answers. */
 export { conversation } from './workflows/conversation';
 /** The turn's messages: `state` query, `approval` signal, `decide` update; the conversation's `send`, `history`, `close`. */
-export { approvalSignal, closeConversationSignal, decideUpdate, historyQuery, sendUpdate, stateQuery } from './workflows/messages';
+export {
+  approvalSignal,
+  closeConversationSignal,
+  decideUpdate,
+  historyQuery,
+  raiseTokenBudgetUpdate,
+  sendUpdate,
+  stateQuery,
+} from './workflows/messages';
 /** The task queue and workflow type other programs start turns with. */
 export { AGENT_TURN_WORKFLOW_TYPE, DEFAULT_TASK_QUEUE } from './common/defaults';
 /** The search attributes a turn sets: its task id, and whether a call waits for approval. */
@@ -74,6 +84,7 @@ export type {
   TurnMessage,
   TurnPhase,
   TurnState,
+  TokenLedger,
   Usage,
 } from './common/types';
 

@@ -4,7 +4,7 @@ import type { IdempotencyStore } from './intents/intent-store';
 import { builtInTools } from '../tools/built-in';
 import { createLookupStatus } from './boundary/lookup-status';
 import { createModelStep } from './models/model-step';
-import { createConfiguredModels, type ModelEnvironment } from './models/language-model';
+import { createConfiguredModels, type CodeModels, type ModelEnvironment } from './models/language-model';
 import { createRedactor } from './boundary/redact';
 import { createRunTool } from './boundary/run-tool';
 import { createTurnSettings } from './turn-settings';
@@ -20,11 +20,13 @@ export interface ActivityDependencies {
   store: IdempotencyStore;
   /** Where model API keys are read (default: the process environment), and the fetch providers use. */
   modelEnvironment?: ModelEnvironment;
+  /** AI SDK language models built in code, by name, next to the configured ones. */
+  models?: CodeModels;
 }
 
 /** Builds the activities; their export names are their registered names. */
-export function createActivities({ config, tools, store, modelEnvironment }: ActivityDependencies) {
-  const models = createConfiguredModels(config, modelEnvironment);
+export function createActivities({ config, tools, store, modelEnvironment, models: codeModels }: ActivityDependencies) {
+  const models = createConfiguredModels(config, modelEnvironment, codeModels);
   const registry: ToolRegistry = createToolRegistry({
     tools: tools ?? builtInTools(config),
     overrides: config.tools,

@@ -1,13 +1,14 @@
 import type { TurnSettings } from '../common/activity-types';
 import { approverPublicKeysFromEnvironment } from '../common/approver-keys';
 import { toMilliseconds } from '../common/duration';
-import type { TurnLimits } from '../common/types';
+import type { ResolvedTurnLimits } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 
-/** The config's turn limits in the workflow's form (the schema fills in every default). */
-export function limitsFromConfig(config: TollgateConfig): Required<TurnLimits> {
-  const { deadline, ...counts } = config.limits;
-  return { ...counts, deadlineMs: toMilliseconds(deadline) };
+/** The config's turn limits in the workflow's form (the schema fills in every default; a token budget only when set). */
+export function limitsFromConfig(config: TollgateConfig): ResolvedTurnLimits {
+  const { maxSteps, maxToolCalls, errorBudget, deadline, maxHistoryEvents, maxHistoryBytes, maxTokens } = config.limits;
+  const counts = { maxSteps, maxToolCalls, errorBudget, maxHistoryEvents, maxHistoryBytes };
+  return { ...counts, deadlineMs: toMilliseconds(deadline), ...(maxTokens === undefined ? {} : { maxTokens }) };
 }
 
 /**
@@ -22,6 +23,7 @@ export function createTurnSettings(config: TollgateConfig, env: NodeJS.ProcessEn
   const signing = publicKeys ? { publicKeys, signatureMaxAgeMs: toMilliseconds(config.approvals.signatureMaxAge) } : {};
   const settings: TurnSettings = {
     limits: limitsFromConfig(config),
+    ...(config.limits.maxConversationTokens === undefined ? {} : { conversationMaxTokens: config.limits.maxConversationTokens }),
     approvals: { requireDigest: config.approvals.requireDigest, ...signing },
   };
   return async function turnSettings(): Promise<TurnSettings> {

@@ -14,7 +14,7 @@ import type { IntentRecord } from '../activities/intents/intent-store';
 import { ensureServer } from '../server/dev-server';
 import { probeServer } from '../connection/temporal-connection';
 import { runWorker } from '../worker/run-worker';
-import { decisionDigest, describeApproval, followTurn, toolCallTable } from './follow-turn';
+import { decisionDigest, describeApproval, describeUsage, followTurn, toolCallTable } from './follow-turn';
 import { forTerminal } from './terminal-text';
 import { formatTable } from './format-table';
 import { TollgateClient, TurnEndedError } from './tollgate-client';
@@ -93,6 +93,7 @@ function turnInput(task: string, options: { taskId?: string; model?: string; too
 
 function describeState(workflowId: string, state: TurnState): string {
   const lines = [`${workflowId}: ${state.status}, phase ${state.phase}, step ${state.step + 1}, ${state.toolCalls.length} tool call(s)`];
+  if (state.usage) lines.push(`  ${describeUsage(state.usage, state.tokenBudget)}`);
   for (const pending of state.pendingApprovals) {
     lines.push(forTerminal(`  waiting for approval: ${pending.callId} ${pending.tool}`));
     lines.push(
@@ -131,7 +132,9 @@ turnOptions(
     });
     print(
       result,
-      () => `\n${result.status}${result.answer ? `\n\n${forTerminal(result.answer)}` : ''}\n\n${toolCallTable(result.toolCalls)}`,
+      () =>
+        `\n${result.status}, ${describeUsage(result.usage, result.tokenBudget)}${result.answer ? `\n\n${forTerminal(result.answer)}` : ''}` +
+        `\n\n${toolCallTable(result.toolCalls)}`,
     );
     if (result.status !== 'completed') process.exitCode = 1;
   });
@@ -158,7 +161,11 @@ program
   .argument('<workflowId>')
   .action(async (workflowId: string) => {
     const result = await withClient((client) => (json() ? client.result(workflowId) : followTurn(client, workflowId, { mode: 'wait' })));
-    print(result, () => `\n${result.status}${result.answer ? `\n\n${forTerminal(result.answer)}` : ''}`);
+    print(
+      result,
+      () =>
+        `\n${result.status}, ${describeUsage(result.usage, result.tokenBudget)}${result.answer ? `\n\n${forTerminal(result.answer)}` : ''}`,
+    );
     if (result.status !== 'completed') process.exitCode = 1;
   });
 

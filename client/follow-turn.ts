@@ -1,6 +1,6 @@
 import os from 'node:os';
 import { createInterface } from 'node:readline/promises';
-import type { AgentTurnResult, PendingApproval, ToolEvent } from '../common/types';
+import type { AgentTurnResult, PendingApproval, ToolEvent, Usage } from '../common/types';
 import { approvalDigest } from '../tools/canonical-json';
 import { formatTable } from './format-table';
 import { forTerminal } from './terminal-text';
@@ -33,6 +33,12 @@ export function describeEvent(event: ToolEvent): string {
   const executions = `${event.attempts} execution${event.attempts === 1 ? '' : 's'}`;
   const code = event.code ? ` ${event.code}` : '';
   return forTerminal(`[step ${event.step + 1}] ${event.tool} (${event.effect}): ${event.status}${code}, ${executions}`);
+}
+
+/** The tokens a turn used, against its budget when it has one: `tokens: 1234 of 5000 (in 1000, out 234)`. */
+export function describeUsage(usage: Usage, budget?: number): string {
+  const used = usage.inputTokens + usage.outputTokens;
+  return `tokens: ${used}${budget === undefined ? '' : ` of ${budget}`} (in ${usage.inputTokens}, out ${usage.outputTokens})`;
 }
 
 /** The tool calls of a turn as a table, safe to print. */
@@ -93,6 +99,7 @@ export async function followTurn(client: TollgateClient, workflowId: string, { m
   let spinnerShown = false;
   let shownEvents = 0;
   let streamed = { step: -1, length: 0 };
+  let shownTokens = 0;
   let waitingLine = '';
   // While a question waits for its answer, nothing is drawn over it.
   let asking = false;
@@ -120,6 +127,14 @@ export async function followTurn(client: TollgateClient, workflowId: string, { m
         console.log(describeEvent(event));
       }
       shownEvents = state.toolCalls.length;
+      // Each time a model step adds to the usage, the usage against the budget.
+      const tokens = state.usage ? state.usage.inputTokens + state.usage.outputTokens : 0;
+      if (state.usage && tokens > shownTokens) {
+        if (streamed.length > 0) process.stdout.write('\n');
+        streamed = { step: state.step, length: 0 };
+        console.log(`[step ${state.step + 1}] ${describeUsage(state.usage, state.tokenBudget)}`);
+        shownTokens = tokens;
+      }
       if (modelText && (state.step !== streamed.step || modelText.length > streamed.length)) {
         if (state.step !== streamed.step) streamed = { step: state.step, length: 0 };
         const label = streamed.length === 0 ? `[step ${state.step + 1}] model: ` : '';

@@ -2,7 +2,7 @@
 // names, inputs and results, the heartbeat shape, failure types and shared timing constants.
 // Other programs rely only on common/types.ts; these may change between versions of Tollgate.
 import type { ErrorCode, ToolEffect } from './codes';
-import type { ModelSelection, ToolCallRequest, ToolResult, TurnLimits, TurnMessage, Usage } from './types';
+import type { ModelSelection, ResolvedTurnLimits, ToolCallRequest, ToolResult, TurnMessage, Usage } from './types';
 
 /** The registered names of the activities, as both sides spell them. */
 export const ACTIVITY_NAMES = {
@@ -150,7 +150,9 @@ export type StatusLookup =
 
 /** What the `turnSettings` local activity returns at a turn's start: the worker's configured limits, recorded once in history. */
 export interface TurnSettings {
-  limits: Required<TurnLimits>;
+  limits: ResolvedTurnLimits;
+  /** Config `limits.maxConversationTokens`: a conversation's token budget when its input sets none (left out when unset). */
+  conversationMaxTokens?: number;
   /** Left out by workers older than the approval settings; a turn then requires the digest. */
   approvals?: {
     requireDigest: boolean;

@@ -43,6 +43,16 @@ export const NON_RETRYABLE_CODES: readonly ErrorCode[] = [
 /** How a tool call ended: `denied` is its own status and spends no error budget. */
 export type ToolCallStatus = 'success' | 'error' | 'denied';
 
-/** How a turn ended; `history_limit` when its history neared Temporal's limits (see HISTORY_LIMITS). */
+/**
+ * How a turn ended; `history_limit` when its history neared Temporal's limits (see HISTORY_LIMITS),
+ * `token_budget_exhausted` when its next model step would have spent more tokens than its budget allows.
+ */
 export type TurnStatus =
-  'completed' | 'step_limit' | 'tool_call_limit' | 'error_budget_exhausted' | 'deadline_exceeded' | 'model_failed' | 'history_limit';
+  | 'completed'
+  | 'step_limit'
+  | 'tool_call_limit'
+  | 'error_budget_exhausted'
+  | 'deadline_exceeded'
+  | 'model_failed'
+  | 'history_limit'
+  | 'token_budget_exhausted';

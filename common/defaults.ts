@@ -9,8 +9,11 @@
  */
 export const HISTORY_LIMITS = { maxHistoryEvents: 40_960, maxHistoryBytes: 40 * 1024 * 1024 } as const;
 
-/** Turn limits when neither the turn's input nor the worker's config sets them. */
+/** Turn limits when neither the turn's input nor the worker's config sets them (no token budget: `maxTokens` has no default). */
 export const DEFAULT_TURN_LIMITS = { maxSteps: 10, maxToolCalls: 20, errorBudget: 3, deadlineMs: 3_600_000, ...HISTORY_LIMITS } as const;
+
+/** The name of every turn limit a turn's input may set. */
+export const TURN_LIMIT_NAMES: readonly string[] = [...Object.keys(DEFAULT_TURN_LIMITS), 'maxTokens'];
 
 /**
  * When a call that ran keeps only a reference to its arguments in the turn's messages (what later

@@ -17,7 +17,16 @@ export interface TurnLimits {
   maxHistoryEvents?: number;
   /** The turn ends with `history_limit` when a step would start on a history of this many bytes (default 80% of Temporal's 50 MB). */
   maxHistoryBytes?: number;
+  /**
+   * The most tokens (input and output together) the turn's model steps may use; checked before each
+   * step, which does not start when the usage so far plus the last step's input would pass it (the
+   * next step's prompt holds the last one's). No budget when left out.
+   */
+  maxTokens?: number;
 }
+
+/** A turn's limits once the config and the defaults filled them in: every one set, the token budget only when given. */
+export type ResolvedTurnLimits = Required<Omit<TurnLimits, 'maxTokens'>> & Pick<TurnLimits, 'maxTokens'>;
 
 /** The input of the `agentTurn` workflow: plain JSON, so any Temporal client can start a turn. */
 export interface AgentTurnInput {
@@ -31,6 +40,11 @@ export interface AgentTurnInput {
   limits?: TurnLimits;
   /** Earlier messages of a conversation, before this prompt (the `conversation` workflow passes them). */
   history?: TurnMessage[];
+  /**
+   * The tokens left in the conversation's budget (the `conversation` workflow passes them): the turn's
+   * budget is the smaller of this and `limits.maxTokens`.
+   */
+  tokenAllowance?: number;
 }
 
 /** The normalized result of one tool call, as the model sees it. */
@@ -92,6 +106,8 @@ export interface AgentTurnResult {
   steps: number;
   toolCalls: ToolEvent[];
   usage: Usage;
+  /** The turn's token budget (input and output together), when it had one. */
+  tokenBudget?: number;
 }
 
 /** An irreversible call waiting for a human decision. */
@@ -174,6 +190,10 @@ export interface TurnState {
   rejectedDecisionsDropped: number;
   toolCalls: ToolEvent[];
   modelInterruptions: ModelInterruption[];
+  /** Tokens the turn's model steps used so far (left out by turns recorded before token budgets). */
+  usage?: Usage;
+  /** The turn's token budget, when it has one. */
+  tokenBudget?: number;
 }
 
 /** A model step dropped because its stream broke after chunks had gone out. */
@@ -192,9 +212,24 @@ export interface ConversationInput {
   contextBudgetChars?: number;
   /** Continue as new after this many turns in one run, even before Temporal suggests it. */
   maxTurnsPerRun?: number;
+  /**
+   * The conversation's token budget: the most tokens (input and output) all its turns may use
+   * together, across continue-as-new; config `limits.maxConversationTokens` when left out, and none
+   * when both are. The `raiseTokenBudget` update raises it.
+   */
+  maxTokens?: number;
   /** Carried across continue-as-new. */
   history?: TurnMessage[];
   turns?: number;
+  /** The token ledger, carried across continue-as-new. */
+  tokens?: TokenLedger;
+}
+
+/** What a conversation's turns used of its token budget. */
+export interface TokenLedger {
+  used: Usage;
+  /** The budget in force (input and output tokens together); none when left out. */
+  budget?: number;
 }
 
 /** What the `history` query returns, and the conversation's result once closed. */
@@ -203,4 +238,6 @@ export interface ConversationState {
   turns: number;
   history: TurnMessage[];
   closed: boolean;
+  /** Tokens its turns used against its budget (left out by runs recorded before token budgets). */
+  tokens?: TokenLedger;
 }

@@ -58,8 +58,11 @@ const httpUrl = z.string().regex(/^https?:\/\/\S+$/, 'expected an http(s) URL');
 /** The most tokens one model step may generate; sent to the provider with every request. */
 const maxOutputTokens = z.number().int().min(1);
 
-/** A model the config names by a key of `model.models`: an AI SDK provider, or the embedded scripted model. */
-export const modelEntrySchema = z.discriminatedUnion('provider', [
+/** The providers Tollgate names itself; any other `provider` is the name of an AI SDK provider package. */
+export const BUILT_IN_PROVIDERS = ['scripted', 'openai', 'anthropic', 'openai-compatible'] as const;
+
+/** A model of one of the built-in providers, or the embedded scripted model. */
+export const builtInModelEntrySchema = z.discriminatedUnion('provider', [
   z.strictObject({ provider: z.literal('scripted') }),
   z.strictObject({
     provider: z.literal('openai'),
@@ -86,8 +89,57 @@ export const modelEntrySchema = z.discriminatedUnion('provider', [
   }),
 ]);
 
+const packageName = z
+  .string()
+  .regex(
+    /^(@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*$/,
+    'expected a built-in provider or an npm package name such as @ai-sdk/google',
+  );
+
+/**
+ * A model of any installed AI SDK provider package (`@ai-sdk/google`, `@ai-sdk/mistral`, ...): its
+ * factory (`factory`, or the package's one export whose name starts with `create`) is called with
+ * `options` and the key from `apiKeyEnv`, and the model is taken from the provider by `model`.
+ */
+export const packageModelEntrySchema = z.strictObject({
+  provider: packageName,
+  model: z.string().min(1),
+  /** The factory's export name, when the package has more than one `create...` function. */
+  factory: z
+    .string()
+    .regex(/^[A-Za-z_$][A-Za-z0-9_$]*$/, 'expected the name of an exported function')
+    .optional(),
+  /** The environment variable whose value is passed as the factory's `apiKey`; providers that read their own variable need none. */
+  apiKeyEnv: envName.optional(),
+  /** The factory's other options (baseURL, headers without secrets, ...); a key never goes here. */
+  options: z
+    .record(z.string(), z.unknown())
+    .refine((options) => !('apiKey' in options), 'a key never goes into the config: name its environment variable in apiKeyEnv')
+    .default({}),
+  maxOutputTokens: maxOutputTokens.optional(),
+});
+
+/**
+ * A model the config names by a key of `model.models`: a built-in provider, the embedded scripted
+ * model, or an AI SDK provider package. The entry is checked against the one schema its `provider`
+ * picks, so its errors speak of that kind only.
+ */
+export const modelEntrySchema = z
+  .custom<z.input<typeof builtInModelEntrySchema> | z.input<typeof packageModelEntrySchema>>()
+  .transform((entry, context): z.output<typeof builtInModelEntrySchema> | z.output<typeof packageModelEntrySchema> => {
+    const provider = (entry as { provider?: unknown } | undefined)?.provider;
+    const builtIn = typeof provider !== 'string' || (BUILT_IN_PROVIDERS as readonly string[]).includes(provider);
+    const parsed = (builtIn ? builtInModelEntrySchema : packageModelEntrySchema).safeParse(entry);
+    if (parsed.success) return parsed.data;
+    for (const issue of parsed.error.issues) context.issues.push({ ...issue, input: entry } as (typeof context.issues)[number]);
+    return z.NEVER;
+  });
+
 /** One configured model. */
 export type ModelEntry = z.output<typeof modelEntrySchema>;
+
+/** A configured model of an AI SDK provider package. */
+export type PackageModelEntry = z.output<typeof packageModelEntrySchema>;
 
 /** Per-tool overrides of a tool's declared policy. */
 export const toolOverrideSchema = z.strictObject({
@@ -197,6 +249,10 @@ export const configSchema = z.strictObject({
       deadline: duration.default(DEFAULT_TURN_LIMITS.deadlineMs),
       maxHistoryEvents: z.number().int().min(1).default(DEFAULT_TURN_LIMITS.maxHistoryEvents),
       maxHistoryBytes: z.number().int().min(1).default(DEFAULT_TURN_LIMITS.maxHistoryBytes),
+      /** A turn's token budget, input and output tokens together; none when unset. */
+      maxTokens: z.number().int().min(1).optional(),
+      /** A conversation's token budget across all its turns and runs; none when unset. */
+      maxConversationTokens: z.number().int().min(1).optional(),
     })
     .prefault({}),
   retry: retrySchema.prefault({}),

@@ -156,6 +156,8 @@ describe('the tollgate CLI', () => {
     expect(run.stdout).toContain('[step 1] search_local_sources (read): success, 1 execution');
     expect(run.stdout).toContain('Decision accepted: deny call-3-0.');
     expect(run.stdout).toMatch(/send_message \(irreversible_write\): denied denied, 0 executions/);
+    // The closing line: the status and the tokens the turn used (it had no budget).
+    expect(run.stdout).toMatch(/\ncompleted, tokens: (\d+) \(in \d+, out \d+\)\n/);
     const limited = await tollgate([
       '--json',
       'run',

@@ -22,7 +22,7 @@ import { approvalSignal, decideUpdate } from '../workflows/messages';
 import { bundleWorkflows, quietRuntime } from './helpers/servers';
 import { temporalCli } from './helpers/temporal-cli';
 import { testConfig } from './helpers/test-config';
-import { DEFAULT_TURN_LIMITS } from '../common/defaults';
+import { TURN_LIMIT_NAMES } from '../common/defaults';
 
 const KEYS_ENV = 'TOLLGATE_TEST_ENCRYPTION_KEYS';
 const oldKey = randomBytes(32).toString('base64');
@@ -193,7 +193,7 @@ describe('payload encryption', () => {
     expect(failure).toBeInstanceOf(WorkflowFailedError);
     const cause = (failure as WorkflowFailedError).cause as ApplicationFailure;
     expect(cause.type).toBe('invalid_input');
-    expect(cause.message).toBe(`agentTurn input: limits.${target} is not a limit (${Object.keys(DEFAULT_TURN_LIMITS).join(', ')})`);
+    expect(cause.message).toBe(`agentTurn input: limits.${target} is not a limit (${TURN_LIMIT_NAMES.join(', ')})`);
 
     for (const workflowId of [turn.workflowId, failedTurn.workflowId]) {
       const shown = JSON.stringify(await temporalCli<HistoryJson>(server.address, ['workflow', 'show', '--workflow-id', workflowId]));

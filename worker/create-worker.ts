@@ -4,6 +4,7 @@ import type { DataConverter } from '@temporalio/common';
 import { Runtime, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { codecFromEnvironment, ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gcm-codec';
 import { createActivities, type Activities } from '../activities';
+import type { CodeModels } from '../activities/models/language-model';
 import { openConfiguredStore } from '../activities/intents/open-store';
 import type { IdempotencyStore } from '../activities/intents/intent-store';
 import { startRetention, type RetentionPass } from '../activities/intents/retention';
@@ -32,6 +33,11 @@ export interface CreateWorkerOptions {
   mcpLog?: McpLog;
   /** Replaces the store the config names; the caller then closes it. */
   store?: IdempotencyStore;
+  /**
+   * AI SDK language models built in code (specification v3), by the name a turn selects them with,
+   * next to the config's `model.models` (a name may not be in both).
+   */
+  models?: CodeModels;
   /** Replaces the activities built from config and tools (tests wrap them to observe calls). */
   activities?: Activities;
   /** A prebuilt bundle from `bundleWorkflowCode`; the workflows are bundled from source otherwise. */
@@ -126,6 +132,9 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Tollga
   const owned: Array<() => Promise<void>> = [];
   try {
     if (activities && options.mcp) throw new Error('createWorker: give mcp or activities, not both (activities already carry their tools)');
+    if (activities && options.models) {
+      throw new Error('createWorker: give models or activities, not both (activities already carry their models)');
+    }
     const mcp = options.mcp === undefined ? config.mcp : parseMcpConfig(options.mcp, 'createWorker({ mcp })');
     // MCP servers start first: one that cannot start stops the worker before anything else is opened.
     const mcpTools = activities ? undefined : await startMcpTools({ mcp, log: options.mcpLog });
@@ -137,7 +146,8 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Tollga
     if (!served) {
       store ??= openConfiguredStore(config);
       if (!givenStore) owned.push(() => store!.close());
-      served = createActivities({ config, tools: [...(tools ?? builtInTools(config)), ...(mcpTools?.tools ?? [])], store });
+      const servedTools = [...(tools ?? builtInTools(config)), ...(mcpTools?.tools ?? [])];
+      served = createActivities({ config, tools: servedTools, store, models: options.models });
     }
     const services = store ? [retentionService(store, config)] : [];
     const worker = await Worker.create({

@@ -12,9 +12,18 @@ import type { Activities } from '../activities';
 import { MODEL_FAILURES, type BoundaryResult, type CheckedToolCall } from '../common/activity-types';
 import { BoundaryResults } from '../common/boundary-results';
 import { keptArguments } from '../common/call-arguments';
-import { DEFAULT_TURN_LIMITS } from '../common/defaults';
+import { DEFAULT_TURN_LIMITS, TURN_LIMIT_NAMES } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
-import type { AgentTurnInput, AgentTurnResult, ToolEvent, TurnLimits, TurnMessage, TurnState, Usage } from '../common/types';
+import type {
+  AgentTurnInput,
+  AgentTurnResult,
+  ResolvedTurnLimits,
+  ToolEvent,
+  TurnLimits,
+  TurnMessage,
+  TurnState,
+  Usage,
+} from '../common/types';
 import type { TurnStatus } from '../common/codes';
 import { unencryptedMode } from '../common/unencrypted';
 import { ApprovalBook } from './approval-book';
@@ -27,6 +36,13 @@ import { approvalSignal, decideUpdate, stateQuery } from './messages';
  * in history), so config limits apply whichever client started the turn.
  */
 export const TURN_SETTINGS_PATCH = 'turn-settings-from-config';
+
+/**
+ * Turns recorded before this patch had no token budget; every turn since asks it once at its start
+ * (one marker, before the settings are read) and, when it has a budget (`limits.maxTokens` or a
+ * conversation's allowance), checks it before each model step.
+ */
+export const TOKEN_BUDGET_PATCH = 'turn-token-budget';
 
 // Retried only before the first chunk: the activity throws stream_interrupted once one went out.
 const { modelStep } = proxyActivities<Activities>({
@@ -55,7 +71,7 @@ const { turnSettings } = proxyLocalActivities<Activities>({
  */
 async function settingsFor(
   own: TurnLimits | undefined,
-): Promise<{ limits: Required<TurnLimits>; requireDigest: boolean; signing?: ApprovalBook['signing'] }> {
+): Promise<{ limits: ResolvedTurnLimits; requireDigest: boolean; signing?: ApprovalBook['signing'] }> {
   if (!patched(TURN_SETTINGS_PATCH)) return { limits: { ...DEFAULT_TURN_LIMITS, ...own }, requireDigest: false };
   const settings = await turnSettings();
   const { publicKeys, signatureMaxAgeMs } = settings.approvals ?? {};
@@ -81,7 +97,7 @@ function invalidInput(message: string): ApplicationFailure {
 function checkInput(input: unknown): asserts input is AgentTurnInput {
   if (!input || typeof input !== 'object') throw invalidInput('expected an object { taskId, prompt, model?, tools?, limits? }');
   if (unencryptedMode(input) === 'all') throw invalidInput('the input arrived unencrypted; encryption.requireEncrypted is "all"');
-  const { taskId, prompt, tools, limits, history } = input as Record<string, unknown>;
+  const { taskId, prompt, tools, limits, history, tokenAllowance } = input as Record<string, unknown>;
   if (history !== undefined && !Array.isArray(history)) throw invalidInput('history must be a list of messages');
   if (typeof taskId !== 'string' || taskId.trim() === '') throw invalidInput('taskId must be a non-empty string');
   if (typeof prompt !== 'string' || prompt.trim() === '') throw invalidInput('prompt must be a non-empty string');
@@ -91,11 +107,31 @@ function checkInput(input: unknown): asserts input is AgentTurnInput {
   if (limits !== undefined) {
     if (!limits || typeof limits !== 'object') throw invalidInput('limits must be an object');
     for (const [key, value] of Object.entries(limits)) {
-      if (!(key in DEFAULT_TURN_LIMITS))
-        throw invalidInput(`limits.${key} is not a limit (${Object.keys(DEFAULT_TURN_LIMITS).join(', ')})`);
-      if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw invalidInput(`limits.${key} must be a whole number`);
+      if (!TURN_LIMIT_NAMES.includes(key)) throw invalidInput(`limits.${key} is not a limit (${TURN_LIMIT_NAMES.join(', ')})`);
+      if (!isWholeNumber(value)) throw invalidInput(`limits.${key} must be a whole number`);
     }
   }
+  if (tokenAllowance !== undefined && !isWholeNumber(tokenAllowance)) throw invalidInput('tokenAllowance must be a whole number');
+}
+
+function isWholeNumber(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0;
+}
+
+/** The turn's token budget: the smaller of its limit and its conversation's allowance, when either is set. */
+function tokenBudgetOf(limits: ResolvedTurnLimits, allowance: number | undefined): number | undefined {
+  const bounds = [limits.maxTokens, allowance].filter((bound): bound is number => bound !== undefined);
+  return bounds.length === 0 ? undefined : Math.min(...bounds);
+}
+
+/**
+ * Whether the next model step would pass the token budget: the usage so far has reached it, or the
+ * usage plus the last step's input tokens passes it (the next step's prompt holds the whole last
+ * prompt, so it costs at least that much).
+ */
+export function wouldPassTokenBudget(usage: Usage, lastInputTokens: number, budget: number): boolean {
+  const used = usage.inputTokens + usage.outputTokens;
+  return used >= budget || used + lastInputTokens > budget;
 }
 
 /**
@@ -126,6 +162,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     toolCalls: events,
     modelInterruptions: [],
   };
+  const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   const approvals = new ApprovalBook(state);
   setHandler(stateQuery, () => state);
   setHandler(approvalSignal, (decision) => {
@@ -145,12 +182,17 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     },
   );
 
+  const keepsBudget = patched(TOKEN_BUDGET_PATCH);
   const { limits, requireDigest, signing } = await settingsFor(input.limits);
   approvals.requireDigest = requireDigest;
   approvals.signing = signing;
   approvals.historyLimits = { maxEvents: limits.maxHistoryEvents, maxBytes: limits.maxHistoryBytes };
   const messages: TurnMessage[] = [...(input.history ?? []), { role: 'user', content: prompt }];
-  const usage: Usage = { inputTokens: 0, outputTokens: 0 };
+  const budget = keepsBudget ? tokenBudgetOf(limits, input.tokenAllowance) : undefined;
+  // The live view reads the usage so far from the state, against the budget when there is one.
+  state.usage = usage;
+  if (budget !== undefined) state.tokenBudget = budget;
+  let lastInputTokens = 0;
   let answer: string | undefined;
   let status: TurnStatus | undefined;
   let error: AgentTurnResult['error'];
@@ -166,6 +208,10 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     }
     if (nearHistoryLimits(limits)) {
       status = 'history_limit';
+      break;
+    }
+    if (budget !== undefined && wouldPassTokenBudget(usage, lastInputTokens, budget)) {
+      status = 'token_budget_exhausted';
       break;
     }
     let reply: Awaited<ReturnType<typeof modelStep>>;
@@ -187,6 +233,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     }
     usage.inputTokens += reply.usage.inputTokens;
     usage.outputTokens += reply.usage.outputTokens;
+    lastInputTokens = reply.usage.inputTokens;
     // The calls run from the reply; the messages later steps are sent keep large arguments by reference only.
     const kept = reply.toolCalls.map(({ callId, tool, args, argsDigest }) => ({ callId, tool, args: keptArguments(args, argsDigest) }));
     messages.push({ role: 'assistant', text: reply.text, toolCalls: kept });
@@ -231,6 +278,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     steps: state.step + 1,
     toolCalls: events,
     usage,
+    ...(budget !== undefined ? { tokenBudget: budget } : {}),
   };
 }
 
@@ -241,7 +289,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
  * below the hard limits, and a turn cannot continue as new without losing its calls in flight, so
  * it ends with `history_limit` instead; a conversation carries on with its next turn.
  */
-function nearHistoryLimits(limits: Required<TurnLimits>): boolean {
+function nearHistoryLimits(limits: ResolvedTurnLimits): boolean {
   const { historyLength, historySize } = workflowInfo();
   return historyLength >= limits.maxHistoryEvents || historySize >= limits.maxHistoryBytes;
 }

@@ -5,14 +5,16 @@ import {
   continueAsNew,
   executeChild,
   patched,
+  proxyLocalActivities,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
-import type { AgentTurnResult, ConversationInput, ConversationState, TurnMessage } from '../common/types';
+import type { Activities } from '../activities';
+import type { AgentTurnResult, ConversationInput, ConversationState, TokenLedger, TurnMessage } from '../common/types';
 import { unencryptedMode } from '../common/unencrypted';
 import { agentTurn } from './agent-turn';
-import { closeConversationSignal, historyQuery, sendUpdate } from './messages';
+import { closeConversationSignal, historyQuery, raiseTokenBudgetUpdate, sendUpdate } from './messages';
 import { CONVERSATION_DEFAULTS, MAX_SEND_TEXT_CHARS } from '../common/defaults';
 
 /**
@@ -21,6 +23,46 @@ import { CONVERSATION_DEFAULTS, MAX_SEND_TEXT_CHARS } from '../common/defaults';
  * start their turns together) replay without the mutex.
  */
 export const SERIAL_SENDS_PATCH = 'conversation-serial-sends';
+
+/**
+ * Patch id: the conversation keeps a token ledger (its turns' usage against its budget, carried across
+ * continue-as-new), reads config `limits.maxConversationTokens` once when its input sets no budget,
+ * and gives each turn the tokens left as its allowance. Runs recorded before it keep no ledger.
+ */
+export const TOKEN_LEDGER_PATCH = 'conversation-token-ledger';
+
+const { turnSettings } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '10 seconds',
+  summary: 'conversation settings',
+  retry: { maximumAttempts: 5 },
+});
+
+/** The tokens left in a ledger's budget (none when it has no budget). */
+export function tokensLeft(ledger: TokenLedger): number | undefined {
+  return ledger.budget === undefined ? undefined : ledger.budget - ledger.used.inputTokens - ledger.used.outputTokens;
+}
+
+/** A copy of a ledger (the workflow sandbox has no structuredClone). */
+function copyLedger(ledger: TokenLedger): TokenLedger {
+  return { used: { ...ledger.used }, ...(ledger.budget === undefined ? {} : { budget: ledger.budget }) };
+}
+
+/** Why a conversation cannot run another turn on its budget, or undefined when it can. */
+function budgetSpent(ledger: TokenLedger | undefined): string | undefined {
+  const left = ledger ? tokensLeft(ledger) : undefined;
+  if (!ledger || left === undefined || left > 0) return undefined;
+  const used = ledger.used.inputTokens + ledger.used.outputTokens;
+  return `the conversation's token budget is spent (${used} of ${ledger.budget} tokens used); raise it with the raiseTokenBudget update`;
+}
+
+/** Why a raise of the budget to `maxTokens` is refused, or undefined when it is taken. */
+function refusedRaise(ledger: TokenLedger, maxTokens: unknown): string | undefined {
+  if (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1)
+    return 'raiseTokenBudget: maxTokens must be a whole number of at least 1';
+  if (ledger.budget === undefined) return 'raiseTokenBudget: the conversation has no token budget to raise';
+  if (maxTokens <= ledger.budget) return `raiseTokenBudget: maxTokens ${maxTokens} is not above the budget in force (${ledger.budget})`;
+  return undefined;
+}
 
 /**
  * The earlier messages a turn gets: the newest ones that fit the budget, whole user/answer pairs,
@@ -58,6 +100,11 @@ export async function conversation(input: ConversationInput): Promise<Conversati
     const message = 'conversation input: it arrived unencrypted; encryption.requireEncrypted is "all"';
     throw ApplicationFailure.create({ type: 'invalid_input', message, nonRetryable: true });
   }
+  const { maxTokens } = input;
+  if (maxTokens !== undefined && (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1)) {
+    const message = 'conversation input: maxTokens must be a whole number of at least 1';
+    throw ApplicationFailure.create({ type: 'invalid_input', message, nonRetryable: true });
+  }
   const {
     conversationId,
     model,
@@ -69,20 +116,46 @@ export async function conversation(input: ConversationInput): Promise<Conversati
   const state: ConversationState = { conversationId, turns: input.turns ?? 0, history: [...(input.history ?? [])], closed: false };
   let turnsThisRun = 0;
   let busy = false;
+  // The ledger: carried from the run before, or started here with the input's budget. When neither the
+  // input nor an earlier run set a budget, config's is read once below, before any turn runs.
+  const keepsLedger = patched(TOKEN_LEDGER_PATCH);
+  if (keepsLedger) {
+    const budget = input.maxTokens === undefined ? {} : { budget: input.maxTokens };
+    state.tokens = input.tokens ? copyLedger(input.tokens) : { used: { inputTokens: 0, outputTokens: 0 }, ...budget };
+  }
+  let budgetKnown = !keepsLedger || input.tokens !== undefined || input.maxTokens !== undefined;
 
   // One turn for one message. The busy flag alone does not serialize sends: when it clears, every send
   // waiting on it is unblocked in the same activation. It stays so that a locked send also waits for a
   // turn that a run from before the patch started without the lock.
   const runTurn = async (text: string): Promise<AgentTurnResult> => {
-    await condition(() => !busy);
+    await condition(() => !busy && budgetKnown);
     busy = true;
     try {
+      // A turn that ran while this send waited may have spent the rest of the budget.
+      const spent = budgetSpent(state.tokens);
+      if (spent) throw ApplicationFailure.create({ type: 'token_budget_exhausted', message: `send: ${spent}`, nonRetryable: true });
+      const left = state.tokens && tokensLeft(state.tokens);
       const turn = ++state.turns;
       turnsThisRun++;
       const result = await executeChild(agentTurn, {
         workflowId: `${workflowInfo().workflowId}-turn-${turn}`,
-        args: [{ taskId: conversationId, prompt: text, model, tools, limits, history: boundedHistory(state.history, contextBudgetChars) }],
+        args: [
+          {
+            taskId: conversationId,
+            prompt: text,
+            model,
+            tools,
+            limits,
+            history: boundedHistory(state.history, contextBudgetChars),
+            ...(left === undefined ? {} : { tokenAllowance: left }),
+          },
+        ],
       });
+      if (state.tokens) {
+        state.tokens.used.inputTokens += result.usage.inputTokens;
+        state.tokens.used.outputTokens += result.usage.outputTokens;
+      }
       state.history.push(
         { role: 'user', content: text },
         { role: 'assistant', text: result.answer ?? `(the turn ended with status ${result.status})`, toolCalls: [] },
@@ -113,13 +186,41 @@ export async function conversation(input: ConversationInput): Promise<Conversati
           throw new Error('send: the message arrived unencrypted; encryption.requireEncrypted is "all"');
         }
         if (state.closed) throw new Error('send: the conversation is closed');
+        const spent = budgetSpent(state.tokens);
+        if (spent) throw new Error(`send: ${spent}`);
       },
     },
   );
+  if (keepsLedger) {
+    setHandler(
+      raiseTokenBudgetUpdate,
+      async ({ maxTokens }): Promise<TokenLedger> => {
+        await condition(() => budgetKnown);
+        const ledger = state.tokens!;
+        const refused = refusedRaise(ledger, maxTokens);
+        if (refused) throw ApplicationFailure.create({ type: 'invalid_input', message: refused, nonRetryable: true });
+        ledger.budget = maxTokens;
+        return copyLedger(ledger);
+      },
+      {
+        validator: (raise) => {
+          if (!raise || typeof raise !== 'object') throw new Error('raiseTokenBudget: expected { maxTokens }');
+          const refused = budgetKnown ? refusedRaise(state.tokens!, raise.maxTokens) : undefined;
+          if (refused) throw new Error(refused);
+        },
+      },
+    );
+  }
+  if (!budgetKnown) {
+    const { conversationMaxTokens } = await turnSettings();
+    if (conversationMaxTokens !== undefined) state.tokens!.budget = conversationMaxTokens;
+    budgetKnown = true;
+  }
 
   const idle = () => !busy && !sendLock.isLocked();
   await condition(() => state.closed || (idle() && (workflowInfo().continueAsNewSuggested || turnsThisRun >= maxTurnsPerRun)));
   await condition(allHandlersFinished);
   if (state.closed) return state;
-  return continueAsNew<typeof conversation>({ ...input, history: state.history, turns: state.turns });
+  const carried = state.tokens ? { tokens: state.tokens } : {};
+  return continueAsNew<typeof conversation>({ ...input, history: state.history, turns: state.turns, ...carried });
 }

@@ -1,5 +1,5 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { AgentTurnResult, ApprovalDecision, ConversationState, DecisionReceipt, TurnState } from '../common/types';
+import type { AgentTurnResult, ApprovalDecision, ConversationState, DecisionReceipt, TokenLedger, TurnState } from '../common/types';
 
 /** Query `state`: status, step, pending approvals, decisions and the tool events so far. */
 export const stateQuery = defineQuery<TurnState>('state');
@@ -18,3 +18,10 @@ export const historyQuery = defineQuery<ConversationState>('history');
 
 /** Signal `close`: the conversation takes no more messages and ends once its running turn is done. */
 export const closeConversationSignal = defineSignal('close');
+
+/**
+ * Update `raiseTokenBudget`: a person raises a conversation's token budget to `maxTokens` (input and
+ * output tokens of all its turns together); answered with the ledger. A budget that is not higher
+ * than the one in force, or a conversation without a budget, is rejected.
+ */
+export const raiseTokenBudgetUpdate = defineUpdate<TokenLedger, [{ maxTokens: number }]>('raiseTokenBudget');

@@ -2,8 +2,10 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import type { ScriptStep } from '../../common/types';
-import type { ModelEntry, TollgateConfig } from '../../config/config-schema';
+import { BUILT_IN_PROVIDERS, type ModelEntry, type PackageModelEntry, type TollgateConfig } from '../../config/config-schema';
 import { ConfigError } from '../../config/load-config';
 import { ScriptedLanguageModel } from './scripted-language-model';
 
@@ -11,6 +13,69 @@ import { ScriptedLanguageModel } from './scripted-language-model';
 export interface ModelEnvironment {
   env?: NodeJS.ProcessEnv;
   fetch?: typeof globalThis.fetch;
+  /** Where provider packages are looked up (default: the project's root). */
+  projectRoot?: string;
+}
+
+/** Models built in code (any AI SDK LanguageModel of specification v3), by the name a turn selects them with. */
+export type CodeModels = Record<string, LanguageModelV3>;
+
+/** A configured or code-built model, and its config entry when it has one. */
+export interface AvailableModel {
+  model: LanguageModelV3;
+  entry?: ModelEntry;
+}
+
+type ProviderFactory = (options: Record<string, unknown>) => unknown;
+
+/** The factory of an AI SDK provider package: the export the entry names, or the package's one `create...` function. */
+function providerFactory(entryName: string, entry: PackageModelEntry, root: string): ProviderFactory {
+  const where = `model "${entryName}" (provider ${entry.provider})`;
+  let loaded: Record<string, unknown>;
+  try {
+    loaded = createRequire(path.join(root, 'package.json'))(entry.provider) as Record<string, unknown>;
+  } catch (error) {
+    throw new ConfigError(`${where}: the package cannot be loaded (${(error as Error).message.split('\n')[0]}); is it installed?`);
+  }
+  const factories = Object.keys(loaded).filter((name) => /^create[A-Z]/.test(name) && typeof loaded[name] === 'function');
+  const name = entry.factory ?? (factories.length === 1 ? factories[0] : undefined);
+  if (!name) {
+    const found = factories.length === 0 ? 'none' : factories.join(', ');
+    throw new ConfigError(`${where}: name its factory in "factory" (the package's create... functions: ${found})`);
+  }
+  if (typeof loaded[name] !== 'function') throw new ConfigError(`${where}: the package exports no function "${name}"`);
+  return loaded[name] as ProviderFactory;
+}
+
+/** Checks that a value is an AI SDK language model Tollgate can stream from (specification v3, as the AI SDK 6 providers build). */
+export function checkLanguageModel(value: unknown, where: string): LanguageModelV3 {
+  const model = value as Partial<LanguageModelV3> | undefined;
+  if (!model || typeof model !== 'object' || typeof model.doStream !== 'function') {
+    throw new ConfigError(`${where}: not an AI SDK language model (it has no doStream)`);
+  }
+  if (model.specificationVersion !== 'v3') {
+    throw new ConfigError(
+      `${where}: its specificationVersion is ${String(model.specificationVersion)}; Tollgate takes v3 models (AI SDK 6 providers)`,
+    );
+  }
+  return model as LanguageModelV3;
+}
+
+/** A model of an AI SDK provider package: factory(options + key + fetch), then the provider's language model by id. */
+function packageModel(entryName: string, entry: PackageModelEntry, { env = process.env, fetch, projectRoot }: ModelEnvironment) {
+  const factory = providerFactory(entryName, entry, projectRoot ?? path.resolve(__dirname, '..', '..'));
+  const key = entry.apiKeyEnv ? { apiKey: apiKey(entry.apiKeyEnv, entryName, env) } : {};
+  const provider = factory({ ...entry.options, ...key, ...(fetch ? { fetch } : {}) }) as
+    (((id: string) => unknown) & { languageModel?: (id: string) => unknown }) | { languageModel?: (id: string) => unknown } | undefined;
+  const where = `model "${entryName}" (provider ${entry.provider})`;
+  const build = provider?.languageModel;
+  if (typeof build === 'function') return checkLanguageModel(build.call(provider, entry.model), where);
+  if (typeof provider === 'function') return checkLanguageModel(provider(entry.model), where);
+  throw new ConfigError(`${where}: its factory returned no provider (neither languageModel() nor a callable)`);
+}
+
+function isBuiltIn(entry: ModelEntry): entry is Exclude<ModelEntry, PackageModelEntry> {
+  return (BUILT_IN_PROVIDERS as readonly string[]).includes(entry.provider);
 }
 
 function apiKey(name: string, entryName: string, env: NodeJS.ProcessEnv): string {
@@ -20,11 +85,9 @@ function apiKey(name: string, entryName: string, env: NodeJS.ProcessEnv): string
 }
 
 /** A configured model behind the AI SDK's provider interface; none of them retries by itself (Tollgate's rule decides). */
-export function createLanguageModel(
-  entryName: string,
-  entry: ModelEntry,
-  { env = process.env, fetch }: ModelEnvironment = {},
-): LanguageModelV3 {
+export function createLanguageModel(entryName: string, entry: ModelEntry, environment: ModelEnvironment = {}): LanguageModelV3 {
+  if (!isBuiltIn(entry)) return packageModel(entryName, entry, environment);
+  const { env = process.env, fetch } = environment;
   switch (entry.provider) {
     case 'scripted':
       return new ScriptedLanguageModel();
@@ -48,12 +111,24 @@ export function scriptedModel(script?: ScriptStep[]): LanguageModelV3 {
   return new ScriptedLanguageModel(script);
 }
 
-/** Builds every configured model once, so a missing API key stops the worker before any turn starts. */
+/**
+ * Builds every configured model once, so a missing API key or package stops the worker before any
+ * turn starts, and adds the models built in code; a name may not be both.
+ */
 export function createConfiguredModels(
   config: TollgateConfig,
   environment: ModelEnvironment = {},
-): Map<string, { model: LanguageModelV3; entry: ModelEntry }> {
-  return new Map(
-    Object.entries(config.model.models).map(([name, entry]) => [name, { model: createLanguageModel(name, entry, environment), entry }]),
+  codeModels: CodeModels = {},
+): Map<string, AvailableModel> {
+  const models = new Map<string, AvailableModel>(
+    Object.entries(config.model.models).map(([name, entry]) => [
+      name,
+      { model: createLanguageModel(name, entry, { projectRoot: config.projectRoot, ...environment }), entry },
+    ]),
   );
+  for (const [name, model] of Object.entries(codeModels)) {
+    if (models.has(name)) throw new ConfigError(`model "${name}" is both in the config's model list and among the models built in code`);
+    models.set(name, { model: checkLanguageModel(model, `createWorker({ models }): model "${name}"`) });
+  }
+  return models;
 }

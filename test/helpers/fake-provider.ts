@@ -13,6 +13,7 @@ export interface FakeRequest {
   at: number;
   path: string;
   body: unknown;
+  headers: http.IncomingHttpHeaders;
 }
 
 /** A loopback HTTP server that answers model requests from a queue of replies, in the providers' real wire formats. */
@@ -31,7 +32,7 @@ export async function startFakeProvider(): Promise<FakeProvider> {
     let raw = '';
     request.on('data', (chunk) => (raw += chunk));
     request.on('end', () => {
-      requests.push({ at: Date.now(), path: request.url ?? '', body: raw ? JSON.parse(raw) : undefined });
+      requests.push({ at: Date.now(), path: request.url ?? '', body: raw ? JSON.parse(raw) : undefined, headers: request.headers });
       const reply = queue.shift();
       if (!reply) {
         response.writeHead(500, { 'content-type': 'application/json' });
@@ -186,6 +187,77 @@ export const anthropicStream = {
         'message_delta',
       ),
       sse({ type: 'message_stop' }, 'message_stop'),
+    ];
+  },
+};
+
+/** Gemini's `:streamGenerateContent?alt=sse`: text parts, or one functionCall part (Gemini sends a call whole); usage on the last chunk. */
+export const geminiStream = {
+  text(pieces: string[], usage = { promptTokenCount: 17, candidatesTokenCount: 5 }): string[] {
+    return pieces.map((piece, index) =>
+      sse({
+        candidates: [
+          {
+            content: { role: 'model', parts: [{ text: piece }] },
+            ...(index === pieces.length - 1 ? { finishReason: 'STOP' } : {}),
+            index: 0,
+          },
+        ],
+        ...(index === pieces.length - 1
+          ? { usageMetadata: { ...usage, totalTokenCount: usage.promptTokenCount + usage.candidatesTokenCount } }
+          : {}),
+        modelVersion: 'gemini-test',
+        responseId: 'gemini-1',
+      }),
+    );
+  },
+  functionCall(name: string, args: unknown, usage = { promptTokenCount: 19, candidatesTokenCount: 6 }): string[] {
+    return [
+      sse({
+        candidates: [{ content: { role: 'model', parts: [{ functionCall: { name, args } }] }, finishReason: 'STOP', index: 0 }],
+        usageMetadata: { ...usage, totalTokenCount: usage.promptTokenCount + usage.candidatesTokenCount },
+        modelVersion: 'gemini-test',
+        responseId: 'gemini-2',
+      }),
+    ];
+  },
+};
+
+/** Mistral's chat completions streaming (OpenAI-like): text deltas, or one tool call sent whole; usage on the last chunk. */
+export const mistralStream = {
+  text(pieces: string[], usage = { prompt_tokens: 15, completion_tokens: 4 }): string[] {
+    const chunk = (delta: unknown, finish: string | null = null, extra = {}) =>
+      sse({
+        id: 'mistral-1',
+        object: 'chat.completion.chunk',
+        created: 1_700_000_000,
+        model: 'mistral-test',
+        choices: [{ index: 0, delta, finish_reason: finish }],
+        ...extra,
+      });
+    return [
+      chunk({ role: 'assistant', content: '' }),
+      ...pieces.map((piece) => chunk({ content: piece })),
+      chunk({ content: '' }, 'stop', { usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } }),
+      sse('[DONE]'),
+    ];
+  },
+  toolCall(name: string, args: string, usage = { prompt_tokens: 16, completion_tokens: 8 }): string[] {
+    const chunk = (delta: unknown, finish: string | null = null, extra = {}) =>
+      sse({
+        id: 'mistral-2',
+        object: 'chat.completion.chunk',
+        created: 1_700_000_000,
+        model: 'mistral-test',
+        choices: [{ index: 0, delta, finish_reason: finish }],
+        ...extra,
+      });
+    return [
+      chunk({ role: 'assistant', content: '' }),
+      chunk({ content: '', tool_calls: [{ id: 'Ab3dE6gH9', function: { name, arguments: args }, index: 0 }] }, 'tool_calls', {
+        usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+      }),
+      sse('[DONE]'),
     ];
   },
 };

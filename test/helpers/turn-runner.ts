@@ -9,7 +9,7 @@ import type { ToolDefinition } from '../../tools/define-tool';
 import type { IdempotencyStore } from '../../activities/intents/intent-store';
 import type { ModelEnvironment } from '../../activities/models/language-model';
 import type { AgentTurnInput, AgentTurnResult, ScriptStep, TurnState } from '../../common/types';
-import type { ModelStepInput } from '../../common/activity-types';
+import type { ModelStepInput, ModelStepResult } from '../../common/activity-types';
 import type { TollgateConfig } from '../../config/config-schema';
 import { createWorker } from '../../worker/create-worker';
 import { stateQuery } from '../../workflows/messages';
@@ -50,7 +50,10 @@ export interface TurnOptions {
   historyConnection?: Connection;
 }
 
-/** Runs one turn on a fresh worker and task queue; returns its result, final state, the model's inputs and the count of scheduled runTool activities. */
+/**
+ * Runs one turn on a fresh worker and task queue; returns its result, final state, the model's inputs
+ * and outputs (of the steps that returned) and the count of scheduled runTool activities.
+ */
 export async function runTurn(options: TurnOptions) {
   const { env, workflowBundle, input, tools, modelStepTools, store, config: given, modelEnvironment, interact } = options;
   const { historyConnection } = options;
@@ -63,11 +66,14 @@ export async function runTurn(options: TurnOptions) {
     ? createActivities({ config, tools: modelStepTools, store: store ?? ownStore!, modelEnvironment }).modelStep
     : activities.modelStep;
   const modelInputs: ModelStepInput[] = [];
+  const modelOutputs: ModelStepResult[] = [];
   const observed = {
     ...activities,
     modelStep: async (stepInput: ModelStepInput) => {
       modelInputs.push(structuredClone(stepInput));
-      return modelStep(stepInput);
+      const output = await modelStep(stepInput);
+      modelOutputs.push(structuredClone(output));
+      return output;
     },
   };
   const worker = await createWorker({ config, connection: env.nativeConnection, activities: observed, workflowBundle });
@@ -86,7 +92,7 @@ export async function runTurn(options: TurnOptions) {
       const runToolScheduled = (history.events ?? []).filter(
         (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool',
       ).length;
-      return { result, modelInputs, runToolScheduled, state, config, handle, history };
+      return { result, modelInputs, modelOutputs, runToolScheduled, state, config, handle, history };
     });
   } finally {
     await ownStore?.close();
