@@ -23,6 +23,10 @@ export function createTurnSettings(config: TollgateConfig, env: NodeJS.ProcessEn
   const settings: TurnSettings = {
     limits: limitsFromConfig(config),
     approvals: { requireDigest: config.approvals.requireDigest, ...signing },
+    interruptedStreams: {
+      onInterruptedStream: config.model.onInterruptedStream,
+      resumeTimeoutMs: toMilliseconds(config.model.resumeTimeout),
+    },
   };
   return async function turnSettings(): Promise<TurnSettings> {
     return settings;
