@@ -59,7 +59,7 @@ export {
 /** The task queue and workflow type other programs start turns with. */
 export { AGENT_TURN_WORKFLOW_TYPE, DEFAULT_TASK_QUEUE } from './common/defaults';
 /** The search attributes a turn sets: its task id, and whether a call waits for approval. */
-export { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from './common/search-attributes';
+export { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE, WAITING_FOR_SEARCH_ATTRIBUTE } from './common/search-attributes';
 
 // The contract's data
 /** Effect levels, error codes, call and turn statuses. */

@@ -25,6 +25,10 @@ export function createTurnSettings(config: TollgateConfig, env: NodeJS.ProcessEn
     limits: limitsFromConfig(config),
     ...(config.limits.maxConversationTokens === undefined ? {} : { conversationMaxTokens: config.limits.maxConversationTokens }),
     approvals: { requireDigest: config.approvals.requireDigest, ...signing },
+    interruptedStreams: {
+      onInterruptedStream: config.model.onInterruptedStream,
+      resumeTimeoutMs: toMilliseconds(config.model.resumeTimeout),
+    },
   };
   return async function turnSettings(): Promise<TurnSettings> {
     return settings;

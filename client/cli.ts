@@ -17,7 +17,7 @@ import { runWorker } from '../worker/run-worker';
 import { decisionDigest, describeApproval, describeUsage, followTurn, toolCallTable } from './follow-turn';
 import { forTerminal } from './terminal-text';
 import { formatTable } from './format-table';
-import { TollgateClient, TurnEndedError } from './tollgate-client';
+import { TollgateClient, TurnEndedError, type InboxEntry } from './tollgate-client';
 
 /** A failure the CLI reports as one line, with its exit code. */
 class CliError extends Error {
@@ -169,23 +169,65 @@ program
     if (result.status !== 'completed') process.exitCode = 1;
   });
 
+/** The inbox as text: the calls waiting for approval, then the model steps waiting for a resume decision. */
+function describeInbox(entries: InboxEntry[]): string {
+  if (entries.length === 0) return 'Nothing waits for a person.';
+  const approvals = entries.filter((entry) => entry.kind === 'approval');
+  const resumes = entries.filter((entry) => entry.kind === 'resume');
+  const lines: string[] = [];
+  if (approvals.length > 0) {
+    lines.push(
+      formatTable(
+        ['workflow', 'task', 'call', 'tool', 'expires'],
+        approvals.map((entry) =>
+          [entry.workflowId, entry.taskId, entry.callId, entry.tool, entry.expiresAt].map((cell) => forTerminal(cell)),
+        ),
+      ),
+      ...approvals.map((entry) => `\n${forTerminal(entry.workflowId)} ${describeApproval(entry).text}`),
+    );
+  }
+  if (resumes.length > 0) {
+    if (lines.length > 0) lines.push('');
+    lines.push(
+      'Model streams cut off after chunks went out (`tollgate resume <workflow>` asks the model again, `--stop` stops the turn):',
+      formatTable(
+        ['workflow', 'task', 'step', 'chunks', 'stops at'],
+        resumes.map((entry) =>
+          [entry.workflowId, entry.taskId, String(entry.step + 1), String(entry.chunks), entry.expiresAt].map((cell) => forTerminal(cell)),
+        ),
+      ),
+    );
+  }
+  return lines.join('\n');
+}
+
 program
   .command('inbox')
-  .description('calls waiting for approval, across all turns')
+  .description('everything waiting for a person, across all turns: calls waiting for approval, model streams waiting for a resume decision')
   .action(async () => {
     const entries = await withClient((client) => client.inbox());
-    print(entries, () =>
-      entries.length === 0
-        ? 'Nothing waits for approval.'
-        : [
-            formatTable(
-              ['workflow', 'task', 'call', 'tool', 'expires'],
-              entries.map((entry) =>
-                [entry.workflowId, entry.taskId, entry.callId, entry.tool, entry.expiresAt].map((cell) => forTerminal(cell)),
-              ),
-            ),
-            ...entries.map((entry) => `\n${forTerminal(entry.workflowId)} ${describeApproval(entry).text}`),
-          ].join('\n'),
+    print(entries, () => describeInbox(entries));
+  });
+
+program
+  .command('resume')
+  .description('decide on a model stream cut off after chunks went out: ask the model again for that step, or stop the turn')
+  .argument('<workflowId>')
+  .option('--stop', 'stop the turn (model_failed, stream_interrupted) instead of asking the model again')
+  .option('--by <name>', 'who decides, for the record (default: the login name)')
+  .action(async (workflowId: string, options: { stop?: boolean; by?: string }) => {
+    const receipt = await withClient(async (client) => {
+      const pending = (await client.state(workflowId)).pendingResume;
+      if (!pending) throw new CliError(`rejected: no model step of ${workflowId} waits for a resume decision`);
+      if (!json())
+        console.log(`Step ${pending.step + 1} broke after ${pending.chunks} chunks; it had streamed:\n${forTerminal(pending.partialText)}`);
+      const by = options.by ?? process.env.USER;
+      return client.resume(workflowId, { step: pending.step, decision: options.stop ? 'stop' : 'retry', ...(by ? { by } : {}) });
+    });
+    print(receipt, () =>
+      receipt.decision === 'retry'
+        ? `Step ${receipt.step + 1} of ${workflowId} is asked again.`
+        : `Stopped ${workflowId} at step ${receipt.step + 1}.`,
     );
   });
 

@@ -4,11 +4,21 @@ import { connectClient } from '../connection/temporal-connection';
 import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import { codecFromEnvironment, ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gcm-codec';
 import { AGENT_TURN_WORKFLOW_TYPE } from '../common/defaults';
-import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
-import type { AgentTurnInput, AgentTurnResult, ApprovalDecision, DecisionReceipt, PendingApproval, TurnState } from '../common/types';
+import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE, WAITING_FOR_SEARCH_ATTRIBUTE } from '../common/search-attributes';
+import type {
+  AgentTurnInput,
+  AgentTurnResult,
+  ApprovalDecision,
+  DecisionReceipt,
+  PendingApproval,
+  PendingResume,
+  ResumeDecision,
+  ResumeReceipt,
+  TurnState,
+} from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import type { agentTurn } from '../workflows';
-import { decideUpdate, stateQuery } from '../workflows/messages';
+import { decideUpdate, resumeUpdate, stateQuery } from '../workflows/messages';
 import { ACTIVITY_NAMES, type StreamProgress } from '../common/activity-types';
 import { approverSigningKeyFromEnvironment, type ApproverSigningKey } from '../common/approver-keys';
 import { signDecisionFields } from '../common/signed-decision';
@@ -24,12 +34,32 @@ export interface LiveView {
   modelText: string;
 }
 
-/** One call waiting for approval, and the turn it belongs to. */
-export interface InboxEntry extends PendingApproval {
+/** The turn an inbox entry belongs to. */
+interface InboxTurn {
   workflowId: string;
   runId: string;
   taskId: string;
 }
+
+/** One call waiting for approval, what it needs (the `approval` signal or `decide` update), and the turn it belongs to. */
+export interface ApprovalInboxEntry extends PendingApproval, InboxTurn {
+  kind: 'approval';
+  /** The decision to send to approve, as the call is shown (`"deny"` in place of `"approve"` denies it). */
+  send: Pick<ApprovalDecision, 'callId' | 'decision' | 'argsDigest'>;
+}
+
+/** One model step whose stream broke after chunks went out, what it needs (the `resume` signal or update), and its turn. */
+export interface ResumeInboxEntry extends PendingResume, InboxTurn {
+  kind: 'resume';
+  /** The decision to send to ask the model again (`"stop"` in place of `"retry"` stops the turn). */
+  send: ResumeDecision;
+}
+
+/**
+ * One item that waits for a person, by kind (`TollgateWaitingFor`). Unknown outcomes waiting for a
+ * resolution join as a third kind, `resolution`.
+ */
+export type InboxEntry = ApprovalInboxEntry | ResumeInboxEntry;
 
 /** Who decided, why, and the digest of the arguments they saw. */
 export interface DecisionOptions {
@@ -172,17 +202,41 @@ export class TollgateClient {
     return ended;
   }
 
-  /** Every call waiting for approval, across all running turns (found by `TollgateAwaitingApproval = true`). */
+  /**
+   * Everything that waits for a person across all running turns: calls waiting for approval and
+   * model steps waiting for a resume decision, each with the decision to send. Found by
+   * `TollgateWaitingFor`, and by `TollgateAwaitingApproval = true` for turns started before the former.
+   */
   async inbox(): Promise<InboxEntry[]> {
     const entries: InboxEntry[] = [];
+    const waiting = `${WAITING_FOR_SEARCH_ATTRIBUTE.name} IN ('approval', 'resolution', 'resume')`;
     for await (const execution of this.client.workflow.list({
-      query: `${AWAITING_APPROVAL_SEARCH_ATTRIBUTE.name} = true AND ExecutionStatus = 'Running'`,
+      query: `(${AWAITING_APPROVAL_SEARCH_ATTRIBUTE.name} = true OR ${waiting}) AND ExecutionStatus = 'Running'`,
     })) {
       const state = await this.client.workflow.getHandle(execution.workflowId, execution.runId).query(stateQuery);
-      for (const pending of state.pendingApprovals)
-        entries.push({ workflowId: execution.workflowId, runId: execution.runId, taskId: state.taskId, ...pending });
+      const turn = { workflowId: execution.workflowId, runId: execution.runId, taskId: state.taskId };
+      for (const pending of state.pendingApprovals) {
+        const send = { callId: pending.callId, decision: 'approve' as const, argsDigest: pending.shownDigest ?? pending.argsDigest };
+        entries.push({ kind: 'approval', ...turn, ...pending, send });
+      }
+      const resume = state.pendingResume;
+      if (resume) entries.push({ kind: 'resume', ...turn, ...resume, send: { step: resume.step, decision: 'retry' } });
+      // Unknown outcomes waiting for a resolution are listed here, as entries of kind `resolution`.
     }
     return entries;
+  }
+
+  /**
+   * Decides on a model step whose stream broke after chunks went out: `retry` asks the model again
+   * for that step, `stop` ends the turn `model_failed`. Rejected at once (WorkflowUpdateFailedError)
+   * when no step waits or `step` is another one.
+   */
+  async resume(workflowId: string, decision: ResumeDecision): Promise<ResumeReceipt> {
+    const handle = this.client.workflow.getHandle(workflowId);
+    const { status } = await handle.describe();
+    if (status.name !== 'RUNNING')
+      throw new TurnEndedError(`turn ${workflowId} has already ended (${status.name}); no model step waits for a resume decision`);
+    return handle.executeUpdate(resumeUpdate, { args: [decision] });
   }
 
   /** Approves one pending call; rejected at once (WorkflowUpdateFailedError) when the call is unknown, decided, or the digest differs. */

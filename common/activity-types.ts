@@ -30,7 +30,10 @@ export const MODEL_FAILURES = {
   invalidModel: 'invalid_model',
 } as const;
 
-/** What a model step has streamed so far: its heartbeat details, read by its next attempt and by live views. */
+/**
+ * What a model step has streamed so far: its heartbeat details, read by its next attempt and by live
+ * views, and the details of its `stream_interrupted` failure, so the workflow knows what went out.
+ */
 export interface StreamProgress {
   chunks: number;
   /** The text streamed so far (its last 8,000 characters). */
@@ -148,6 +151,9 @@ export interface LookupStatusInput {
 export type StatusLookup =
   { state: 'applied'; receipt: ToolResult; source: 'store' | 'tool' } | { state: 'not_applied' } | { state: 'unknown'; reason: string };
 
+/** What a turn does with a stream cut off after chunks went out (config `model.onInterruptedStream`). */
+export type InterruptedStreamPolicy = 'ask' | 'stop' | 'fresh_step';
+
 /** What the `turnSettings` local activity returns at a turn's start: the worker's configured limits, recorded once in history. */
 export interface TurnSettings {
   limits: ResolvedTurnLimits;
@@ -161,4 +167,6 @@ export interface TurnSettings {
     /** How old a signature's `signedAt` may be; present with `publicKeys`. */
     signatureMaxAgeMs?: number;
   };
+  /** Left out by workers older than the setting; a turn then asks, waiting the default 15 minutes. */
+  interruptedStreams?: { onInterruptedStream: InterruptedStreamPolicy; resumeTimeoutMs: number };
 }

@@ -45,6 +45,12 @@ export const DEFAULT_RETRY_BACKOFF = { initialIntervalMs: 200, backoffCoefficien
 /** A conversation's defaults: the characters of earlier messages a turn is given, and turns per run before continue-as-new. */
 export const CONVERSATION_DEFAULTS = { contextBudgetChars: 24_000, maxTurnsPerRun: 100 } as const;
 
+/**
+ * What a turn does when a model stream breaks after chunks went out (config `model.onInterruptedStream`),
+ * and how long it waits for a person's `resume` decision before it stops (`model.resumeTimeout`).
+ */
+export const INTERRUPTED_STREAM_DEFAULTS = { onInterruptedStream: 'ask', resumeTimeoutMs: 15 * 60_000 } as const;
+
 /** How long a provider's Retry-After is honoured at most. */
 export const DEFAULT_MAX_RETRY_DELAY_MS = 30_000;
 

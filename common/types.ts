@@ -100,8 +100,10 @@ export interface AgentTurnResult {
   status: TurnStatus;
   /** Why the model failed, when status is `model_failed`. */
   error?: { type: string; message: string };
-  /** Model steps whose stream broke after chunks went out; each was dropped, not replayed, and a fresh step followed. */
+  /** Model steps whose stream broke after chunks went out; none was replayed unasked (see each one's `decision`). */
   modelInterruptions: ModelInterruption[];
+  /** When the turn stopped on a stream cut off after chunks went out: the text that had streamed (redacted, its last 8,000 characters). */
+  partialText?: string;
   answer?: string;
   steps: number;
   toolCalls: ToolEvent[];
@@ -171,8 +173,37 @@ export interface DecisionReceipt {
   accepted: true;
 }
 
-/** What a turn does now: asks the model, runs tools, waits for a human, or is done. */
-export type TurnPhase = 'model' | 'tools' | 'awaiting_approval' | 'finished';
+/** What a turn does now: asks the model, runs tools, waits for a human (an approval, a resume decision), or is done. */
+export type TurnPhase = 'model' | 'tools' | 'awaiting_approval' | 'interrupted' | 'finished';
+
+/** A model step whose stream broke after chunks went out, waiting for a person's `resume` decision. */
+export interface PendingResume {
+  step: number;
+  /** Chunks that had gone out before the break. */
+  chunks: number;
+  /** The text that had streamed (redacted, its last 8,000 characters). */
+  partialText: string;
+  since: string;
+  /** When the turn stops if nobody decided (config `model.resumeTimeout`). */
+  expiresAt: string;
+}
+
+/** A person's decision on an interrupted stream: the `resume` signal's and update's argument. */
+export interface ResumeDecision {
+  /** The step that waits (`pendingResume.step`): a decision meant for another step changes nothing. */
+  step: number;
+  /** `retry` asks the model again for the same step; `stop` ends the turn `model_failed`. */
+  decision: 'retry' | 'stop';
+  /** Who decided, for the record. */
+  by?: string;
+}
+
+/** What the `resume` update returns for an accepted decision. */
+export interface ResumeReceipt {
+  step: number;
+  decision: 'retry' | 'stop';
+  accepted: true;
+}
 
 /** What the `state` query returns while a turn runs and after it ended. */
 export interface TurnState {
@@ -194,12 +225,21 @@ export interface TurnState {
   usage?: Usage;
   /** The turn's token budget, when it has one. */
   tokenBudget?: number;
+  /** Set while the turn waits in phase `interrupted` for a `resume` decision. */
+  pendingResume?: PendingResume;
 }
 
-/** A model step dropped because its stream broke after chunks had gone out. */
+/** A model step whose stream broke after chunks had gone out; it was never replayed unasked. */
 export interface ModelInterruption {
   step: number;
   message: string;
+  /**
+   * What followed: a person's `retry` or `stop`, `timeout` (nobody decided), `stop` by config, or
+   * `fresh_step` (config, or turns recorded before the decision existed, which leave it out).
+   */
+  decision?: 'retry' | 'stop' | 'timeout' | 'fresh_step';
+  /** Who decided, when a person did and named themselves. */
+  by?: string;
 }
 
 /** The input of the `conversation` workflow: plain JSON like a turn's. */

@@ -8,6 +8,7 @@ import {
   DEFAULT_RETRY_BACKOFF,
   DEFAULT_TASK_QUEUE,
   DEFAULT_TURN_LIMITS,
+  INTERRUPTED_STREAM_DEFAULTS,
   STORE_RETENTION_DEFAULTS,
 } from '../common/defaults';
 
@@ -237,6 +238,15 @@ export const configSchema = z.strictObject({
       models: z.record(z.string(), modelEntrySchema).default({ scripted: { provider: 'scripted' } }),
       /** A provider's Retry-After is honoured up to this long. */
       maxRetryDelay: duration.default(DEFAULT_MAX_RETRY_DELAY_MS),
+      /**
+       * A stream that broke after chunks went out: `ask` waits for a person's `resume` decision, `stop`
+       * ends the turn `model_failed`, `fresh_step` starts a fresh step unasked (breaks the no-replay rule).
+       */
+      onInterruptedStream: z
+        .enum(['ask', 'stop', 'fresh_step'], { error: 'expected "ask", "stop" or "fresh_step"' })
+        .default(INTERRUPTED_STREAM_DEFAULTS.onInterruptedStream),
+      /** With `ask`: how long the turn waits for the `resume` decision before it stops. */
+      resumeTimeout: duration.default(INTERRUPTED_STREAM_DEFAULTS.resumeTimeoutMs),
     })
     .prefault({}),
   workspace: z.string().default('.tollgate/workspace'),

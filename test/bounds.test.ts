@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TollgateClient } from '../client/tollgate-client';
+import { TollgateClient, type ApprovalInboxEntry } from '../client/tollgate-client';
 import type { AgentTurnResult, TruncatedDecision, TurnState } from '../common/types';
 import { freePort } from '../connection/ports';
 import { startDevServer, type DevServer } from '../server/dev-server';
@@ -78,7 +78,7 @@ describe('bounds on what senders can make a workflow keep', () => {
       const seenAll = (current: TurnState) => current.rejectedDecisions.length + current.rejectedDecisionsDropped === 200;
       const flooded = await waitFor(() => client.state(turn.workflowId), seenAll);
       const waiting = await client.inbox();
-      const mine = waiting.find((entry) => entry.workflowId === turn.workflowId)!;
+      const mine = waiting.find((entry) => entry.workflowId === turn.workflowId && entry.kind === 'approval') as ApprovalInboxEntry;
       await client.approve(turn.workflowId, mine.callId, { argsDigest: mine.argsDigest });
       return { state: flooded, inbox: waiting, result: await client.result(turn.workflowId) };
     });

@@ -84,6 +84,7 @@ describe('startDevServer', () => {
       const listed = JSON.stringify(JSON.parse(stdout));
       expect(listed).toContain('TollgateTaskId');
       expect(listed).toContain('TollgateAwaitingApproval');
+      expect(JSON.parse(stdout).customAttributes).toMatchObject({ TollgateWaitingFor: 'INDEXED_VALUE_TYPE_KEYWORD_LIST' });
     } finally {
       await server.stop();
     }

@@ -24,10 +24,15 @@ afterAll(async () => {
 
 const modelEnvironment = { env: { OPENAI_API_KEY: 'sk-test-openai-key' } };
 
-function gptConfig(maxRetryDelay = '30s') {
+function gptConfig(maxRetryDelay = '30s', onInterruptedStream = 'ask') {
   return testConfig({
     retry: { initialInterval: '100ms', maximumInterval: '1s' },
-    model: { default: 'gpt', maxRetryDelay, models: { gpt: { provider: 'openai', model: 'gpt-test', baseURL: provider.baseURL } } },
+    model: {
+      default: 'gpt',
+      maxRetryDelay,
+      onInterruptedStream,
+      models: { gpt: { provider: 'openai', model: 'gpt-test', baseURL: provider.baseURL } },
+    },
   });
 }
 
@@ -70,26 +75,31 @@ describe('agentTurn with a streaming provider', () => {
     expect(waited).toBeLessThan(6_000);
   });
 
-  it('never replays a stream that broke after 3 chunks: a fresh step follows, visibly, paid from the error budget', async () => {
+  // The waits for a person (model.onInterruptedStream "ask", the default) are tested in interrupted-streams.workflow.test.ts.
+  it('with model.onInterruptedStream "fresh_step", never replays a stream that broke after 3 chunks: a fresh step follows, visibly, paid from the error budget', async () => {
     const before = provider.requests.length;
     provider.enqueue(
       { kind: 'stream', events: openaiStream.text(['one ', 'two ', 'three ', 'four']), resetAfter: 4 },
       { kind: 'stream', events: openaiStream.text(['A fresh answer.']) },
     );
-    const { result, state } = await runTurn({ config: gptConfig(), modelEnvironment, input: { prompt: 'hello' } });
+    const { result, state } = await runTurn({ config: gptConfig('30s', 'fresh_step'), modelEnvironment, input: { prompt: 'hello' } });
     expect(result).toMatchObject({ status: 'completed', answer: 'A fresh answer.', steps: 2 });
-    expect(result.modelInterruptions).toEqual([{ step: 0, message: expect.stringMatching(/after 3 chunks had gone out; not replayed/) }]);
+    expect(result.modelInterruptions).toEqual([
+      { step: 0, message: expect.stringMatching(/after 3 chunks had gone out; not replayed/), decision: 'fresh_step' },
+    ]);
     expect(state.modelInterruptions).toHaveLength(1);
     // One request per step: the broken step was not retried by itself.
     expect(provider.requests.length - before).toBe(2);
   });
 
-  it('ends the turn with model_failed when the error budget cannot pay for a fresh step; the provider was called once', async () => {
+  it('with "fresh_step", ends the turn with model_failed when the error budget cannot pay for a fresh step; the provider was called once', async () => {
     const before = provider.requests.length;
     provider.enqueue({ kind: 'stream', events: openaiStream.text(['one ', 'two ', 'three ', 'four']), resetAfter: 4 });
-    const { result } = await runTurn({ config: gptConfig(), modelEnvironment, input: { prompt: 'hello', limits: { errorBudget: 0 } } });
+    const config = gptConfig('30s', 'fresh_step');
+    const { result } = await runTurn({ config, modelEnvironment, input: { prompt: 'hello', limits: { errorBudget: 0 } } });
     expect(result.status).toBe('model_failed');
     expect(result.error).toMatchObject({ type: 'stream_interrupted', message: expect.stringMatching(/after 3 chunks/) });
+    expect(result.partialText).toBe('one two three ');
     expect(provider.requests.length - before).toBe(1);
   });
 

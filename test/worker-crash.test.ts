@@ -52,7 +52,7 @@ async function until<T>(probe: () => Promise<T | undefined>, what: string, timeo
 }
 
 describe('a worker killed mid-stream', () => {
-  it('leaves the chunks that went out in the heartbeat details, and the next attempt does not replay the step', async () => {
+  it('leaves the chunks that went out in the heartbeat details; the next attempt does not replay the step, and the turn waits for a resume decision', async () => {
     const taskQueue = `crash-${Date.now()}`;
     provider.enqueue({ kind: 'stream', events: openaiStream.text(['one ', 'two ', 'three ', 'four']), stallAfter: 4 });
     const settings = { address: server.address, taskQueue, baseURL: provider.baseURL };
@@ -98,12 +98,20 @@ describe('a worker killed mid-stream', () => {
         modelEnvironment: { env: { OPENAI_API_KEY: 'sk-test-openai-key' } },
       }),
     });
-    const result = await worker.runUntil(client.result(workflowId));
+    const result = await worker.runUntil(async () => {
+      // The turn waits for a person, showing what the killed attempt had streamed; the person stops it.
+      const waiting = await until(async () => (await client.state(workflowId)).pendingResume, 'the resume wait');
+      expect(waiting).toMatchObject({ step: 0, chunks: progress.chunks, partialText: progress.text });
+      expect(provider.requests).toHaveLength(1);
+      await client.resume(workflowId, { step: 0, decision: 'stop' });
+      return client.result(workflowId);
+    });
     expect(result.status).toBe('model_failed');
     expect(result.error).toMatchObject({
       type: 'stream_interrupted',
-      message: expect.stringMatching(/an earlier attempt of this model step had streamed \d+ chunks/),
+      message: expect.stringMatching(/an earlier attempt of this model step had streamed \d+ chunks.*stopped by the resume decision/),
     });
+    expect(result.partialText).toBe(progress.text);
     expect(provider.requests).toHaveLength(1);
     await client.close();
     await connection.close();

@@ -9,15 +9,22 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { MODEL_FAILURES, type BoundaryResult, type CheckedToolCall } from '../common/activity-types';
+import {
+  MODEL_FAILURES,
+  type BoundaryResult,
+  type CheckedToolCall,
+  type StreamProgress,
+  type TurnSettings,
+} from '../common/activity-types';
 import { BoundaryResults } from '../common/boundary-results';
 import { keptArguments } from '../common/call-arguments';
-import { DEFAULT_TURN_LIMITS, TURN_LIMIT_NAMES } from '../common/defaults';
+import { DEFAULT_TURN_LIMITS, INTERRUPTED_STREAM_DEFAULTS, TURN_LIMIT_NAMES } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import type {
   AgentTurnInput,
   AgentTurnResult,
   ResolvedTurnLimits,
+  ModelInterruption,
   ToolEvent,
   TurnLimits,
   TurnMessage,
@@ -28,7 +35,8 @@ import type { TurnStatus } from '../common/codes';
 import { unencryptedMode } from '../common/unencrypted';
 import { ApprovalBook } from './approval-book';
 import { EFFECT_STRATEGIES } from './effects';
-import { approvalSignal, decideUpdate, stateQuery } from './messages';
+import { approvalSignal, decideUpdate, resumeSignal, resumeUpdate, stateQuery } from './messages';
+import { ResumeGate } from './resume-gate';
 
 /**
  * Turns recorded before this patch took their limits from the input and the built-in defaults
@@ -43,6 +51,16 @@ export const TURN_SETTINGS_PATCH = 'turn-settings-from-config';
  * conversation's allowance), checks it before each model step.
  */
 export const TOKEN_BUDGET_PATCH = 'turn-token-budget';
+
+/**
+ * Turns recorded before this patch started a fresh step by themselves after a stream broke past its
+ * first chunk (paid from the error budget); every turn since follows `model.onInterruptedStream`:
+ * it waits for a person's `resume` decision (`ask`), stops, or starts a fresh step as before.
+ */
+export const INTERRUPTED_STREAM_PATCH = 'interrupted-stream-asks';
+
+/** What a turn does with a stream cut off after chunks went out. */
+type StreamSettings = Required<TurnSettings>['interruptedStreams'];
 
 // Retried only before the first chunk: the activity throws stream_interrupted once one went out.
 const { modelStep } = proxyActivities<Activities>({
@@ -71,14 +89,24 @@ const { turnSettings } = proxyLocalActivities<Activities>({
  */
 async function settingsFor(
   own: TurnLimits | undefined,
-): Promise<{ limits: ResolvedTurnLimits; requireDigest: boolean; signing?: ApprovalBook['signing'] }> {
-  if (!patched(TURN_SETTINGS_PATCH)) return { limits: { ...DEFAULT_TURN_LIMITS, ...own }, requireDigest: false };
+): Promise<{ limits: ResolvedTurnLimits; requireDigest: boolean; signing?: ApprovalBook['signing']; streams: StreamSettings }> {
+  if (!patched(TURN_SETTINGS_PATCH)) {
+    return { limits: { ...DEFAULT_TURN_LIMITS, ...own }, requireDigest: false, streams: INTERRUPTED_STREAM_DEFAULTS };
+  }
   const settings = await turnSettings();
   const { publicKeys, signatureMaxAgeMs } = settings.approvals ?? {};
   const signing = publicKeys ? { publicKeys, maxAgeMs: signatureMaxAgeMs ?? 0 } : undefined;
   // Workers older than the history limits send settings without them; the defaults fill them in.
   const limits = { ...DEFAULT_TURN_LIMITS, ...settings.limits, ...own };
-  return { limits, requireDigest: settings.approvals?.requireDigest ?? true, signing };
+  const streams = settings.interruptedStreams ?? INTERRUPTED_STREAM_DEFAULTS;
+  return { limits, requireDigest: settings.approvals?.requireDigest ?? true, signing, streams };
+}
+
+/** What had streamed before the break, from the failure's details (activities older than them send none). */
+function streamProgress(error: unknown): StreamProgress {
+  const details = error instanceof ActivityFailure && error.cause instanceof ApplicationFailure ? error.cause.details?.[0] : undefined;
+  const { chunks, text } = (details ?? {}) as Partial<StreamProgress>;
+  return { chunks: typeof chunks === 'number' ? chunks : 0, text: typeof text === 'string' ? text : '' };
 }
 
 /** Why a model step failed for good; an invalid model fails the workflow instead (the caller's mistake). */
@@ -164,6 +192,11 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   };
   const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   const approvals = new ApprovalBook(state);
+  const resumes = new ResumeGate(
+    state,
+    (decision, why) => approvals.reject(decision, why),
+    () => approvals.publish(),
+  );
   setHandler(stateQuery, () => state);
   setHandler(approvalSignal, (decision) => {
     approvals.offer(decision);
@@ -182,8 +215,23 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     },
   );
 
+  setHandler(resumeSignal, (decision) => resumes.offer(decision));
+  setHandler(
+    resumeUpdate,
+    (decision) => {
+      resumes.accept(decision);
+      return { step: decision.step, decision: decision.decision, accepted: true as const };
+    },
+    {
+      validator: (decision) => {
+        const why = resumes.judge(decision);
+        if (why) throw new Error(why);
+      },
+    },
+  );
+
   const keepsBudget = patched(TOKEN_BUDGET_PATCH);
-  const { limits, requireDigest, signing } = await settingsFor(input.limits);
+  const { limits, requireDigest, signing, streams } = await settingsFor(input.limits);
   approvals.requireDigest = requireDigest;
   approvals.signing = signing;
   approvals.historyLimits = { maxEvents: limits.maxHistoryEvents, maxBytes: limits.maxHistoryBytes };
@@ -196,6 +244,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   let answer: string | undefined;
   let status: TurnStatus | undefined;
   let error: AgentTurnResult['error'];
+  let partialText: string | undefined;
   let errors = 0;
   const startedAt = Date.now();
 
@@ -220,8 +269,26 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     } catch (failure) {
       const problem = modelFailure(failure);
       if (!problem) throw failure;
-      // A stream cut off after chunks went out is never replayed; the turn starts a fresh step,
-      // visibly (recorded in state and result), and pays for it from the error budget.
+      if (problem.type === MODEL_FAILURES.streamInterrupted && patched(INTERRUPTED_STREAM_PATCH)) {
+        const progress = streamProgress(failure);
+        const next = await afterInterruption({ step, message: problem.message, progress, streams, resumes });
+        state.modelInterruptions.push(next.interruption);
+        if (next.decision === 'retry') {
+          // The same step again, asked for by a person: its call ids stay those of this step.
+          step--;
+          continue;
+        }
+        if (next.decision === 'fresh_step' && errors + 1 <= limits.errorBudget) {
+          errors++;
+          continue;
+        }
+        error = { type: problem.type, message: next.message };
+        partialText = progress.text;
+        status = 'model_failed';
+        break;
+      }
+      // Turns recorded before the interrupted-stream patch: the turn started a fresh step by itself,
+      // visibly (recorded in state and result), paid from the error budget.
       if (problem.type === MODEL_FAILURES.streamInterrupted && errors + 1 <= limits.errorBudget) {
         errors++;
         state.modelInterruptions.push({ step, message: problem.message });
@@ -273,6 +340,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     taskId,
     status: finalStatus,
     ...(error ? { error } : {}),
+    ...(partialText !== undefined ? { partialText } : {}),
     modelInterruptions: state.modelInterruptions,
     answer,
     steps: state.step + 1,
@@ -280,6 +348,57 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     usage,
     ...(budget !== undefined ? { tokenBudget: budget } : {}),
   };
+}
+
+/**
+ * What follows a stream cut off after chunks went out, by `model.onInterruptedStream`: a person's
+ * decision (`ask`, waiting at most `model.resumeTimeout`; no decision stops the turn), a stop, or
+ * a fresh step unasked (`fresh_step`, which breaks the rule that a started stream is never replayed
+ * without a person, for batch turns nobody watches). The message is the turn's error if it stops.
+ */
+async function afterInterruption({
+  step,
+  message,
+  progress,
+  streams,
+  resumes,
+}: {
+  step: number;
+  message: string;
+  progress: StreamProgress;
+  streams: StreamSettings;
+  resumes: ResumeGate;
+}): Promise<{ decision: NonNullable<ModelInterruption['decision']>; interruption: ModelInterruption; message: string }> {
+  const { onInterruptedStream, resumeTimeoutMs } = streams;
+  if (onInterruptedStream === 'fresh_step') {
+    return { decision: 'fresh_step', interruption: { step, message, decision: 'fresh_step' }, message };
+  }
+  if (onInterruptedStream === 'stop') {
+    return {
+      decision: 'stop',
+      interruption: { step, message, decision: 'stop' },
+      message: `${message}; stopped (model.onInterruptedStream is "stop")`,
+    };
+  }
+  const since = Date.now();
+  const decided = await resumes.wait(
+    {
+      step,
+      chunks: progress.chunks,
+      partialText: progress.text,
+      since: new Date(since).toISOString(),
+      expiresAt: new Date(since + resumeTimeoutMs).toISOString(),
+    },
+    resumeTimeoutMs,
+  );
+  if (!decided) {
+    const waited = `nobody decided within ${resumeTimeoutMs / 1000} s (model.resumeTimeout)`;
+    return { decision: 'timeout', interruption: { step, message, decision: 'timeout' }, message: `${message}; stopped: ${waited}` };
+  }
+  const by = decided.by ? { by: decided.by } : {};
+  const interruption: ModelInterruption = { step, message, decision: decided.decision, ...by };
+  const stopped = `${message}; stopped by the resume decision${decided.by ? ` of ${decided.by}` : ''}`;
+  return { decision: decided.decision, interruption, message: stopped };
 }
 
 /**

@@ -1,9 +1,11 @@
 import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { MAX_DECISION_CHARS, REJECTED_DECISION_BOUNDS } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE } from '../common/search-attributes';
-import type { ApprovalDecision, PendingApproval, TruncatedDecision, TurnState } from '../common/types';
+import type { ApprovalDecision, PendingApproval, PendingResume, TruncatedDecision, TurnState } from '../common/types';
 import { signatureProblem } from '../common/signed-decision';
 import { unencryptedMode } from '../common/unencrypted';
+import { waitingFor } from './waiting-for';
 
 function clip(text: string, maxChars: number): string {
   return text.length > maxChars ? `${text.slice(0, maxChars - 1)}…` : text;
@@ -93,8 +95,8 @@ export class ApprovalBook {
     return undefined;
   }
 
-  /** Records a rejected decision, bounded in size, keeping the newest few (`REJECTED_DECISION_BOUNDS`). */
-  private reject(decision: unknown, why: string): void {
+  /** Records a rejected decision (an approval's or another's, such as `resume`), bounded in size, keeping the newest few (`REJECTED_DECISION_BOUNDS`). */
+  reject(decision: unknown, why: string): void {
     const rejected = this.state.rejectedDecisions;
     rejected.push({ decision: bounded(decision), why, at: new Date(Date.now()).toISOString() });
     const excess = rejected.length - REJECTED_DECISION_BOUNDS.kept;
@@ -142,11 +144,16 @@ export class ApprovalBook {
     this.publish();
   }
 
-  /** Updates the search attribute and the Web UI's details from the current state. */
+  /** Updates the search attributes (`TollgateAwaitingApproval`, `approval` in `TollgateWaitingFor`) and the Web UI's details from the current state. */
   publish(): void {
     const awaiting = this.state.pendingApprovals.length > 0;
     const current = workflowInfo().typedSearchAttributes.get(AWAITING_APPROVAL_SEARCH_ATTRIBUTE);
-    if (current !== awaiting) upsertSearchAttributes([{ key: AWAITING_APPROVAL_SEARCH_ATTRIBUTE, value: awaiting }]);
+    // One upsert for both, so the inbox costs a wait no more history events than the approval flag alone.
+    const changes: SearchAttributeUpdatePair[] = [];
+    if (current !== awaiting) changes.push({ key: AWAITING_APPROVAL_SEARCH_ATTRIBUTE, value: awaiting });
+    const listed = waitingFor.update('approval', awaiting);
+    if (listed) changes.push(listed);
+    if (changes.length > 0) upsertSearchAttributes(changes);
     setCurrentDetails(renderDetails(this.state));
   }
 }
@@ -161,11 +168,30 @@ function shownJson(args: unknown): string {
   return `${whole.slice(0, DETAILS_ARGS_CHARS)}\n… ${whole.length - DETAILS_ARGS_CHARS} more characters (the whole arguments: tollgate status --json)`;
 }
 
+/** The details of a model step waiting for a `resume` decision: what had streamed, and the exact JSON of each decision. */
+function resumeDetails(pending: PendingResume): string[] {
+  const send = (decision: 'retry' | 'stop') => JSON.stringify({ step: pending.step, decision });
+  const text = pending.partialText.replace(/`/g, "'");
+  const shown = text.length <= DETAILS_ARGS_CHARS ? text : `…${text.slice(-DETAILS_ARGS_CHARS)}`;
+  return [
+    '### Waiting for a resume decision',
+    '',
+    `- **step ${pending.step + 1}** · the model stream broke after ${pending.chunks} chunk${pending.chunks === 1 ? '' : 's'} had gone out · since ${pending.since} · stops at ${pending.expiresAt}`,
+    '',
+    '  ```text',
+    ...shown.split('\n').map((line) => `  ${line}`),
+    '  ```',
+    '',
+    `To ask the model again, send the \`resume\` signal with \`${send('retry')}\`; to stop the turn, \`${send('stop')}\`; or \`tollgate resume <workflowId> [--stop]\`.`,
+    '',
+  ];
+}
+
 function cell(text: string): string {
   return text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 }
 
-/** The markdown the Web UI shows for a turn: what waits for approval and the tool calls so far. */
+/** The markdown the Web UI shows for a turn: what waits for a person (approvals, a resume decision) and the tool calls so far. */
 export function renderDetails(state: TurnState): string {
   const lines = [
     `**Task** \`${cell(state.taskId)}\` · **status** ${state.status} · **phase** ${state.phase} · **step** ${state.step + 1}`,
@@ -176,6 +202,8 @@ export function renderDetails(state: TurnState): string {
     for (const pending of state.pendingApprovals) {
       const digest = pending.shownDigest ?? pending.argsDigest;
       lines.push(`- **${pending.callId}** · ${pending.tool} · expires ${pending.expiresAt} · argsDigest \`${digest}\``);
+      const send = JSON.stringify({ callId: pending.callId, decision: 'approve', argsDigest: digest }).replace(/`/g, '\\u0060');
+      lines.push(`  To approve, send the \`approval\` signal with \`${send}\` (\`"deny"\` to deny)`);
       if (pending.redactedValues)
         lines.push(
           `  ${pending.redactedValues} value${pending.redactedValues === 1 ? '' : 's'} redacted; the digest names the arguments as shown`,
@@ -196,6 +224,7 @@ export function renderDetails(state: TurnState): string {
       '',
     );
   }
+  if (state.pendingResume) lines.push(...resumeDetails(state.pendingResume));
   if (state.toolCalls.length > 0) {
     lines.push('### Tool calls', '');
     for (const event of state.toolCalls) {

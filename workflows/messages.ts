@@ -1,5 +1,14 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { AgentTurnResult, ApprovalDecision, ConversationState, DecisionReceipt, TokenLedger, TurnState } from '../common/types';
+import type {
+  AgentTurnResult,
+  ApprovalDecision,
+  ConversationState,
+  DecisionReceipt,
+  ResumeDecision,
+  ResumeReceipt,
+  TokenLedger,
+  TurnState,
+} from '../common/types';
 
 /** Query `state`: status, step, pending approvals, decisions and the tool events so far. */
 export const stateQuery = defineQuery<TurnState>('state');
@@ -9,6 +18,12 @@ export const approvalSignal = defineSignal<[ApprovalDecision]>('approval');
 
 /** Update `decide`: the same decision, with a validator that rejects an invalid one to the caller at once. */
 export const decideUpdate = defineUpdate<DecisionReceipt, [ApprovalDecision]>('decide');
+
+/** Signal `resume`: a person's decision on a stream cut off after chunks went out; an invalid one is recorded as rejected. */
+export const resumeSignal = defineSignal<[ResumeDecision]>('resume');
+
+/** Update `resume`: the same decision, rejected to the caller at once when invalid. */
+export const resumeUpdate = defineUpdate<ResumeReceipt, [ResumeDecision]>('resume');
 
 /** Update `send`: one user message of a conversation; answered with the result of the turn it ran. */
 export const sendUpdate = defineUpdate<AgentTurnResult, [{ text: string }]>('send');

@@ -34,6 +34,16 @@ function nonRetryable(type: string, message: string): ApplicationFailure {
   return ApplicationFailure.create({ type, message, nonRetryable: true });
 }
 
+/**
+ * A stream cut off after chunks went out: final for this activity, with what went out as its
+ * details (the chunk count and the redacted text, its last 8,000 characters), which the turn shows
+ * to the person who decides whether to ask the model again. A killed worker's next attempt passes
+ * on what the last heartbeat recorded.
+ */
+function interrupted(message: string, progress: StreamProgress): ApplicationFailure {
+  return ApplicationFailure.create({ type: MODEL_FAILURES.streamInterrupted, message, nonRetryable: true, details: [progress] });
+}
+
 /** The model a step runs on, and the output cap its config entry sets. */
 interface ResolvedModel {
   model: LanguageModelV3;
@@ -100,9 +110,9 @@ export function createModelStep({
     const context = Context.current();
     const earlier = context.info.heartbeatDetails as StreamProgress | undefined;
     if (earlier && earlier.chunks > 0) {
-      throw nonRetryable(
-        MODEL_FAILURES.streamInterrupted,
+      throw interrupted(
         `an earlier attempt of this model step had streamed ${earlier.chunks} chunks before it was cut off; it is not replayed`,
+        { chunks: earlier.chunks, text: earlier.text ?? '' },
       );
     }
     const { model, maxOutputTokens } = resolveModel(input.model, config, models);
@@ -150,10 +160,10 @@ export function createModelStep({
     } catch (error) {
       const failure = classifyModelError(error);
       if (progress.chunks > 0) {
-        throw nonRetryable(
-          MODEL_FAILURES.streamInterrupted,
-          `the model stream broke after ${progress.chunks} chunks had gone out; not replayed: ${failure.message}`,
-        );
+        throw interrupted(`the model stream broke after ${progress.chunks} chunks had gone out; not replayed: ${failure.message}`, {
+          chunks: progress.chunks,
+          text: redactor.text(progress.text).slice(-LIVE_TEXT_CHARS),
+        });
       }
       if (failure.retryable) {
         const nextRetryDelay = failure.retryAfterMs === undefined ? undefined : Math.min(failure.retryAfterMs, maxRetryDelayMs);

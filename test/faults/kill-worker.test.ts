@@ -9,7 +9,7 @@ import type { AgentTurnResult } from '../../common/types';
 import { PROJECT_ROOT } from '../../config/load-config';
 import { startDevServer, type DevServer } from '../../server/dev-server';
 import { freePort } from '../../connection/ports';
-import { approvalSignal } from '../../workflows/messages';
+import { approvalSignal, resumeSignal } from '../../workflows/messages';
 import { bundleWorkflows, quietRuntime } from '../helpers/servers';
 import { testConfig } from '../helpers/test-config';
 import { scripted } from '../helpers/turn-runner';
@@ -119,7 +119,7 @@ async function killScenario({ name, workers: workerCount, postgres }: { name: st
         query: `TollgateAwaitingApproval = true AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'`,
       })) {
         // The person approves the message they were shown, naming its digest; the send is the second
-        // model reply, and a step dropped after a kill shifts its call id.
+        // model reply, and a step dropped after a kill (turns recorded before the resume decision) shifts its call id.
         for (let step = 1; step <= 6; step++) {
           // A turn listed as waiting may have ended since: a signal to it is refused, and that is fine.
           await client.client.workflow
@@ -130,6 +130,21 @@ async function killScenario({ name, workers: workerCount, postgres }: { name: st
               approver: 'fault-test',
               argsDigest: digests.get(execution.workflowId),
             })
+            .catch((error: unknown) => {
+              if (!(error instanceof WorkflowNotFoundError)) throw error;
+            });
+        }
+      }
+      // A worker killed while its model step streamed leaves the turn waiting for a resume decision
+      // (its next attempt does not replay the step); the person asks the model again.
+      for await (const execution of client.client.workflow.list({
+        query: `TollgateWaitingFor = 'resume' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'`,
+      })) {
+        for (let step = 0; step <= 6; step++) {
+          // A decision for a step that does not wait is recorded as rejected and changes nothing.
+          await client.client.workflow
+            .getHandle(execution.workflowId)
+            .signal(resumeSignal, { step, decision: 'retry', by: 'fault-test' })
             .catch((error: unknown) => {
               if (!(error instanceof WorkflowNotFoundError)) throw error;
             });

@@ -40,3 +40,9 @@ export const REVERSIBLE_RETRY_HISTORY = path.join(HISTORY_FOLDER, 'reversible-wr
  * code that sends them by reference (activity inputs are not compared on replay).
  */
 export const ARGUMENTS_INLINE_HISTORY = path.join(HISTORY_FOLDER, 'large-draft-arguments-inline.json');
+
+/** A turn whose model stream broke after three chunks and was asked again on a person's `resume` decision; rewritten likewise. */
+export const RESUMED_STREAM_HISTORY = path.join(HISTORY_FOLDER, 'interrupted-stream-resumed.json');
+
+/** A turn whose irreversible call waited for approval with `TollgateWaitingFor` set and cleared; rewritten likewise. */
+export const WAITING_FOR_APPROVAL_HISTORY = path.join(HISTORY_FOLDER, 'approval-waiting-for.json');
