@@ -6,6 +6,7 @@ import { createLookupStatus } from './boundary/lookup-status';
 import { createModelStep } from './models/model-step';
 import { createConfiguredModels, type ModelEnvironment } from './models/language-model';
 import { createRedactor } from './boundary/redact';
+import type { ActivityTelemetry } from './activity-telemetry';
 import { createRunTool } from './boundary/run-tool';
 import { createTurnSettings } from './turn-settings';
 import { toMilliseconds } from '../common/duration';
@@ -20,10 +21,12 @@ export interface ActivityDependencies {
   store: IdempotencyStore;
   /** Where model API keys are read (default: the process environment), and the fetch providers use. */
   modelEnvironment?: ModelEnvironment;
+  /** The worker's tracer and metrics (none by default). */
+  telemetry?: ActivityTelemetry;
 }
 
 /** Builds the activities; their export names are their registered names. */
-export function createActivities({ config, tools, store, modelEnvironment }: ActivityDependencies) {
+export function createActivities({ config, tools, store, modelEnvironment, telemetry }: ActivityDependencies) {
   const models = createConfiguredModels(config, modelEnvironment);
   const registry: ToolRegistry = createToolRegistry({
     tools: tools ?? builtInTools(config),
@@ -34,7 +37,7 @@ export function createActivities({ config, tools, store, modelEnvironment }: Act
   // One redaction pass for everything the worker shows or stores outside its memory.
   const redactor = createRedactor(config.redact.patterns);
   return {
-    modelStep: createModelStep({ registry, config, models, redactor }),
+    modelStep: createModelStep({ registry, config, models, redactor, telemetry }),
     runTool: createRunTool({ registry, store, secretPatterns: redactor.patterns }),
     lookupStatus: createLookupStatus({ registry, store, secretPatterns: redactor.patterns }),
     turnSettings: createTurnSettings(config),

@@ -23,6 +23,7 @@ export function createTurnSettings(config: TollgateConfig, env: NodeJS.ProcessEn
   const settings: TurnSettings = {
     limits: limitsFromConfig(config),
     approvals: { requireDigest: config.approvals.requireDigest, ...signing },
+    ...(config.telemetry.prometheus ? { telemetry: { metrics: true } } : {}),
   };
   return async function turnSettings(): Promise<TurnSettings> {
     return settings;

@@ -20,6 +20,7 @@ import { unencryptedMode } from '../common/unencrypted';
 import { ApprovalBook } from './approval-book';
 import { EFFECT_STRATEGIES } from './effects';
 import { approvalSignal, decideUpdate, stateQuery } from './messages';
+import { TurnTelemetry } from './turn-telemetry';
 
 /**
  * Turns recorded before this patch took their limits from the input and the built-in defaults
@@ -55,14 +56,14 @@ const { turnSettings } = proxyLocalActivities<Activities>({
  */
 async function settingsFor(
   own: TurnLimits | undefined,
-): Promise<{ limits: Required<TurnLimits>; requireDigest: boolean; signing?: ApprovalBook['signing'] }> {
+): Promise<{ limits: Required<TurnLimits>; requireDigest: boolean; signing?: ApprovalBook['signing']; metrics?: boolean }> {
   if (!patched(TURN_SETTINGS_PATCH)) return { limits: { ...DEFAULT_TURN_LIMITS, ...own }, requireDigest: false };
   const settings = await turnSettings();
   const { publicKeys, signatureMaxAgeMs } = settings.approvals ?? {};
   const signing = publicKeys ? { publicKeys, maxAgeMs: signatureMaxAgeMs ?? 0 } : undefined;
   // Workers older than the history limits send settings without them; the defaults fill them in.
   const limits = { ...DEFAULT_TURN_LIMITS, ...settings.limits, ...own };
-  return { limits, requireDigest: settings.approvals?.requireDigest ?? true, signing };
+  return { limits, requireDigest: settings.approvals?.requireDigest ?? true, signing, metrics: settings.telemetry?.metrics };
 }
 
 /** Why a model step failed for good; an invalid model fails the workflow instead (the caller's mistake). */
@@ -104,6 +105,11 @@ function checkInput(input: unknown): asserts input is AgentTurnInput {
  */
 export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult> {
   checkInput(input);
+  const telemetry = new TurnTelemetry();
+  return telemetry.turnSpan(input.taskId, () => runTurn(input, telemetry));
+}
+
+async function runTurn(input: AgentTurnInput, telemetry: TurnTelemetry): Promise<AgentTurnResult> {
   const { taskId, prompt, model, tools: allowedTools } = input;
   // TollgateClient sets both search attributes at the start, so such a turn records no upsert; a
   // turn started by another client (or by a TollgateClient older than that, whose histories must
@@ -145,9 +151,11 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     },
   );
 
-  const { limits, requireDigest, signing } = await settingsFor(input.limits);
+  const { limits, requireDigest, signing, metrics } = await settingsFor(input.limits);
   approvals.requireDigest = requireDigest;
   approvals.signing = signing;
+  approvals.telemetry = telemetry;
+  telemetry.metrics = metrics ?? false;
   const messages: TurnMessage[] = [...(input.history ?? []), { role: 'user', content: prompt }];
   const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   let answer: string | undefined;
@@ -252,6 +260,22 @@ function runsConcurrently(call: CheckedToolCall): boolean {
 
 /** Runs one checked call by its effect's strategy, and records its event. */
 async function executeCall({
+  taskId,
+  step,
+  call,
+  allowedTools,
+  approvals,
+}: {
+  taskId: string;
+  step: number;
+  call: CheckedToolCall;
+  allowedTools?: string[];
+  approvals: ApprovalBook;
+}): Promise<{ call: CheckedToolCall; outcome: BoundaryResult; event: ToolEvent }> {
+  return approvals.telemetry.toolSpan(call, () => runCall({ taskId, step, call, allowedTools, approvals }));
+}
+
+async function runCall({
   taskId,
   step,
   call,

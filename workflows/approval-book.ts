@@ -4,6 +4,7 @@ import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE } from '../common/search-attributes'
 import type { ApprovalDecision, PendingApproval, TruncatedDecision, TurnState } from '../common/types';
 import { signatureProblem } from '../common/signed-decision';
 import { unencryptedMode } from '../common/unencrypted';
+import { TurnTelemetry } from './turn-telemetry';
 
 function clip(text: string, maxChars: number): string {
   return text.length > maxChars ? `${text.slice(0, maxChars - 1)}…` : text;
@@ -30,6 +31,9 @@ function bounded(decision: unknown): unknown {
  */
 export class ApprovalBook {
   private readonly decided = new Map<string, ApprovalDecision>();
+  /** Where the turn reports its spans and counts (the waits of its approvals among them). */
+  telemetry = new TurnTelemetry();
+
   /** Whether a decision must name the digest of the arguments it decides on (the config's `approvals.requireDigest`). */
   requireDigest = false;
   /**
@@ -111,6 +115,12 @@ export class ApprovalBook {
   /** Shows a call as waiting for approval. */
   open(pending: PendingApproval): void {
     this.state.pendingApprovals.push(pending);
+    this.telemetry.approvalOpened({
+      callId: pending.callId,
+      tool: pending.tool,
+      requestedAt: Date.parse(pending.requestedAt),
+      expiresAt: Date.parse(pending.expiresAt),
+    });
     this.state.phase = 'awaiting_approval';
     this.publish();
   }
@@ -119,6 +129,7 @@ export class ApprovalBook {
   close(callId: string): void {
     const index = this.state.pendingApprovals.findIndex((entry) => entry.callId === callId);
     if (index >= 0) this.state.pendingApprovals.splice(index, 1);
+    this.telemetry.approvalClosed(callId);
     if (this.state.pendingApprovals.length === 0 && this.state.phase === 'awaiting_approval') this.state.phase = 'tools';
     this.publish();
   }
