@@ -149,6 +149,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Tollga
       if (!givenStore) owned.push(() => store!.close());
       const servedTools = [...(tools ?? builtInTools(config)), ...(mcpTools?.tools ?? [])];
       served = createActivities({ config, tools: servedTools, store, telemetry: telemetry.activities });
+      telemetry.metrics?.knowTools(servedTools);
     }
     const services = store ? [retentionService(store, config)] : [];
     const worker = await Worker.create({
@@ -177,6 +178,7 @@ interface WorkerTelemetry {
   plugins: WorkerPlugin[];
   sinks: InjectedSinks<TelemetrySinks>;
   metricsUrl?: string;
+  metrics?: TollgateMetrics;
 }
 
 /**
@@ -205,6 +207,7 @@ async function startTelemetry(config: TollgateConfig, coreMetricsUrl: string | u
     // The sink is registered even when metrics are off: a turn whose settings were recorded by a counting worker reports to it.
     sinks: (metrics ?? new TollgateMetrics()).sinks(),
     metricsUrl,
+    metrics,
   };
   return telemetry;
 }

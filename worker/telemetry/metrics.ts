@@ -84,6 +84,14 @@ export class TollgateMetrics {
     });
   }
 
+  /**
+   * Starts the unknown-outcome counter of each write at 0, so the first unknown outcome is an
+   * increase Prometheus sees (a series that appears at 1 has no increase to show).
+   */
+  knowTools(tools: ReadonlyArray<{ name: string; effect: string }>): void {
+    for (const tool of tools) if (tool.effect !== 'read') this.outcomeUnknown.inc({ tool: tool.name }, 0);
+  }
+
   /** Counts one finished call: its status and code, its duration, its approval wait, an unknown outcome. */
   toolCallFinished(call: FinishedToolCall): void {
     this.toolCalls.inc({ tool: call.tool, effect: call.effect, status: call.status, code: call.code ?? '' });
