@@ -22,7 +22,11 @@ export class TurnTelemetry {
 
   /** Runs the turn inside its `invoke_agent` span (`gen_ai.conversation.id` = the task id). */
   async turnSpan<R extends { status: TurnStatus }>(taskId: string, run: () => Promise<R>): Promise<R> {
-    const attributes: Attributes = { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.conversation.id': taskId, 'gen_ai.agent.name': 'tollgate' };
+    const attributes: Attributes = {
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.conversation.id': taskId,
+      'gen_ai.agent.name': 'tollgate',
+    };
     return trace.getTracer(TRACER_NAME).startActiveSpan('invoke_agent', { attributes }, async (span) => {
       try {
         const result = await run();

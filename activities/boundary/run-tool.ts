@@ -249,7 +249,10 @@ export function createRunTool({
           }
         }
         return inFlight(record)
-          ? notRun(`${tool.name} is being run by call ${record.callId} (started ${record.startedAt}); it is not run a second time`, 'in_flight')
+          ? notRun(
+              `${tool.name} is being run by call ${record.callId} (started ${record.startedAt}); it is not run a second time`,
+              'in_flight',
+            )
           : notRun(`${tool.name} was started before (call ${record.callId}) and never confirmed; it is not run again`, 'unconfirmed');
       }
       // Another call's attempt whose lease ran out without a verdict: only the tool's own check may let it run again.
@@ -262,7 +265,10 @@ export function createRunTool({
         }
         if (checked.state === 'unknown') {
           await store.endLease({ key, owner: claim.owner });
-          return notRun(`${tool.name} was started before (call ${claim.replaced.callId}) and ${checked.reason}; it is not run again`, 'unconfirmed');
+          return notRun(
+            `${tool.name} was started before (call ${claim.replaced.callId}) and ${checked.reason}; it is not run again`,
+            'unconfirmed',
+          );
         }
       }
     } catch (error) {

@@ -138,7 +138,13 @@ export function createModelStep({
     const progress: StreamProgress = { chunks: 0, text: '' };
     const startedAt = performance.now();
     let firstChunkAt: number | undefined;
-    const span = startChatSpan({ telemetry, provider: model.provider, model: model.modelId, step: input.step, attempt: context.info.attempt });
+    const span = startChatSpan({
+      telemetry,
+      provider: model.provider,
+      model: model.modelId,
+      step: input.step,
+      attempt: context.info.attempt,
+    });
     if (span && telemetry.recordContent) span.setAttribute('gen_ai.input.messages', redactor.text(JSON.stringify(input.messages)));
     // The live view reads the heartbeat details: the text is redacted whole first, so no secret is cut in two and kept.
     const beat = () => context.heartbeat({ chunks: progress.chunks, text: redactor.text(progress.text).slice(-LIVE_TEXT_CHARS) });
@@ -231,7 +237,11 @@ export function createModelStep({
     const total = totalUsage(usage);
     const text = progress.text ? redactor.text(progress.text) : undefined;
     if (span && telemetry.recordContent) {
-      const calls = toolCalls.map(({ callId, tool, args, shownArgs, redactedValues }) => ({ callId, tool, args: redactedValues ? shownArgs : args }));
+      const calls = toolCalls.map(({ callId, tool, args, shownArgs, redactedValues }) => ({
+        callId,
+        tool,
+        args: redactedValues ? shownArgs : args,
+      }));
       span.setAttribute('gen_ai.output.messages', redactor.text(JSON.stringify([{ role: 'assistant', text, toolCalls: calls }])));
     }
     endChatSpan(span, { ...total, finishReason, responseModel });

@@ -11,7 +11,13 @@ export interface ReceivedSpan {
   serviceName?: string;
 }
 
-type OtlpValue = { stringValue?: string; intValue?: string | number; doubleValue?: number; boolValue?: boolean; arrayValue?: { values?: OtlpValue[] } };
+type OtlpValue = {
+  stringValue?: string;
+  intValue?: string | number;
+  doubleValue?: number;
+  boolValue?: boolean;
+  arrayValue?: { values?: OtlpValue[] };
+};
 
 function plain(value: OtlpValue): unknown {
   if (value.stringValue !== undefined) return value.stringValue;
@@ -27,7 +33,12 @@ function attributesOf(list: Array<{ key: string; value: OtlpValue }> | undefined
 }
 
 /** A loopback OTLP/HTTP traces receiver (JSON encoding): it keeps every span it is sent and answers as a collector does. */
-export async function startOtlpReceiver(): Promise<{ url: string; spans: ReceivedSpan[]; requests: () => number; close: () => Promise<void> }> {
+export async function startOtlpReceiver(): Promise<{
+  url: string;
+  spans: ReceivedSpan[];
+  requests: () => number;
+  close: () => Promise<void>;
+}> {
   const spans: ReceivedSpan[] = [];
   let requests = 0;
   const server = createServer((request, response) => {

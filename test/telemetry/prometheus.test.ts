@@ -174,9 +174,7 @@ describe('Prometheus metrics of a worker', () => {
     const first = await workerOn(workerPorts[0]);
     const firstRun = first.run();
     const results: AgentTurnResult[] = [];
-    const reads = await start([
-      { toolCalls: ['a', 'b', 'c'].map((key) => ({ tool: 'lookup', args: { key } })) },
-    ]);
+    const reads = await start([{ toolCalls: ['a', 'b', 'c'].map((key) => ({ tool: 'lookup', args: { key } })) }]);
     results.push(await reads.result());
     const draft = await start([{ toolCalls: [{ tool: 'save_draft', args: { path: 'note.md', content: 'hello' } }] }]);
     results.push(await draft.result());
@@ -195,6 +193,8 @@ describe('Prometheus metrics of a worker', () => {
     const second = await workerOn(workerPorts[1]);
     await second.runUntil(async () => {
       await decide(denied, 'deny');
+      // The decision is taken before the result is awaited (awaiting it lets the test server skip time towards the approval's expiry).
+      await waitForState(denied, (current) => current.pendingApprovals.length === 0, 60_000);
       results.push(await denied.result());
     });
     expect(results.map((result) => [result.status, result.toolCalls.map((call) => call.code ?? call.status)])).toEqual([

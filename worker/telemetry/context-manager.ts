@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { context, ROOT_CONTEXT, type Context, type ContextManager } from '@opentelemetry/api';
+import { context, propagation, ROOT_CONTEXT, type Context, type ContextManager } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 
 /** OpenTelemetry's active context on Node's AsyncLocalStorage, so a span made in an activity is a child of Temporal's activity span. */
 class AsyncLocalContextManager implements ContextManager {
@@ -31,9 +32,14 @@ class AsyncLocalContextManager implements ContextManager {
 
 let installed = false;
 
-/** Installs the process's OpenTelemetry context manager once (a process keeps one, whatever it was). */
+/**
+ * Installs the process's OpenTelemetry context manager and the W3C trace-context propagator once:
+ * Temporal's activity interceptor reads the workflow's span from the activity's headers through
+ * the global propagator (a process keeps the first of each that was set).
+ */
 export function installContextManager(): void {
   if (installed) return;
   context.setGlobalContextManager(new AsyncLocalContextManager());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   installed = true;
 }

@@ -17,6 +17,7 @@ export async function installRuntimeMetrics(config: TollgateConfig): Promise<str
     throw new Error(
       `telemetry.prometheus: the Temporal runtime of this process was installed before, without its metrics exporter (${(error as Error).message}); ` +
         'call installRuntimeMetrics before creating any connection or worker',
+      { cause: error },
     );
   }
   return `http://127.0.0.1:${port}/metrics`;

@@ -7,6 +7,13 @@ import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
 import type { TollgateConfig } from '../../config/config-schema';
 import { installContextManager } from './context-manager';
 
+/**
+ * The workflow interceptor modules of Temporal's OpenTelemetry plugin: a worker given a prebuilt
+ * `workflowBundle` traces its workflows only when the bundle was built with them
+ * (`bundleWorkflowCode({ workflowInterceptorModules: TRACING_WORKFLOW_MODULES })`).
+ */
+export const TRACING_WORKFLOW_MODULES = [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow')];
+
 /** A worker's tracing: Temporal's OpenTelemetry plugin (its interceptors and the workflow spans' sink) and Tollgate's tracer. */
 export interface Tracing {
   plugin: OpenTelemetryPlugin;

@@ -32,9 +32,13 @@ export const irreversibleWriteStrategy: EffectStrategy = {
     // Workflow time, the same on replay: how long the call waited for its decision (or its expiry).
     const approvalWaitMs = Date.now() - requestedAt;
     if (!decided) {
-      const expired = BoundaryResults.failure('approval_expired', `nobody decided on ${call.tool} within ${policy.approvalTimeoutMs / 1000} s`, {
-        retryable: false,
-      });
+      const expired = BoundaryResults.failure(
+        'approval_expired',
+        `nobody decided on ${call.tool} within ${policy.approvalTimeoutMs / 1000} s`,
+        {
+          retryable: false,
+        },
+      );
       return { ...expired, approvalWaitMs };
     }
     const decision = approvals.decisionFor(call.callId)!;
@@ -48,12 +52,19 @@ export const irreversibleWriteStrategy: EffectStrategy = {
     } catch (error) {
       if (neverStarted(error)) {
         const waited = `${policy.scheduleToStartMs! / 1000} s`;
-        const notRun = BoundaryResults.failure('not_run', `${call.tool} was approved, but no worker started it within ${waited}; it did not run`, {
-          retryable: false,
-        });
+        const notRun = BoundaryResults.failure(
+          'not_run',
+          `${call.tool} was approved, but no worker started it within ${waited}; it did not run`,
+          {
+            retryable: false,
+          },
+        );
         return { ...notRun, approvalWaitMs };
       }
-      return { ...BoundaryResults.outcomeUnknown(`${call.tool} was cut off and is not run again: ${interruption(error)}`, 1), approvalWaitMs };
+      return {
+        ...BoundaryResults.outcomeUnknown(`${call.tool} was cut off and is not run again: ${interruption(error)}`, 1),
+        approvalWaitMs,
+      };
     }
   },
 };
