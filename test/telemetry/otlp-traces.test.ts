@@ -32,7 +32,10 @@ function tracedConfig(extra: Record<string, unknown> = {}): TollgateConfig {
 /** The one span of that name (the test fails when there are none or several). */
 function only(spans: ReceivedSpan[], name: string): ReceivedSpan {
   const found = spans.filter((span) => span.name === name);
-  expect(found.map((span) => span.name), `spans named ${name}`).toEqual([name]);
+  expect(
+    found.map((span) => span.name),
+    `spans named ${name}`,
+  ).toEqual([name]);
   return found[0];
 }
 
