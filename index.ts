@@ -21,6 +21,10 @@ export { builtInTools } from './tools/built-in';
 // Running workers
 /** Builds and runs a worker with the configured tools, models and idempotency store; closes what it opened. */
 export { createWorker, TollgateWorker, type CreateWorkerOptions } from './worker/create-worker';
+/** Installs the process's Temporal runtime with its Prometheus exporter; its URL goes to `createWorker({ coreMetricsUrl })`. */
+export { installRuntimeMetrics } from './worker/telemetry/runtime-metrics';
+/** The workflow interceptor modules a prebuilt bundle needs for traces (config `telemetry.otlp`). */
+export { TRACING_WORKFLOW_MODULES } from './worker/telemetry/tracing';
 /** The activities a worker registers, for workers assembled by hand. */
 export { createActivities, type Activities, type ActivityDependencies } from './activities';
 /** The idempotency store on one machine (SQLite); PostgreSQL is chosen by config for several machines. */

@@ -59,7 +59,16 @@ beforeAll(async () => {
   const targets = workerPorts.map((port) => `'127.0.0.1:${port}'`).join(', ');
   writeFileSync(
     configFile,
-    `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: tollgate\n    static_configs:\n      - targets: [${targets}]\n`,
+    [
+      'global:',
+      '  scrape_interval: 1s',
+      '  evaluation_interval: 1s',
+      'scrape_configs:',
+      '  - job_name: tollgate',
+      '    static_configs:',
+      `      - targets: [${targets}]`,
+      '',
+    ].join('\n'),
   );
   const port = await freePort();
   prometheusUrl = `http://127.0.0.1:${port}`;
@@ -209,7 +218,8 @@ describe('Prometheus metrics of a worker', () => {
       ['completed', ['denied']],
     ]);
 
-    // An empty code (a success) is no label in Prometheus. Each worker's counters end at their last value; the first worker's series stopped with it, so sum the last value of each.
+    // An empty code (a success) is no label in Prometheus. Each worker's counters end at their last value; the first
+    // worker's series stopped with it, so the queries sum the last value of each.
     const last = (metric: string, by: string) => `sum by (${by}) (max_over_time(${metric}[10m]))`;
     expect(await table(last('tollgate_turns_total', 'status'))).toEqual({ 'status=completed': 4 });
     expect(await table(last('tollgate_tool_calls_total', 'tool,effect,status,code'))).toEqual({

@@ -18,8 +18,8 @@ export async function installRuntimeMetrics(
     Runtime.install({ ...options, telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${port}` } } } });
   } catch (error) {
     throw new Error(
-      `telemetry.prometheus: the Temporal runtime of this process was installed before, without its metrics exporter (${(error as Error).message}); ` +
-        'call installRuntimeMetrics before creating any connection or worker',
+      'telemetry.prometheus: the Temporal runtime of this process was installed before, without its metrics exporter ' +
+        `(${(error as Error).message}); call installRuntimeMetrics before creating any connection or worker`,
       { cause: error },
     );
   }
