@@ -44,7 +44,7 @@ function parentOf(spans: ReceivedSpan[], span: ReceivedSpan): ReceivedSpan | und
 }
 
 describe('OpenTelemetry traces of a turn', () => {
-  it('exports the span tree of a turn (invoke_agent over chat and execute_tool, under Temporal spans), nothing again on replay', async () => {
+  it('exports the span tree of a turn (invoke_agent over chat and execute_tool spans), nothing again on replay', async () => {
     const config = tracedConfig();
     const taskId = `task-${randomUUID()}`;
     const worker = await createWorker({ config, connection: env.nativeConnection });

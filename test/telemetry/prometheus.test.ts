@@ -185,6 +185,8 @@ describe('Prometheus metrics of a worker', () => {
   it('counts a known set of turns exactly, across a worker restart in the middle of a turn, as Prometheus scrapes them', async () => {
     const first = await workerOn(workerPorts[0]);
     const firstRun = first.run();
+    // Prometheus has scraped the worker before its first call, as it would a worker in service: each counter's first sample is 0.
+    await eventually(`sum(up{instance="127.0.0.1:${workerPorts[0]}"})`, 1);
     const results: AgentTurnResult[] = [];
     const reads = await start([{ toolCalls: ['a', 'b', 'c'].map((key) => ({ tool: 'lookup', args: { key } })) }]);
     results.push(await reads.result());
