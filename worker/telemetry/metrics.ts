@@ -121,10 +121,22 @@ export class TollgateMetrics {
       [TELEMETRY_SINK]: {
         toolCallFinished: { fn: (_info, call) => this.toolCallFinished(call), callDuringReplay: false },
         turnFinished: { fn: (_info, turn) => this.turnFinished(turn.status), callDuringReplay: false },
-        approvalOpened: { fn: (info, wait) => void this.waiting.set(key(info, wait.callId), wait), callDuringReplay: false },
+        approvalOpened: {
+          fn: (info, wait) => void this.waiting.set(key(info, wait.callId), this.onOwnClock(wait)),
+          callDuringReplay: false,
+        },
         approvalClosed: { fn: (info, wait) => void this.waiting.delete(key(info, wait.callId)), callDuringReplay: false },
       },
     };
+  }
+
+  /**
+   * A wait measured on this worker's clock from the moment the sink saw it open (the activation
+   * that opened it, never a replay), so its age does not depend on the server's workflow time.
+   */
+  private onOwnClock(wait: ApprovalWait): ApprovalWait {
+    const now = this.now();
+    return { ...wait, requestedAt: now, expiresAt: now + (wait.expiresAt - wait.requestedAt) };
   }
 
   private waitingByTool(): Map<string, { count: number; oldestSeconds: number }> {
