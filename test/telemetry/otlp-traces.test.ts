@@ -10,7 +10,7 @@ import { TollgateMetrics } from '../../worker/telemetry/metrics';
 import { startTimeSkippingServer } from '../helpers/servers';
 import { testConfig } from '../helpers/test-config';
 import { scripted } from '../helpers/turn-runner';
-import { startOtlpReceiver, type ReceivedSpan } from './otlp-receiver';
+import { startOtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver';
 
 let env: TestWorkflowEnvironment;
 let receiver: Awaited<ReturnType<typeof startOtlpReceiver>>;
