@@ -23,6 +23,10 @@ export { builtInTools } from './tools/built-in';
 export { createWorker, TollgateWorker, type CreateWorkerOptions } from './worker/create-worker';
 /** AI SDK language models built in code, by name, as `createWorker({ models })` takes them. */
 export type { CodeModels } from './activities/models/language-model';
+/** Installs the process's Temporal runtime with its Prometheus exporter; its URL goes to `createWorker({ coreMetricsUrl })`. */
+export { installRuntimeMetrics } from './worker/telemetry/runtime-metrics';
+/** The workflow interceptor modules a prebuilt bundle needs for traces (config `telemetry.otlp`). */
+export { TRACING_WORKFLOW_MODULES } from './worker/telemetry/tracing';
 /** The activities a worker registers, for workers assembled by hand. */
 export { createActivities, type Activities, type ActivityDependencies } from './activities';
 /** The idempotency store on one machine (SQLite); PostgreSQL is chosen by config for several machines. */

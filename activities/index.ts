@@ -6,6 +6,7 @@ import { createLookupStatus } from './boundary/lookup-status';
 import { createModelStep } from './models/model-step';
 import { createConfiguredModels, type CodeModels, type ModelEnvironment } from './models/language-model';
 import { createRedactor } from './boundary/redact';
+import type { ActivityTelemetry } from './activity-telemetry';
 import { createRunTool } from './boundary/run-tool';
 import { createTurnSettings } from './turn-settings';
 import { toMilliseconds } from '../common/duration';
@@ -22,10 +23,12 @@ export interface ActivityDependencies {
   modelEnvironment?: ModelEnvironment;
   /** AI SDK language models built in code, by name, next to the configured ones. */
   models?: CodeModels;
+  /** The worker's tracer and metrics (none by default). */
+  telemetry?: ActivityTelemetry;
 }
 
 /** Builds the activities; their export names are their registered names. */
-export function createActivities({ config, tools, store, modelEnvironment, models: codeModels }: ActivityDependencies) {
+export function createActivities({ config, tools, store, modelEnvironment, models: codeModels, telemetry }: ActivityDependencies) {
   const models = createConfiguredModels(config, modelEnvironment, codeModels);
   const registry: ToolRegistry = createToolRegistry({
     tools: tools ?? builtInTools(config),
@@ -36,7 +39,7 @@ export function createActivities({ config, tools, store, modelEnvironment, model
   // One redaction pass for everything the worker shows or stores outside its memory.
   const redactor = createRedactor(config.redact.patterns);
   return {
-    modelStep: createModelStep({ registry, config, models, redactor }),
+    modelStep: createModelStep({ registry, config, models, redactor, telemetry }),
     runTool: createRunTool({ registry, store, secretPatterns: redactor.patterns }),
     lookupStatus: createLookupStatus({ registry, store, secretPatterns: redactor.patterns }),
     turnSettings: createTurnSettings(config),

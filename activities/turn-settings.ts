@@ -29,6 +29,7 @@ export function createTurnSettings(config: TollgateConfig, env: NodeJS.ProcessEn
       onInterruptedStream: config.model.onInterruptedStream,
       resumeTimeoutMs: toMilliseconds(config.model.resumeTimeout),
     },
+    ...(config.telemetry.prometheus ? { telemetry: { metrics: true } } : {}),
   };
   return async function turnSettings(): Promise<TurnSettings> {
     return settings;

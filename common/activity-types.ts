@@ -2,6 +2,7 @@
 // names, inputs and results, the heartbeat shape, failure types and shared timing constants.
 // Other programs rely only on common/types.ts; these may change between versions of Tollgate.
 import type { ErrorCode, ToolEffect } from './codes';
+import type { IdempotencyOutcome, StatusLookupAnswer } from './telemetry';
 import type { ModelSelection, ResolvedTurnLimits, ToolCallRequest, ToolResult, TurnMessage, Usage } from './types';
 
 /** The registered names of the activities, as both sides spell them. */
@@ -137,6 +138,12 @@ export interface BoundaryResult {
   /** Characters of output before truncation. */
   originalSize: number;
   truncated: boolean;
+  /** Writes: what the intent store said (traces only; older workers leave it out). */
+  idempotency?: IdempotencyOutcome;
+  /** Reversible writes: the last status lookup's answer (set by the workflow's strategy; traces only). */
+  statusLookup?: StatusLookupAnswer;
+  /** Irreversible writes: how long the call waited for its decision (set by the workflow's strategy). */
+  approvalWaitMs?: number;
 }
 
 /** The input of the `lookupStatus` activity. */
@@ -169,4 +176,6 @@ export interface TurnSettings {
   };
   /** Left out by workers older than the setting; a turn then asks, waiting the default 15 minutes. */
   interruptedStreams?: { onInterruptedStream: InterruptedStreamPolicy; resumeTimeoutMs: number };
+  /** Whether the worker counts calls and turns (config `telemetry.prometheus`); left out by older workers and recorded settings. */
+  telemetry?: { metrics: boolean };
 }

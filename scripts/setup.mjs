@@ -169,6 +169,7 @@ const systemPackages = [
   { command: 'chromium', package: 'chromium', purpose: 'the Web UI browser test' },
   { command: 'bwrap', package: 'bubblewrap', purpose: 'the shell sandbox' },
   { command: 'pg_lsclusters', package: 'postgresql', purpose: 'the PostgreSQL store tests' },
+  { command: 'prometheus', package: 'prometheus', purpose: 'the metrics test' },
 ];
 
 function hasCommand(command) {

@@ -85,6 +85,28 @@ describe('loadConfig', () => {
     );
   });
 
+  it('leaves telemetry off by default and names a bad telemetry value', () => {
+    expect(parseConfig({}, { source: 'x.yaml', baseDir: '/', env: {} }).telemetry).toEqual({ recordContent: false });
+    const parsed = parseConfig(
+      { telemetry: { otlp: { endpoint: 'http://127.0.0.1:4318/v1/traces' }, prometheus: { port: 9464 } } },
+      { source: 'x.yaml', baseDir: '/', env: {} },
+    );
+    expect(parsed.telemetry).toEqual({
+      otlp: { endpoint: 'http://127.0.0.1:4318/v1/traces', headers: {}, serviceName: 'tollgate-worker' },
+      prometheus: { host: '127.0.0.1', port: 9464 },
+      recordContent: false,
+    });
+    expect(() => parseConfig({ telemetry: { otlp: { endpoint: 'collector:4318' } } }, { source: 'x.yaml', baseDir: '/', env: {} })).toThrow(
+      /x\.yaml: telemetry\.otlp\.endpoint: expected an http\(s\) URL/,
+    );
+    expect(() => parseConfig({ telemetry: { prometheus: { port: 70000 } } }, { source: 'x.yaml', baseDir: '/', env: {} })).toThrow(
+      /x\.yaml: telemetry\.prometheus\.port/,
+    );
+    expect(() => parseConfig({ telemetry: { prometheus: {} } }, { source: 'x.yaml', baseDir: '/', env: {} })).toThrow(
+      /x\.yaml: telemetry\.prometheus\.port/,
+    );
+  });
+
   it('rejects a default model that the model list lacks', () => {
     expect(() => parseConfig({ model: { default: 'gpt' } }, { source: 'x.yaml', baseDir: '/', env: {} })).toThrow(
       'x.yaml: model.default: "gpt" is not a key of model.models',

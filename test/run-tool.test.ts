@@ -219,6 +219,7 @@ describe('the wait for a place under the concurrency limit', () => {
       executions: 0,
       originalSize: 0,
       truncated: false,
+      idempotency: 'claimed',
     });
     // The first was cut off by its own timeout while still applying: an interruption, 1 execution.
     await expect(first).resolves.toMatchObject({ type: 'write_interrupted', details: [{ executions: 1 }] });

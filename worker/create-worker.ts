@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { DataConverter } from '@temporalio/common';
-import { Runtime, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
+import { Runtime, Worker, type InjectedSinks, type NativeConnection, type WorkerOptions, type WorkerPlugin } from '@temporalio/worker';
 import { codecFromEnvironment, ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gcm-codec';
 import { createActivities, type Activities } from '../activities';
 import type { CodeModels } from '../activities/models/language-model';
@@ -16,6 +16,11 @@ import { connectWorker } from '../connection/temporal-connection';
 import { startMcpTools } from '../tools/mcp/mcp-tool-source';
 import type { McpLog } from '../tools/mcp/mcp-connection';
 import { builtInTools } from '../tools/built-in';
+import { NO_TELEMETRY, type ActivityTelemetry } from '../activities/activity-telemetry';
+import type { TelemetrySinks } from '../common/telemetry';
+import { TollgateMetrics } from './telemetry/metrics';
+import { startMetricsServer } from './telemetry/metrics-server';
+import { createTracing } from './telemetry/tracing';
 
 /** The file webpack bundles the workflows from. */
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
@@ -43,6 +48,8 @@ export interface CreateWorkerOptions {
   /** A prebuilt bundle from `bundleWorkflowCode`; the workflows are bundled from source otherwise. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   workerOptions?: Partial<WorkerOptions>;
+  /** The Temporal runtime's own metrics endpoint (from `installRuntimeMetrics`), merged into this worker's `/metrics`. */
+  coreMetricsUrl?: string;
 }
 
 /** Something that runs beside the worker while it runs (the store's retention): started with it, it returns how to stop it. */
@@ -60,6 +67,8 @@ export class TollgateWorker {
     readonly worker: Worker,
     private readonly owned: Array<() => Promise<void>>,
     private readonly services: WorkerService[] = [],
+    /** Where this worker serves `/metrics` (config `telemetry.prometheus`); undefined when metrics are off. */
+    readonly metricsUrl?: string,
   ) {}
 
   /** Runs until `shutdown()` or a signal, then closes what this worker opened. */
@@ -139,6 +148,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Tollga
     // MCP servers start first: one that cannot start stops the worker before anything else is opened.
     const mcpTools = activities ? undefined : await startMcpTools({ mcp, log: options.mcpLog });
     if (mcpTools) owned.push(() => mcpTools.close());
+    const telemetry = await startTelemetry(config, options.coreMetricsUrl, owned);
     const connection = given ?? (await connectWorker(config));
     if (!given) owned.push(() => connection.close());
     let served = activities;
@@ -147,7 +157,8 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Tollga
       store ??= openConfiguredStore(config);
       if (!givenStore) owned.push(() => store!.close());
       const servedTools = [...(tools ?? builtInTools(config)), ...(mcpTools?.tools ?? [])];
-      served = createActivities({ config, tools: servedTools, store, models: options.models });
+      served = createActivities({ config, tools: servedTools, store, models: options.models, telemetry: telemetry.activities });
+      telemetry.metrics?.knowTools(servedTools);
     }
     const services = store ? [retentionService(store, config)] : [];
     const worker = await Worker.create({
@@ -160,12 +171,54 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Tollga
       // Heartbeats carry a streaming model step's text to live views; send them at least every second.
       maxHeartbeatThrottleInterval: '1 second',
       ...workerOptions,
+      plugins: [...telemetry.plugins, ...(workerOptions?.plugins ?? [])],
+      sinks: { ...telemetry.sinks, ...workerOptions?.sinks },
     });
-    return new TollgateWorker(worker, owned, services);
+    return new TollgateWorker(worker, owned, services, telemetry.metricsUrl);
   } catch (error) {
     for (const close of owned.reverse()) await close().catch(() => undefined);
     throw error;
   }
+}
+
+/** What a worker's telemetry adds to it: the activities' tracer and metrics, Temporal's plugin, the workflows' sink, `/metrics`. */
+interface WorkerTelemetry {
+  activities: ActivityTelemetry;
+  plugins: WorkerPlugin[];
+  sinks: InjectedSinks<TelemetrySinks>;
+  metricsUrl?: string;
+  metrics?: TollgateMetrics;
+}
+
+/**
+ * Starts what config `telemetry` asks for: tracing (closed last, after the worker stopped, so the
+ * last spans are exported) and the `/metrics` endpoint (its port is taken here, so a port in use
+ * stops the worker before it serves anything).
+ */
+async function startTelemetry(config: TollgateConfig, coreMetricsUrl: string | undefined, owned: Array<() => Promise<void>>) {
+  const tracing = createTracing(config);
+  if (tracing) owned.push(() => tracing.shutdown());
+  const metrics = config.telemetry.prometheus ? new TollgateMetrics() : undefined;
+  let metricsUrl: string | undefined;
+  if (metrics) {
+    const { host, port } = config.telemetry.prometheus!;
+    const server = await startMetricsServer({ host, port, registry: metrics.registry, coreMetricsUrl });
+    owned.push(() => server.close());
+    metricsUrl = server.url;
+  }
+  const telemetry: WorkerTelemetry = {
+    activities: {
+      tracer: tracing?.tracer,
+      recordContent: config.telemetry.recordContent,
+      observeModelStep: metrics ? (observation) => metrics.observeModelStep(observation) : NO_TELEMETRY.observeModelStep,
+    },
+    plugins: tracing ? [tracing.plugin] : [],
+    // The sink is registered even when metrics are off: a turn whose settings were recorded by a counting worker reports to it.
+    sinks: (metrics ?? new TollgateMetrics()).sinks(),
+    metricsUrl,
+    metrics,
+  };
+  return telemetry;
 }
 
 /** Prunes the store's committed intents older than `store.retention` while the worker runs, and logs each pass. */

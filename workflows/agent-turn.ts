@@ -37,6 +37,7 @@ import { ApprovalBook } from './approval-book';
 import { EFFECT_STRATEGIES } from './effects';
 import { approvalSignal, decideUpdate, resumeSignal, resumeUpdate, stateQuery } from './messages';
 import { ResumeGate } from './resume-gate';
+import { TurnTelemetry } from './turn-telemetry';
 
 /**
  * Turns recorded before this patch took their limits from the input and the built-in defaults
@@ -87,9 +88,13 @@ const { turnSettings } = proxyLocalActivities<Activities>({
  * whether decisions must name their digest and be signed. Turns recorded before the settings patch
  * keep the built-in limits and take a decision without a digest, as they did then.
  */
-async function settingsFor(
-  own: TurnLimits | undefined,
-): Promise<{ limits: ResolvedTurnLimits; requireDigest: boolean; signing?: ApprovalBook['signing']; streams: StreamSettings }> {
+async function settingsFor(own: TurnLimits | undefined): Promise<{
+  limits: ResolvedTurnLimits;
+  requireDigest: boolean;
+  signing?: ApprovalBook['signing'];
+  streams: StreamSettings;
+  metrics?: boolean;
+}> {
   if (!patched(TURN_SETTINGS_PATCH)) {
     return { limits: { ...DEFAULT_TURN_LIMITS, ...own }, requireDigest: false, streams: INTERRUPTED_STREAM_DEFAULTS };
   }
@@ -99,7 +104,7 @@ async function settingsFor(
   // Workers older than the history limits send settings without them; the defaults fill them in.
   const limits = { ...DEFAULT_TURN_LIMITS, ...settings.limits, ...own };
   const streams = settings.interruptedStreams ?? INTERRUPTED_STREAM_DEFAULTS;
-  return { limits, requireDigest: settings.approvals?.requireDigest ?? true, signing, streams };
+  return { limits, requireDigest: settings.approvals?.requireDigest ?? true, signing, streams, metrics: settings.telemetry?.metrics };
 }
 
 /** What had streamed before the break, from the failure's details (activities older than them send none). */
@@ -168,6 +173,11 @@ export function wouldPassTokenBudget(usage: Usage, lastInputTokens: number, budg
  */
 export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult> {
   checkInput(input);
+  const telemetry = new TurnTelemetry();
+  return telemetry.turnSpan(input.taskId, () => runTurn(input, telemetry));
+}
+
+async function runTurn(input: AgentTurnInput, telemetry: TurnTelemetry): Promise<AgentTurnResult> {
   const { taskId, prompt, model, tools: allowedTools } = input;
   // TollgateClient sets both search attributes at the start, so such a turn records no upsert; a
   // turn started by another client (or by a TollgateClient older than that, whose histories must
@@ -231,10 +241,12 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   );
 
   const keepsBudget = patched(TOKEN_BUDGET_PATCH);
-  const { limits, requireDigest, signing, streams } = await settingsFor(input.limits);
+  const { limits, requireDigest, signing, streams, metrics } = await settingsFor(input.limits);
   approvals.requireDigest = requireDigest;
   approvals.signing = signing;
   approvals.historyLimits = { maxEvents: limits.maxHistoryEvents, maxBytes: limits.maxHistoryBytes };
+  approvals.telemetry = telemetry;
+  telemetry.metrics = metrics ?? false;
   const messages: TurnMessage[] = [...(input.history ?? []), { role: 'user', content: prompt }];
   const budget = keepsBudget ? tokenBudgetOf(limits, input.tokenAllowance) : undefined;
   // The live view reads the usage so far from the state, against the budget when there is one.
@@ -420,6 +432,22 @@ function runsConcurrently(call: CheckedToolCall): boolean {
 
 /** Runs one checked call by its effect's strategy, and records its event. */
 async function executeCall({
+  taskId,
+  step,
+  call,
+  allowedTools,
+  approvals,
+}: {
+  taskId: string;
+  step: number;
+  call: CheckedToolCall;
+  allowedTools?: string[];
+  approvals: ApprovalBook;
+}): Promise<{ call: CheckedToolCall; outcome: BoundaryResult; event: ToolEvent }> {
+  return approvals.telemetry.toolSpan(call, () => runCall({ taskId, step, call, allowedTools, approvals }));
+}
+
+async function runCall({
   taskId,
   step,
   call,

@@ -6,6 +6,7 @@ import type { ApprovalDecision, PendingApproval, PendingResume, TruncatedDecisio
 import { signatureProblem } from '../common/signed-decision';
 import { unencryptedMode } from '../common/unencrypted';
 import { waitingFor } from './waiting-for';
+import { TurnTelemetry } from './turn-telemetry';
 
 function clip(text: string, maxChars: number): string {
   return text.length > maxChars ? `${text.slice(0, maxChars - 1)}…` : text;
@@ -36,6 +37,9 @@ function bounded(decision: unknown): unknown {
  */
 export class ApprovalBook {
   private readonly decided = new Map<string, ApprovalDecision>();
+  /** Where the turn reports its spans and counts (the waits of its approvals among them). */
+  telemetry = new TurnTelemetry();
+
   /** Whether a decision must name the digest of the arguments it decides on (the config's `approvals.requireDigest`). */
   requireDigest = false;
   /**
@@ -132,6 +136,12 @@ export class ApprovalBook {
   /** Shows a call as waiting for approval. */
   open(pending: PendingApproval): void {
     this.state.pendingApprovals.push(pending);
+    this.telemetry.approvalOpened({
+      callId: pending.callId,
+      tool: pending.tool,
+      requestedAt: Date.parse(pending.requestedAt),
+      expiresAt: Date.parse(pending.expiresAt),
+    });
     this.state.phase = 'awaiting_approval';
     this.publish();
   }
@@ -140,6 +150,7 @@ export class ApprovalBook {
   close(callId: string): void {
     const index = this.state.pendingApprovals.findIndex((entry) => entry.callId === callId);
     if (index >= 0) this.state.pendingApprovals.splice(index, 1);
+    this.telemetry.approvalClosed(callId);
     if (this.state.pendingApprovals.length === 0 && this.state.phase === 'awaiting_approval') this.state.phase = 'tools';
     this.publish();
   }

@@ -21,6 +21,7 @@ import { Semaphore } from './semaphore';
 import { ToolOutcome } from '../../tools/tool-outcome';
 import type { ToolRegistry } from '../../tools/tool-registry';
 import type { ToolResult } from '../../common/types';
+import type { IdempotencyOutcome } from '../../common/telemetry';
 
 /** Output cut to the tool's limit, with the size it had before. */
 export function truncateOutput(data: unknown, maxChars: number): { data: unknown; originalSize: number; truncated: boolean } {
@@ -204,8 +205,14 @@ export function createRunTool({
     const attempt = context.info.attempt;
     const key = intentKey(tool, args, input.taskId);
     const effect = tool.effect as WriteEffect;
-    const notRun = (message: string) => BoundaryResults.outcomeUnknown(message, 0);
-    const fromReceipt = (receipt: ToolResult) => BoundaryResults.fromReceipt(receipt, 0);
+    const notRun = (message: string, idempotency: IdempotencyOutcome): BoundaryResult => ({
+      ...BoundaryResults.outcomeUnknown(message, 0),
+      idempotency,
+    });
+    const fromReceipt = (receipt: ToolResult, idempotency: IdempotencyOutcome = 'receipt'): BoundaryResult => ({
+      ...BoundaryResults.fromReceipt(receipt, 0),
+      idempotency,
+    });
     const check = () => askStatusCheck({ tool, args, taskId: input.taskId, idempotencyKey: key, secretPatterns });
     const claimFor = (supersede?: string) =>
       store.claim({
@@ -238,14 +245,15 @@ export function createRunTool({
               argsDigest: argsDigest(args),
               receipt: checked.receipt,
             });
-            return fromReceipt(checked.receipt);
+            return fromReceipt(checked.receipt, 'status_check');
           }
         }
-        return notRun(
-          inFlight(record)
-            ? `${tool.name} is being run by call ${record.callId} (started ${record.startedAt}); it is not run a second time`
-            : `${tool.name} was started before (call ${record.callId}) and never confirmed; it is not run again`,
-        );
+        return inFlight(record)
+          ? notRun(
+              `${tool.name} is being run by call ${record.callId} (started ${record.startedAt}); it is not run a second time`,
+              'in_flight',
+            )
+          : notRun(`${tool.name} was started before (call ${record.callId}) and never confirmed; it is not run again`, 'unconfirmed');
       }
       // Another call's attempt whose lease ran out without a verdict: only the tool's own check may let it run again.
       // (A retry of the same call follows the workflow's own status lookup, which just asked it.)
@@ -253,11 +261,14 @@ export function createRunTool({
         const checked = await check();
         if (checked.state === 'applied') {
           await store.commit({ key, owner: claim.owner, receipt: checked.receipt });
-          return fromReceipt(checked.receipt);
+          return fromReceipt(checked.receipt, 'status_check');
         }
         if (checked.state === 'unknown') {
           await store.endLease({ key, owner: claim.owner });
-          return notRun(`${tool.name} was started before (call ${claim.replaced.callId}) and ${checked.reason}; it is not run again`);
+          return notRun(
+            `${tool.name} was started before (call ${claim.replaced.callId}) and ${checked.reason}; it is not run again`,
+            'unconfirmed',
+          );
         }
       }
     } catch (error) {
@@ -267,7 +278,7 @@ export function createRunTool({
         callId: input.callId,
         message: redactText(error.message, secretPatterns),
       });
-      return notRun(`${tool.name} was not run: ${error.message}`);
+      return notRun(`${tool.name} was not run: ${error.message}`, 'store_failed');
     }
     const { owner } = claim;
     const end = await runHandler(tool, args, input, key);
@@ -278,7 +289,7 @@ export function createRunTool({
         .catch((error: unknown) =>
           context.log.warn('could not give up an attempt that never started', { key, message: redactText(String(error), secretPatterns) }),
         );
-      return BoundaryResults.failure('transient_failure', notStarted(tool, end.reason), { executions: 0 });
+      return { ...BoundaryResults.failure('transient_failure', notStarted(tool, end.reason), { executions: 0 }), idempotency: 'claimed' };
     }
     if (end.interrupted) {
       // A handler that threw has stopped, so the attempt is no longer in flight; one cut off by the timeout may still be applying.
@@ -309,7 +320,7 @@ export function createRunTool({
         message: redactText(error.message, secretPatterns),
       });
     }
-    return normalized;
+    return { ...normalized, idempotency: 'claimed' };
   }
 
   // How the boundary executes each effect level; a new level does not compile until it is here.

@@ -15,6 +15,7 @@ import { argsDigest } from '../../tools/canonical-json';
 import { checkToolCall, shownArguments } from '../boundary/check-tool-call';
 import { createRedactor, type Redactor } from '../boundary/redact';
 import { classifyModelError } from './model-errors';
+import { endChatSpan, NO_TELEMETRY, startChatSpan, type ActivityTelemetry } from '../activity-telemetry';
 import { toModelPrompt } from './model-prompt';
 import { scriptedModel } from './language-model';
 import { toolJsonSchema } from '../../tools/define-tool';
@@ -83,6 +84,21 @@ function totalUsage(usage: LanguageModelV3Usage | undefined): Usage {
   return { inputTokens: usage?.inputTokens.total ?? 0, outputTokens: usage?.outputTokens.total ?? 0 };
 }
 
+/** Reports one attempt to the worker's metrics, from its end (success or failure). */
+function observe(
+  telemetry: ActivityTelemetry,
+  { model, usage, startedAt, firstChunkAt }: { model: string; usage?: LanguageModelV3Usage; startedAt: number; firstChunkAt?: number },
+): void {
+  const { inputTokens, outputTokens } = totalUsage(usage);
+  telemetry.observeModelStep({
+    model,
+    inputTokens,
+    outputTokens,
+    durationSeconds: (performance.now() - startedAt) / 1000,
+    ...(firstChunkAt !== undefined ? { firstChunkSeconds: (firstChunkAt - startedAt) / 1000 } : {}),
+  });
+}
+
 /**
  * The `modelStep` activity: streams one step from the model through the AI SDK provider interface
  * and passes each tool call it asks for through the boundary's checks (known tool, allowed for the
@@ -98,12 +114,15 @@ export function createModelStep({
   config,
   models,
   redactor = createRedactor(config.redact.patterns),
+  telemetry = NO_TELEMETRY,
 }: {
   registry: ToolRegistry;
   config: TollgateConfig;
   models: Map<string, { model: LanguageModelV3; entry?: ModelEntry }>;
   /** The worker's redaction pass: applied to the live text, the step's text, summaries, shown arguments and refusals. */
   redactor?: Redactor;
+  /** The worker's tracer and metrics: one `chat <model>` span and one observation per attempt. */
+  telemetry?: ActivityTelemetry;
 }) {
   const maxRetryDelayMs = toMilliseconds(config.model.maxRetryDelay);
   return async function modelStep(input: ModelStepInput): Promise<ModelStepResult> {
@@ -127,15 +146,28 @@ export function createModelStep({
       }));
 
     const progress: StreamProgress = { chunks: 0, text: '' };
+    const startedAt = performance.now();
+    let firstChunkAt: number | undefined;
+    const span = startChatSpan({
+      telemetry,
+      provider: model.provider,
+      model: model.modelId,
+      step: input.step,
+      attempt: context.info.attempt,
+    });
+    if (span && telemetry.recordContent) span.setAttribute('gen_ai.input.messages', redactor.text(JSON.stringify(input.messages)));
     // The live view reads the heartbeat details: the text is redacted whole first, so no secret is cut in two and kept.
     const beat = () => context.heartbeat({ chunks: progress.chunks, text: redactor.text(progress.text).slice(-LIVE_TEXT_CHARS) });
     const chunk = () => {
+      firstChunkAt ??= performance.now();
       progress.chunks++;
       beat();
     };
     const keepAlive = setInterval(beat, KEEP_ALIVE_MS);
     const requested: Array<{ toolName: string; input: string }> = [];
     let usage: LanguageModelV3Usage | undefined;
+    let finishReason: string | undefined;
+    let responseModel: string | undefined;
     try {
       const { stream } = await model.doStream({
         prompt: toModelPrompt(input.messages),
@@ -154,11 +186,16 @@ export function createModelStep({
         else if (part.type === 'tool-call') {
           requested.push({ toolName: part.toolName, input: part.input });
           chunk();
-        } else if (part.type === 'finish') usage = part.usage;
+        } else if (part.type === 'finish') {
+          usage = part.usage;
+          finishReason = part.finishReason.unified;
+        } else if (part.type === 'response-metadata') responseModel = part.modelId ?? responseModel;
         else if (part.type === 'error') throw part.error;
       }
     } catch (error) {
       const failure = classifyModelError(error);
+      endChatSpan(span, { error: failure.retryable ? { type: MODEL_FAILURES.unavailable } : error });
+      observe(telemetry, { model: model.modelId, usage, startedAt, firstChunkAt });
       if (progress.chunks > 0) {
         throw interrupted(`the model stream broke after ${progress.chunks} chunks had gone out; not replayed: ${failure.message}`, {
           chunks: progress.chunks,
@@ -207,6 +244,18 @@ export function createModelStep({
       });
       return checked.refusal ? { ...checked, refusal: { ...checked.refusal, message: redactor.text(checked.refusal.message) } } : checked;
     });
-    return { text: progress.text ? redactor.text(progress.text) : undefined, toolCalls, usage: totalUsage(usage) };
+    const total = totalUsage(usage);
+    const text = progress.text ? redactor.text(progress.text) : undefined;
+    if (span && telemetry.recordContent) {
+      const calls = toolCalls.map(({ callId, tool, args, shownArgs, redactedValues }) => ({
+        callId,
+        tool,
+        args: redactedValues ? shownArgs : args,
+      }));
+      span.setAttribute('gen_ai.output.messages', redactor.text(JSON.stringify([{ role: 'assistant', text, toolCalls: calls }])));
+    }
+    endChatSpan(span, { ...total, finishReason, responseModel });
+    observe(telemetry, { model: model.modelId, usage, startedAt, firstChunkAt });
+    return { text, toolCalls, usage: total };
   };
 }

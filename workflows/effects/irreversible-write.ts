@@ -31,31 +31,47 @@ export const irreversibleWriteStrategy: EffectStrategy = {
     });
     approvals.close(call.callId);
     const decided = answered && approvals.decisionFor(call.callId) !== undefined;
+    // Workflow time, the same on replay: how long the call waited for its decision (or its expiry).
+    const approvalWaitMs = Date.now() - requestedAt;
     if (answered && !decided) {
       const { historyLength, historySize } = workflowInfo();
       const message = `the turn's history reached its limit (${historyLength} events, ${historySize} bytes) while ${call.tool} waited for approval; it did not run`;
-      return BoundaryResults.failure('not_run', message, { retryable: false });
+      return { ...BoundaryResults.failure('not_run', message, { retryable: false }), approvalWaitMs };
     }
-    if (!decided)
-      return BoundaryResults.failure('approval_expired', `nobody decided on ${call.tool} within ${policy.approvalTimeoutMs / 1000} s`, {
-        retryable: false,
-      });
+    if (!decided) {
+      const expired = BoundaryResults.failure(
+        'approval_expired',
+        `nobody decided on ${call.tool} within ${policy.approvalTimeoutMs / 1000} s`,
+        {
+          retryable: false,
+        },
+      );
+      return { ...expired, approvalWaitMs };
+    }
     const decision = approvals.decisionFor(call.callId)!;
     if (decision.decision === 'deny') {
       const by = decision.approver ? ` by ${decision.approver}` : '';
-      return BoundaryResults.denied(`denied${by}${decision.reason ? `: ${decision.reason}` : ''}`);
+      return { ...BoundaryResults.denied(`denied${by}${decision.reason ? `: ${decision.reason}` : ''}`), approvalWaitMs };
     }
     try {
       const ran = readBoundaryResult(await writeActivity(call)(runToolInput({ taskId, call, allowedTools })));
-      return { ...ran, executions: ran.executions > 0 ? 1 : 0 };
+      return { ...ran, executions: ran.executions > 0 ? 1 : 0, approvalWaitMs };
     } catch (error) {
       if (neverStarted(error)) {
         const waited = `${policy.scheduleToStartMs! / 1000} s`;
-        return BoundaryResults.failure('not_run', `${call.tool} was approved, but no worker started it within ${waited}; it did not run`, {
-          retryable: false,
-        });
+        const notRun = BoundaryResults.failure(
+          'not_run',
+          `${call.tool} was approved, but no worker started it within ${waited}; it did not run`,
+          {
+            retryable: false,
+          },
+        );
+        return { ...notRun, approvalWaitMs };
       }
-      return BoundaryResults.outcomeUnknown(`${call.tool} was cut off and is not run again: ${interruption(error)}`, 1);
+      return {
+        ...BoundaryResults.outcomeUnknown(`${call.tool} was cut off and is not run again: ${interruption(error)}`, 1),
+        approvalWaitMs,
+      };
     }
   },
 };

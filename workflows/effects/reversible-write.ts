@@ -33,13 +33,16 @@ export const reversibleWriteStrategy: EffectStrategy = {
       const backoffFirst = round > 0 && patched(LOOKUP_AFTER_BACKOFF_PATCH);
       if (backoffFirst) await sleep(backoffMs(policy.retry, round));
       const status = await lookupStatus({ taskId, callId: call.callId, tool: call.tool, args: call.args });
-      if (status.state === 'applied') return BoundaryResults.fromReceipt(status.receipt, executions);
-      if (status.state === 'unknown') return BoundaryResults.outcomeUnknown(`${call.tool}: ${status.reason}`, executions);
+      if (status.state === 'applied') return { ...BoundaryResults.fromReceipt(status.receipt, executions), statusLookup: status.state };
+      if (status.state === 'unknown') {
+        return { ...BoundaryResults.outcomeUnknown(`${call.tool}: ${status.reason}`, executions), statusLookup: status.state };
+      }
       // Every earlier round ran one attempt; one that timed out waiting for a place counts, though its handler never ran.
       if (round >= policy.maxAttempts) {
-        return BoundaryResults.failure('transient_failure', `${call.tool} did not complete in ${round} attempts: ${lastProblem}`, {
+        const failure = BoundaryResults.failure('transient_failure', `${call.tool} did not complete in ${round} attempts: ${lastProblem}`, {
           executions,
         });
+        return { ...failure, statusLookup: status.state };
       }
       if (round > 0 && !backoffFirst) await sleep(backoffMs(policy.retry, round));
       try {
@@ -49,7 +52,7 @@ export const reversibleWriteStrategy: EffectStrategy = {
           lastProblem = ran.result.message ?? ran.result.code ?? 'error';
           continue;
         }
-        return { ...ran, executions };
+        return { ...ran, executions, statusLookup: status.state };
       } catch (error) {
         executions += 1;
         lastProblem = interruption(error);

@@ -1,0 +1,162 @@
+import type { InjectedSinks } from '@temporalio/worker';
+import type { WorkflowInfo } from '@temporalio/workflow';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ModelStepObservation } from '../../activities/activity-telemetry';
+import { TELEMETRY_SINK, type ApprovalWait, type FinishedToolCall, type TelemetrySinks } from '../../common/telemetry';
+
+// The buckets the OpenTelemetry GenAI semantic conventions advise for these two histograms.
+const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
+const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
+const TOOL_DURATION_BUCKETS = [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 14400, 86400];
+const APPROVAL_WAIT_BUCKETS = [1, 10, 60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400, 259200];
+
+/**
+ * Tollgate's metrics of one worker, in its own prom-client registry. Finished calls, turns and
+ * approval waits are counted from the workflows through the telemetry sink, which the worker calls
+ * after an activation and never while a history is replayed; model steps are observed by the
+ * activity, once per attempt (each attempt is a request the provider answered and billed).
+ */
+export class TollgateMetrics {
+  /** The registry `/metrics` serves. */
+  readonly registry = new Registry();
+  private readonly toolCalls = this.counter('tollgate_tool_calls_total', 'Finished tool calls.', ['tool', 'effect', 'status', 'code']);
+  private readonly toolDuration = new Histogram({
+    name: 'tollgate_tool_call_duration_seconds',
+    help: 'How long a tool call took from the boundary to its final result (approval waits included).',
+    labelNames: ['tool', 'effect'],
+    buckets: TOOL_DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly approvalWait = new Histogram({
+    name: 'tollgate_approval_wait_seconds',
+    help: 'How long an irreversible call waited for its decision (or its expiry).',
+    labelNames: ['tool'],
+    buckets: APPROVAL_WAIT_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly outcomeUnknown = this.counter('tollgate_outcome_unknown_total', 'Writes that ended with outcome_unknown.', ['tool']);
+  private readonly turns = this.counter('tollgate_turns_total', 'Finished turns by status.', ['status']);
+  private readonly tokens = new Histogram({
+    name: 'gen_ai_client_token_usage',
+    help: 'Tokens per model request (gen_ai.client.token.usage), by token type.',
+    labelNames: ['model', 'type'],
+    buckets: TOKEN_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly operationDuration = new Histogram({
+    name: 'gen_ai_client_operation_duration_seconds',
+    help: 'Duration of one model request (gen_ai.client.operation.duration).',
+    labelNames: ['model'],
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly firstChunk = new Histogram({
+    name: 'tollgate_model_time_to_first_chunk_seconds',
+    help: 'Time from a model request to its first streamed chunk.',
+    labelNames: ['model'],
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+  /** Approvals waiting on this worker, by workflow, run and call. */
+  private readonly waiting = new Map<string, ApprovalWait>();
+
+  constructor(private readonly now: () => number = Date.now) {
+    const waiting = () => this.waitingByTool();
+    new Gauge({
+      name: 'tollgate_approvals_waiting',
+      help: 'Irreversible calls waiting for a decision, as this worker saw them open.',
+      labelNames: ['tool'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [tool, { count }] of waiting()) this.set({ tool }, count);
+      },
+    });
+    new Gauge({
+      name: 'tollgate_approval_oldest_wait_seconds',
+      help: 'How long the oldest waiting irreversible call of each tool has waited.',
+      labelNames: ['tool'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [tool, { oldestSeconds }] of waiting()) this.set({ tool }, oldestSeconds);
+      },
+    });
+  }
+
+  /**
+   * Starts the unknown-outcome counter of each write at 0, so the first unknown outcome is an
+   * increase Prometheus sees (a series that appears at 1 has no increase to show).
+   */
+  knowTools(tools: ReadonlyArray<{ name: string; effect: string }>): void {
+    for (const tool of tools) if (tool.effect !== 'read') this.outcomeUnknown.inc({ tool: tool.name }, 0);
+  }
+
+  /** Counts one finished call: its status and code, its duration, its approval wait, an unknown outcome. */
+  toolCallFinished(call: FinishedToolCall): void {
+    this.toolCalls.inc({ tool: call.tool, effect: call.effect, status: call.status, code: call.code ?? '' });
+    this.toolDuration.observe({ tool: call.tool, effect: call.effect }, call.durationMs / 1000);
+    if (call.approvalWaitMs !== undefined) this.approvalWait.observe({ tool: call.tool }, call.approvalWaitMs / 1000);
+    if (call.code === 'outcome_unknown') this.outcomeUnknown.inc({ tool: call.tool });
+  }
+
+  /** Counts one finished turn by its status. */
+  turnFinished(status: string): void {
+    this.turns.inc({ status });
+  }
+
+  /** Observes one attempt of a model step: its tokens, its duration, its time to the first chunk. */
+  observeModelStep(observation: ModelStepObservation): void {
+    const { model } = observation;
+    this.tokens.observe({ model, type: 'input' }, observation.inputTokens);
+    this.tokens.observe({ model, type: 'output' }, observation.outputTokens);
+    this.operationDuration.observe({ model }, observation.durationSeconds);
+    if (observation.firstChunkSeconds !== undefined) this.firstChunk.observe({ model }, observation.firstChunkSeconds);
+  }
+
+  /** The sink the workflows report through; none of its functions is called during replay. */
+  sinks(): InjectedSinks<TelemetrySinks> {
+    const key = (info: WorkflowInfo, callId: string) => `${info.workflowId}/${info.runId}/${callId}`;
+    return {
+      [TELEMETRY_SINK]: {
+        toolCallFinished: { fn: (_info, call) => this.toolCallFinished(call), callDuringReplay: false },
+        turnFinished: { fn: (_info, turn) => this.turnFinished(turn.status), callDuringReplay: false },
+        approvalOpened: {
+          fn: (info, wait) => void this.waiting.set(key(info, wait.callId), this.onOwnClock(wait)),
+          callDuringReplay: false,
+        },
+        approvalClosed: { fn: (info, wait) => void this.waiting.delete(key(info, wait.callId)), callDuringReplay: false },
+      },
+    };
+  }
+
+  /**
+   * A wait measured on this worker's clock from the moment the sink saw it open (the activation
+   * that opened it, never a replay), so its age does not depend on the server's workflow time.
+   */
+  private onOwnClock(wait: ApprovalWait): ApprovalWait {
+    const now = this.now();
+    return { ...wait, requestedAt: now, expiresAt: now + (wait.expiresAt - wait.requestedAt) };
+  }
+
+  private waitingByTool(): Map<string, { count: number; oldestSeconds: number }> {
+    const now = this.now();
+    const byTool = new Map<string, { count: number; oldestSeconds: number }>();
+    for (const [key, wait] of this.waiting) {
+      // A wait past its expiry was closed on a worker that did not see it open; it waits no more.
+      if (wait.expiresAt <= now) {
+        this.waiting.delete(key);
+        continue;
+      }
+      const entry = byTool.get(wait.tool) ?? { count: 0, oldestSeconds: 0 };
+      entry.count++;
+      entry.oldestSeconds = Math.max(entry.oldestSeconds, (now - wait.requestedAt) / 1000);
+      byTool.set(wait.tool, entry);
+    }
+    return byTool;
+  }
+
+  private counter(name: string, help: string, labelNames: string[]): Counter {
+    return new Counter({ name, help, labelNames, registers: [this.registry] });
+  }
+}

@@ -1,0 +1,46 @@
+import type { Tracer } from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { Resource } from '@opentelemetry/resources';
+import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
+import type { TollgateConfig } from '../../config/config-schema';
+import { installContextManager } from './context-manager';
+
+/**
+ * The workflow interceptor modules of Temporal's OpenTelemetry plugin: a worker given a prebuilt
+ * `workflowBundle` traces its workflows only when the bundle was built with them
+ * (`bundleWorkflowCode({ workflowInterceptorModules: TRACING_WORKFLOW_MODULES })`).
+ */
+export const TRACING_WORKFLOW_MODULES = [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow')];
+
+/** A worker's tracing: Temporal's OpenTelemetry plugin (its interceptors and the workflow spans' sink) and Tollgate's tracer. */
+export interface Tracing {
+  plugin: OpenTelemetryPlugin;
+  tracer: Tracer;
+  /** Exports what is still buffered and stops the exporter. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Tracing as config `telemetry.otlp` says (undefined when it is unset): spans go in batches to the
+ * OTLP/HTTP endpoint as JSON. Workflow spans, Temporal's and Tollgate's `invoke_agent` and
+ * `execute_tool`, reach the same processor through the plugin's sink, which the worker does not
+ * call while replaying, so a replayed history exports no span a second time.
+ */
+export function createTracing(config: TollgateConfig): Tracing | undefined {
+  const otlp = config.telemetry.otlp;
+  if (!otlp) return undefined;
+  installContextManager();
+  const resource = new Resource({ [ATTR_SERVICE_NAME]: otlp.serviceName });
+  const processor = new BatchSpanProcessor(new OTLPTraceExporter({ url: otlp.endpoint, headers: otlp.headers }), {
+    scheduledDelayMillis: 1_000,
+  });
+  const provider = new BasicTracerProvider({ resource, spanProcessors: [processor] });
+  const tracer = provider.getTracer('tollgate');
+  return {
+    plugin: new OpenTelemetryPlugin({ resource, spanProcessor: processor, tracer }),
+    tracer,
+    shutdown: () => provider.shutdown(),
+  };
+}

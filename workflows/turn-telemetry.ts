@@ -1,0 +1,106 @@
+// Workflow-side telemetry of a turn. Spans are made with the tracer Temporal's OpenTelemetry
+// workflow interceptors install (a no-op tracer when tracing is off); they reach the exporter
+// through the interceptors' sink, and metrics through Tollgate's, and the worker calls neither
+// while a history is replayed, so a replayed turn exports and counts nothing again.
+import { SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
+import { proxySinks } from '@temporalio/workflow';
+import type { BoundaryResult, CheckedToolCall } from '../common/activity-types';
+import { TELEMETRY_SINK, TOLLGATE_ATTRIBUTES, type ApprovalWait, type TelemetrySinks } from '../common/telemetry';
+import type { TurnStatus } from '../common/codes';
+import type { ToolEvent } from '../common/types';
+
+const TRACER_NAME = 'tollgate';
+
+/** What one turn reports: spans always (when tracing is on), counts when the worker's settings say it counts. */
+export class TurnTelemetry {
+  /** Whether the worker that started the turn counts calls and turns (its recorded settings). */
+  metrics = false;
+
+  private sink(): TelemetrySinks[typeof TELEMETRY_SINK] | undefined {
+    return this.metrics ? proxySinks<TelemetrySinks>()[TELEMETRY_SINK] : undefined;
+  }
+
+  /** Runs the turn inside its `invoke_agent` span (`gen_ai.conversation.id` = the task id). */
+  async turnSpan<R extends { status: TurnStatus }>(taskId: string, run: () => Promise<R>): Promise<R> {
+    const attributes: Attributes = {
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.conversation.id': taskId,
+      'gen_ai.agent.name': 'tollgate',
+    };
+    return trace.getTracer(TRACER_NAME).startActiveSpan('invoke_agent', { attributes }, async (span) => {
+      try {
+        const result = await run();
+        span.setAttribute(TOLLGATE_ATTRIBUTES.turnStatus, result.status);
+        this.sink()?.turnFinished({ status: result.status });
+        return result;
+      } catch (error) {
+        failed(span, error);
+        throw error;
+      } finally {
+        span.end();
+      }
+    });
+  }
+
+  /** Runs one call inside its `execute_tool <tool>` span and counts it once its event is final. */
+  async toolSpan<R extends { outcome: BoundaryResult; event: ToolEvent }>(call: CheckedToolCall, run: () => Promise<R>): Promise<R> {
+    const attributes: Attributes = {
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': call.tool,
+      'gen_ai.tool.call.id': call.callId,
+      'gen_ai.tool.type': 'function',
+    };
+    return trace.getTracer(TRACER_NAME).startActiveSpan(`execute_tool ${call.tool}`, { attributes }, async (span) => {
+      try {
+        const ran = await run();
+        const { outcome, event } = ran;
+        span.setAttributes(toolAttributes(outcome, event));
+        if (event.status === 'error') span.setStatus({ code: SpanStatusCode.ERROR, message: event.code });
+        this.sink()?.toolCallFinished({
+          tool: event.tool,
+          effect: event.effect,
+          status: event.status,
+          ...(event.code ? { code: event.code } : {}),
+          durationMs: event.durationMs,
+          ...(outcome.approvalWaitMs !== undefined ? { approvalWaitMs: outcome.approvalWaitMs } : {}),
+        });
+        return ran;
+      } catch (error) {
+        failed(span, error);
+        throw error;
+      } finally {
+        span.end();
+      }
+    });
+  }
+
+  /** An irreversible call started waiting for its decision. */
+  approvalOpened(wait: ApprovalWait): void {
+    this.sink()?.approvalOpened(wait);
+  }
+
+  /** An irreversible call stopped waiting (decided or expired). */
+  approvalClosed(callId: string): void {
+    this.sink()?.approvalClosed({ callId });
+  }
+}
+
+function toolAttributes(outcome: BoundaryResult, event: ToolEvent): Attributes {
+  const attributes: Attributes = {
+    [TOLLGATE_ATTRIBUTES.effect]: event.effect,
+    [TOLLGATE_ATTRIBUTES.status]: event.status,
+    [TOLLGATE_ATTRIBUTES.executions]: outcome.executions,
+    [TOLLGATE_ATTRIBUTES.step]: event.step,
+  };
+  if (event.code) attributes[TOLLGATE_ATTRIBUTES.code] = event.code;
+  if (outcome.approvalWaitMs !== undefined) attributes[TOLLGATE_ATTRIBUTES.approvalWaitMs] = outcome.approvalWaitMs;
+  if (outcome.statusLookup) attributes[TOLLGATE_ATTRIBUTES.statusLookup] = outcome.statusLookup;
+  if (outcome.idempotency) attributes[TOLLGATE_ATTRIBUTES.idempotency] = outcome.idempotency;
+  if (event.status === 'error') attributes['error.type'] = event.code ?? 'tool_failure';
+  return attributes;
+}
+
+function failed(span: Span, error: unknown): void {
+  span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message });
+  span.setAttribute('error.type', (error as Error)?.name ?? 'Error');
+}
