@@ -7,6 +7,7 @@ import { createModelStep } from './models/model-step';
 import { createConfiguredModels, type ModelEnvironment } from './models/language-model';
 import { createRedactor } from './boundary/redact';
 import { createRunTool } from './boundary/run-tool';
+import { createResolveIntent } from './boundary/resolve-intent';
 import { createTurnSettings } from './turn-settings';
 import { toMilliseconds } from '../common/duration';
 import { createToolRegistry, retryBackoffFromConfig, type ToolRegistry } from '../tools/tool-registry';
@@ -38,6 +39,7 @@ export function createActivities({ config, tools, store, modelEnvironment }: Act
     runTool: createRunTool({ registry, store, secretPatterns: redactor.patterns }),
     lookupStatus: createLookupStatus({ registry, store, secretPatterns: redactor.patterns }),
     turnSettings: createTurnSettings(config),
+    resolveIntent: createResolveIntent({ registry, store }),
   };
 }
 

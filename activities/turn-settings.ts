@@ -23,6 +23,7 @@ export function createTurnSettings(config: TollgateConfig, env: NodeJS.ProcessEn
   const settings: TurnSettings = {
     limits: limitsFromConfig(config),
     approvals: { requireDigest: config.approvals.requireDigest, ...signing },
+    outcomes: { onUnknown: config.outcomes.onUnknown, resolveTimeoutMs: toMilliseconds(config.outcomes.resolveTimeout) },
   };
   return async function turnSettings(): Promise<TurnSettings> {
     return settings;

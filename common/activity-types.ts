@@ -10,6 +10,7 @@ export const ACTIVITY_NAMES = {
   runTool: 'runTool',
   lookupStatus: 'lookupStatus',
   turnSettings: 'turnSettings',
+  resolveIntent: 'resolveIntent',
 } as const;
 
 /** Room an activity gets beyond the tool's own timeout, so the boundary's timer fires first. */
@@ -159,4 +160,26 @@ export interface TurnSettings {
     /** How old a signature's `signedAt` may be; present with `publicKeys`. */
     signatureMaxAgeMs?: number;
   };
+  /** What a write whose outcome is unknown does (config `outcomes`); left out by older workers, whose turns report it at once. */
+  outcomes?: { onUnknown: 'ask' | 'report'; resolveTimeoutMs: number };
+}
+
+/** The input of the `resolveIntent` activity: a person's word on a write whose outcome was unknown. */
+export interface ResolveIntentInput {
+  taskId: string;
+  callId: string;
+  tool: string;
+  args: unknown;
+  outcome: 'applied' | 'not_applied';
+  /** Who said so (a person's name, a key's name, or `status check`). */
+  resolver: string;
+  /** With `applied`: the receipt the intent is committed with. */
+  receipt?: ToolResult;
+}
+
+/** What the `resolveIntent` activity did to the intent's record. */
+export interface ResolveIntentResult {
+  key: string;
+  /** `committed`: the receipt was recorded; `released`: a started record was given up; `absent`: there was nothing to give up. */
+  store: 'committed' | 'released' | 'absent';
 }

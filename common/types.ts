@@ -132,6 +132,43 @@ export interface ApprovalDecision {
   signature?: string;
 }
 
+/** A write whose outcome is unknown, waiting for a person's `resolve`. */
+export interface PendingResolution {
+  callId: string;
+  tool: string;
+  /** As shown: redacted like a pending approval's. */
+  args: unknown;
+  /** What a resolution must name: the same digest an approval of this call names (its shownDigest when redacted). */
+  argsDigest: string;
+  /** When the arguments were redacted: the digest of them as shown, which a resolution may name instead. */
+  shownDigest?: string;
+  /** Why nobody can tell whether it took effect. */
+  reason: string;
+  since: string;
+  expiresAt: string;
+}
+
+/** A person's word on a write whose outcome was unknown: the `resolve` update's and signal's argument. */
+export interface ResolutionDecision {
+  callId: string;
+  outcome: 'applied' | 'not_applied';
+  /** Must equal the pending resolution's argsDigest. */
+  argsDigest: string;
+  resolver?: string;
+  note?: string;
+  /** Signed resolutions (required when the worker has approver keys), as for approvals (docs/approvals.md). */
+  keyId?: string;
+  signedAt?: string;
+  signature?: string;
+}
+
+/** What the `resolve` update returns for an accepted resolution. */
+export interface ResolutionReceipt {
+  callId: string;
+  outcome: 'applied' | 'not_applied';
+  accepted: true;
+}
+
 /** A decision that changed nothing, and why. */
 export interface RejectedDecision {
   /** What was sent, when its JSON is at most 1,024 characters; a {@link TruncatedDecision} otherwise. */
@@ -156,7 +193,7 @@ export interface DecisionReceipt {
 }
 
 /** What a turn does now: asks the model, runs tools, waits for a human, or is done. */
-export type TurnPhase = 'model' | 'tools' | 'awaiting_approval' | 'finished';
+export type TurnPhase = 'model' | 'tools' | 'awaiting_approval' | 'awaiting_resolution' | 'finished';
 
 /** What the `state` query returns while a turn runs and after it ended. */
 export interface TurnState {
@@ -166,6 +203,10 @@ export interface TurnState {
   phase: TurnPhase;
   step: number;
   pendingApprovals: PendingApproval[];
+  /** Writes whose outcome is unknown, waiting for a person to say whether they took effect (config `outcomes.onUnknown: ask`). */
+  pendingResolutions?: PendingResolution[];
+  /** Resolutions that were accepted, oldest first. */
+  resolutions?: ResolutionDecision[];
   /** Decisions that were accepted, by call id. */
   decisions: ApprovalDecision[];
   /** The newest 20 rejected decisions, oldest first. */

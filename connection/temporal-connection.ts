@@ -36,7 +36,11 @@ const GRPC_UNIMPLEMENTED = 12;
 /** Registers Tollgate's search attributes on a namespace where they are missing. */
 export async function ensureSearchAttributes(connection: Connection, namespace: string): Promise<void> {
   const { IndexedValueType } = temporal.api.enums.v1;
-  const wanted = { Keyword: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD, Bool: IndexedValueType.INDEXED_VALUE_TYPE_BOOL };
+  const wanted = {
+    Keyword: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+    Bool: IndexedValueType.INDEXED_VALUE_TYPE_BOOL,
+    KeywordList: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+  };
   let existing: Record<string, unknown> = {};
   try {
     existing = (await connection.operatorService.listSearchAttributes({ namespace })).customAttributes ?? {};

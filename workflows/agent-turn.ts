@@ -9,7 +9,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { MODEL_FAILURES, type BoundaryResult, type CheckedToolCall } from '../common/activity-types';
+import { MODEL_FAILURES, type BoundaryResult, type CheckedToolCall, type TurnSettings } from '../common/activity-types';
 import { BoundaryResults } from '../common/boundary-results';
 import { keptArguments } from '../common/call-arguments';
 import { DEFAULT_TURN_LIMITS } from '../common/defaults';
@@ -19,7 +19,8 @@ import type { TurnStatus } from '../common/codes';
 import { unencryptedMode } from '../common/unencrypted';
 import { ApprovalBook } from './approval-book';
 import { EFFECT_STRATEGIES } from './effects';
-import { approvalSignal, decideUpdate, stateQuery } from './messages';
+import { approvalSignal, decideUpdate, resolveSignal, resolveUpdate, stateQuery } from './messages';
+import { ResolutionBook } from './resolutions';
 
 /**
  * Turns recorded before this patch took their limits from the input and the built-in defaults
@@ -55,14 +56,20 @@ const { turnSettings } = proxyLocalActivities<Activities>({
  */
 async function settingsFor(
   own: TurnLimits | undefined,
-): Promise<{ limits: Required<TurnLimits>; requireDigest: boolean; signing?: ApprovalBook['signing'] }> {
+): Promise<{
+  limits: Required<TurnLimits>;
+  requireDigest: boolean;
+  signing?: ApprovalBook['signing'];
+  outcomes?: TurnSettings['outcomes'];
+}> {
   if (!patched(TURN_SETTINGS_PATCH)) return { limits: { ...DEFAULT_TURN_LIMITS, ...own }, requireDigest: false };
   const settings = await turnSettings();
   const { publicKeys, signatureMaxAgeMs } = settings.approvals ?? {};
   const signing = publicKeys ? { publicKeys, maxAgeMs: signatureMaxAgeMs ?? 0 } : undefined;
   // Workers older than the history limits send settings without them; the defaults fill them in.
   const limits = { ...DEFAULT_TURN_LIMITS, ...settings.limits, ...own };
-  return { limits, requireDigest: settings.approvals?.requireDigest ?? true, signing };
+  // Settings recorded before `outcomes` existed leave it out: those turns report an unknown outcome at once, as they did.
+  return { limits, requireDigest: settings.approvals?.requireDigest ?? true, signing, outcomes: settings.outcomes };
 }
 
 /** Why a model step failed for good; an invalid model fails the workflow instead (the caller's mistake). */
@@ -145,9 +152,31 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     },
   );
 
-  const { limits, requireDigest, signing } = await settingsFor(input.limits);
+  const resolutions = new ResolutionBook(state, approvals);
+  setHandler(resolveSignal, (resolution) => {
+    resolutions.offer(resolution);
+  });
+  setHandler(
+    resolveUpdate,
+    (resolution) => {
+      resolutions.accept(resolution);
+      return { callId: resolution.callId, outcome: resolution.outcome, accepted: true as const };
+    },
+    {
+      validator: (resolution) => {
+        const why = resolutions.judge(resolution);
+        if (why) throw new Error(why);
+      },
+    },
+  );
+
+  const { limits, requireDigest, signing, outcomes } = await settingsFor(input.limits);
   approvals.requireDigest = requireDigest;
   approvals.signing = signing;
+  if (outcomes) {
+    resolutions.mode = outcomes.onUnknown;
+    resolutions.timeoutMs = outcomes.resolveTimeoutMs;
+  }
   const messages: TurnMessage[] = [...(input.history ?? []), { role: 'user', content: prompt }];
   const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   let answer: string | undefined;
@@ -202,11 +231,11 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     state.phase = 'tools';
     // Reads of one step run concurrently; writes one after another, in the model's order.
     const reads = reply.toolCalls.map((call) =>
-      runsConcurrently(call) ? executeCall({ taskId, step, call, allowedTools, approvals }) : undefined,
+      runsConcurrently(call) ? executeCall({ taskId, step, call, allowedTools, approvals, resolutions }) : undefined,
     );
     const executed: Array<Awaited<ReturnType<typeof executeCall>>> = [];
     for (const [index, call] of reply.toolCalls.entries()) {
-      executed.push(await (reads[index] ?? executeCall({ taskId, step, call, allowedTools, approvals })));
+      executed.push(await (reads[index] ?? executeCall({ taskId, step, call, allowedTools, approvals, resolutions })));
     }
     for (const { call, outcome, event } of executed) {
       events.push(event);
@@ -257,17 +286,19 @@ async function executeCall({
   call,
   allowedTools,
   approvals,
+  resolutions,
 }: {
   taskId: string;
   step: number;
   call: CheckedToolCall;
   allowedTools?: string[];
   approvals: ApprovalBook;
+  resolutions?: ResolutionBook;
 }): Promise<{ call: CheckedToolCall; outcome: BoundaryResult; event: ToolEvent }> {
   const startedAt = Date.now();
   const outcome = call.refusal
     ? BoundaryResults.refused(call.refusal.code, call.refusal.message)
-    : await EFFECT_STRATEGIES[call.policy.effect].run({ taskId, call, allowedTools, approvals });
+    : await EFFECT_STRATEGIES[call.policy.effect].run({ taskId, call, allowedTools, approvals, resolutions });
   const event: ToolEvent = {
     callId: call.callId,
     step,

@@ -30,6 +30,8 @@ function bounded(decision: unknown): unknown {
  */
 export class ApprovalBook {
   private readonly decided = new Map<string, ApprovalDecision>();
+  /** Signatures of decisions taken: a call back in approval (its write found not applied) needs a new one. */
+  private readonly usedSignatures = new Set<string>();
   /** Whether a decision must name the digest of the arguments it decides on (the config's `approvals.requireDigest`). */
   requireDigest = false;
   /**
@@ -57,6 +59,9 @@ export class ApprovalBook {
     if (typeof callId !== 'string') return 'callId must be a string';
     if (verdict !== 'approve' && verdict !== 'deny') return `decision must be "approve" or "deny", got ${JSON.stringify(verdict)}`;
     if (this.decided.has(callId)) return `call ${callId} was already decided`;
+    const { signature } = decision as Partial<ApprovalDecision>;
+    if (typeof signature === 'string' && this.usedSignatures.has(signature))
+      return `this signed decision was already taken once for call ${callId}`;
     const pending = this.state.pendingApprovals.find((entry) => entry.callId === callId);
     if (!pending) return `no call ${callId} waits for approval`;
     if (argsDigest === undefined && (this.requireDigest || this.signing)) {
@@ -82,7 +87,7 @@ export class ApprovalBook {
   }
 
   /** Records a rejected decision, bounded in size, keeping the newest few (`REJECTED_DECISION_BOUNDS`). */
-  private reject(decision: unknown, why: string): void {
+  reject(decision: unknown, why: string): void {
     const rejected = this.state.rejectedDecisions;
     rejected.push({ decision: bounded(decision), why, at: new Date(Date.now()).toISOString() });
     const excess = rejected.length - REJECTED_DECISION_BOUNDS.kept;
@@ -101,6 +106,12 @@ export class ApprovalBook {
       : { callId, decision: verdict, approver, reason };
     this.decided.set(callId, taken);
     this.state.decisions.push(taken);
+    if (this.signing && decision.signature) this.usedSignatures.add(decision.signature);
+  }
+
+  /** Forgets the decision on a call that goes back to waiting for approval (its write was found not applied); the record stays in `decisions`. */
+  forget(callId: string): void {
+    this.decided.delete(callId);
   }
 
   /** The decision on a call, once there is one. */

@@ -1,5 +1,13 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { AgentTurnResult, ApprovalDecision, ConversationState, DecisionReceipt, TurnState } from '../common/types';
+import type {
+  AgentTurnResult,
+  ApprovalDecision,
+  ConversationState,
+  DecisionReceipt,
+  ResolutionDecision,
+  ResolutionReceipt,
+  TurnState,
+} from '../common/types';
 
 /** Query `state`: status, step, pending approvals, decisions and the tool events so far. */
 export const stateQuery = defineQuery<TurnState>('state');
@@ -9,6 +17,12 @@ export const approvalSignal = defineSignal<[ApprovalDecision]>('approval');
 
 /** Update `decide`: the same decision, with a validator that rejects an invalid one to the caller at once. */
 export const decideUpdate = defineUpdate<DecisionReceipt, [ApprovalDecision]>('decide');
+
+/** Signal `resolve`: a person's word on a write whose outcome is unknown (applied or not); an invalid one is recorded as rejected. */
+export const resolveSignal = defineSignal<[ResolutionDecision]>('resolve');
+
+/** Update `resolve`: the same word, with a validator that rejects an invalid one to the caller at once. */
+export const resolveUpdate = defineUpdate<ResolutionReceipt, [ResolutionDecision]>('resolve');
 
 /** Update `send`: one user message of a conversation; answered with the result of the turn it ran. */
 export const sendUpdate = defineUpdate<AgentTurnResult, [{ text: string }]>('send');

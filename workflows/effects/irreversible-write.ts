@@ -1,54 +1,97 @@
-import { condition } from '@temporalio/workflow';
+import { condition, patched } from '@temporalio/workflow';
+import type { BoundaryResult } from '../../common/activity-types';
 import { BoundaryResults } from '../../common/boundary-results';
+import { releaseNotApplied, resolveUnknown } from '../resolutions';
 import { interruption, neverStarted, readBoundaryResult } from './activity-results';
-import { runToolInput, type EffectStrategy } from './effect-strategy';
-import { writeActivity } from './write-activities';
+import { runToolInput, type EffectContext, type EffectStrategy } from './effect-strategy';
+import { lookupActivity, writeActivity } from './write-activities';
+
+/**
+ * Turns recorded before this patch gave the model `outcome_unknown` as soon as an approved call was
+ * cut off; every turn since looks its status up first (the tool's own check, else the store).
+ */
+export const RECONCILE_IRREVERSIBLE_PATCH = 'reconcile-irreversible-after-cut-off';
+
+/** Waits for a human decision on the call; the result to give the model when it is not an approval. */
+async function awaitApproval({ call, approvals }: EffectContext): Promise<BoundaryResult | undefined> {
+  const { policy } = call;
+  const requestedAt = Date.now();
+  approvals.open({
+    callId: call.callId,
+    tool: call.tool,
+    // What waits is shown redacted; the real arguments stay in the call, which runs with them.
+    args: call.redactedValues ? call.shownArgs : call.args,
+    argsDigest: call.argsDigest,
+    ...(policy.definitionDigest ? { definitionDigest: policy.definitionDigest } : {}),
+    ...(call.redactedValues ? { redactedValues: call.redactedValues, shownDigest: call.shownDigest } : {}),
+    requestedAt: new Date(requestedAt).toISOString(),
+    expiresAt: new Date(requestedAt + policy.approvalTimeoutMs).toISOString(),
+  });
+  const decided = await condition(() => approvals.decisionFor(call.callId) !== undefined, policy.approvalTimeoutMs, {
+    summary: `approval of ${call.callId}: ${call.summary ?? call.tool}`,
+  });
+  approvals.close(call.callId);
+  if (!decided)
+    return BoundaryResults.failure('approval_expired', `nobody decided on ${call.tool} within ${policy.approvalTimeoutMs / 1000} s`, {
+      retryable: false,
+    });
+  const decision = approvals.decisionFor(call.callId)!;
+  if (decision.decision === 'deny') {
+    const by = decision.approver ? ` by ${decision.approver}` : '';
+    return BoundaryResults.denied(`denied${by}${decision.reason ? `: ${decision.reason}` : ''}`);
+  }
+  return undefined;
+}
+
+/**
+ * After a cut-off: the status lookup first, then a person. Applied → the result to give the model;
+ * not applied (by the lookup or a person) → `undefined`, the intent given up, and the call goes back
+ * to waiting for approval.
+ */
+async function reconcile(context: EffectContext, reason: string, executions: number): Promise<BoundaryResult | undefined> {
+  const { taskId, call } = context;
+  if (!patched(RECONCILE_IRREVERSIBLE_PATCH)) return BoundaryResults.outcomeUnknown(reason, executions);
+  const status = await lookupActivity(call)({ taskId, callId: call.callId, tool: call.tool, args: call.args });
+  if (status.state === 'applied') return BoundaryResults.fromReceipt(status.receipt, executions);
+  if (status.state === 'not_applied') {
+    await releaseNotApplied({ taskId, call });
+    return undefined;
+  }
+  const reconciled = await resolveUnknown(context, `${reason}; ${status.reason}`, executions);
+  return reconciled.verdict === 'settled' ? reconciled.outcome : undefined;
+}
 
 /**
  * `irreversible_write`: waits for a human decision under a durable timer, then executes exactly
  * once. Denied → `denied`; no answer in time → `approval_expired`; approved but no worker started it
- * within its schedule-to-start bound → `not_run` (nothing ran); cut off → `outcome_unknown`.
+ * within its schedule-to-start bound → `not_run` (nothing ran). Cut off → its status lookup: applied
+ * → success from what it found; not applied → back to waiting for approval (it never runs again
+ * without a person's word); cannot tell → a person's resolution (`outcomes.onUnknown: ask`), where
+ * `not_applied` also goes back to approval, or `outcome_unknown`.
  */
 export const irreversibleWriteStrategy: EffectStrategy = {
   concurrent: false,
-  async run({ taskId, call, allowedTools, approvals }) {
+  async run(context) {
+    const { taskId, call, allowedTools, approvals } = context;
     const { policy } = call;
-    const requestedAt = Date.now();
-    approvals.open({
-      callId: call.callId,
-      tool: call.tool,
-      // What waits is shown redacted; the real arguments stay in the call, which runs with them.
-      args: call.redactedValues ? call.shownArgs : call.args,
-      argsDigest: call.argsDigest,
-      ...(policy.definitionDigest ? { definitionDigest: policy.definitionDigest } : {}),
-      ...(call.redactedValues ? { redactedValues: call.redactedValues, shownDigest: call.shownDigest } : {}),
-      requestedAt: new Date(requestedAt).toISOString(),
-      expiresAt: new Date(requestedAt + policy.approvalTimeoutMs).toISOString(),
-    });
-    const decided = await condition(() => approvals.decisionFor(call.callId) !== undefined, policy.approvalTimeoutMs, {
-      summary: `approval of ${call.callId}: ${call.summary ?? call.tool}`,
-    });
-    approvals.close(call.callId);
-    if (!decided)
-      return BoundaryResults.failure('approval_expired', `nobody decided on ${call.tool} within ${policy.approvalTimeoutMs / 1000} s`, {
-        retryable: false,
-      });
-    const decision = approvals.decisionFor(call.callId)!;
-    if (decision.decision === 'deny') {
-      const by = decision.approver ? ` by ${decision.approver}` : '';
-      return BoundaryResults.denied(`denied${by}${decision.reason ? `: ${decision.reason}` : ''}`);
-    }
-    try {
-      const ran = readBoundaryResult(await writeActivity(call)(runToolInput({ taskId, call, allowedTools })));
-      return { ...ran, executions: ran.executions > 0 ? 1 : 0 };
-    } catch (error) {
-      if (neverStarted(error)) {
-        const waited = `${policy.scheduleToStartMs! / 1000} s`;
-        return BoundaryResults.failure('not_run', `${call.tool} was approved, but no worker started it within ${waited}; it did not run`, {
-          retryable: false,
-        });
+    let executions = 0;
+    for (;;) {
+      const refused = await awaitApproval(context);
+      if (refused) return { ...refused, executions };
+      try {
+        const ran = readBoundaryResult(await writeActivity(call)(runToolInput({ taskId, call, allowedTools })));
+        return { ...ran, executions: executions + (ran.executions > 0 ? 1 : 0) };
+      } catch (error) {
+        if (neverStarted(error)) {
+          const waited = `${policy.scheduleToStartMs! / 1000} s`;
+          const message = `${call.tool} was approved, but no worker started it within ${waited}; it did not run`;
+          return { ...BoundaryResults.failure('not_run', message, { retryable: false }), executions };
+        }
+        executions += 1;
+        const reconciled = await reconcile(context, `${call.tool} was cut off and is not run again: ${interruption(error)}`, executions);
+        if (reconciled) return reconciled;
+        approvals.forget(call.callId);
       }
-      return BoundaryResults.outcomeUnknown(`${call.tool} was cut off and is not run again: ${interruption(error)}`, 1);
     }
   },
 };
