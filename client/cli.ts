@@ -2,11 +2,11 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
-import { Command, CommanderError, Option } from 'commander';
+import { Argument, Command, CommanderError, Option } from 'commander';
 import { codecFromEnvironment } from '../codec/aes-gcm-codec';
 import { codecTokenFromEnvironment, startCodecServer } from '../codec/codec-server';
 import { generateApproverKeyPair } from '../common/approver-keys';
-import type { AgentTurnInput, TurnState } from '../common/types';
+import type { AgentTurnInput, PendingResolution, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import { loadConfig } from '../config/load-config';
 import { openConfiguredStore } from '../activities/intents/open-store';
@@ -164,22 +164,62 @@ program
 
 program
   .command('inbox')
-  .description('calls waiting for approval, across all turns')
+  .description('everything waiting for a person across all turns: calls waiting for approval, writes waiting for a resolution')
   .action(async () => {
     const entries = await withClient((client) => client.inbox());
     print(entries, () =>
       entries.length === 0
-        ? 'Nothing waits for approval.'
+        ? 'Nothing waits for a person.'
         : [
             formatTable(
-              ['workflow', 'task', 'call', 'tool', 'expires'],
+              ['workflow', 'task', 'waits for', 'call', 'tool', 'expires'],
               entries.map((entry) =>
-                [entry.workflowId, entry.taskId, entry.callId, entry.tool, entry.expiresAt].map((cell) => forTerminal(cell)),
+                [entry.workflowId, entry.taskId, entry.kind, entry.callId, entry.tool, entry.expiresAt].map((cell) => forTerminal(cell)),
               ),
             ),
-            ...entries.map((entry) => `\n${forTerminal(entry.workflowId)} ${describeApproval(entry).text}`),
+            ...entries.map((entry) =>
+              entry.kind === 'approval'
+                ? `\n${forTerminal(entry.workflowId)} ${describeApproval(entry).text}`
+                : `\n${forTerminal(entry.workflowId)} ${describeResolution(entry)}`,
+            ),
           ].join('\n'),
     );
+  });
+
+/** A write waiting for a resolution, as the inbox shows it: why, its arguments, and the command that resolves it. */
+function describeResolution(entry: PendingResolution & { workflowId: string }): string {
+  return [
+    `${forTerminal(entry.callId)} ${forTerminal(entry.tool)}: outcome unknown (${forTerminal(entry.reason)})`,
+    ...forTerminal(JSON.stringify(entry.args, null, 2) ?? 'undefined')
+      .split('\n')
+      .map((line) => `  ${line}`),
+    `  argsDigest ${entry.shownDigest ?? entry.argsDigest}`,
+    `  tollgate resolve ${forTerminal(entry.workflowId)} ${forTerminal(entry.callId)} applied|not_applied [--note <text>]`,
+  ].join('\n');
+}
+
+program
+  .command('resolve')
+  .description('say whether a write whose outcome is unknown took effect: applied settles it, not_applied lets it run again')
+  .argument('<workflowId>')
+  .argument('<callId>')
+  .addArgument(new Argument('<outcome>', 'applied or not_applied').choices(['applied', 'not_applied']))
+  .option('--note <text>', 'what you checked, for the record and the model')
+  .option('--resolver <name>', "who resolves (default: the login name; with approvals.privateKeyEnv, the signing key's name)")
+  .option('--args-digest <sha256>', 'the digest of the arguments you saw; without it, the call is shown and its digest is sent')
+  .action(async (workflowId: string, callId: string, outcome: 'applied' | 'not_applied', options) => {
+    const receipt = await withClient(async (client) => {
+      let digest: string | undefined = options.argsDigest;
+      if (!digest) {
+        const pending = (await client.state(workflowId)).pendingResolutions?.find((entry) => entry.callId === callId);
+        if (!pending) throw new CliError(`rejected: no call ${callId} of ${workflowId} waits for a resolution`);
+        if (!json()) console.log(describeResolution({ workflowId, ...pending }));
+        digest = pending.shownDigest ?? pending.argsDigest;
+      }
+      const resolver = options.resolver ?? (client.signingKeyId ? undefined : process.env.USER);
+      return client.resolve(workflowId, callId, outcome, { resolver, note: options.note, argsDigest: digest });
+    });
+    print(receipt, () => `Resolved ${receipt.callId} of ${workflowId} as ${receipt.outcome}.`);
   });
 
 for (const decision of ['approve', 'deny'] as const) {

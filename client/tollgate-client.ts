@@ -4,11 +4,21 @@ import { connectClient } from '../connection/temporal-connection';
 import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import { codecFromEnvironment, ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gcm-codec';
 import { AGENT_TURN_WORKFLOW_TYPE } from '../common/defaults';
-import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
-import type { AgentTurnInput, AgentTurnResult, ApprovalDecision, DecisionReceipt, PendingApproval, TurnState } from '../common/types';
+import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE, WAITING_FOR_SEARCH_ATTRIBUTE } from '../common/search-attributes';
+import type {
+  AgentTurnInput,
+  AgentTurnResult,
+  ApprovalDecision,
+  DecisionReceipt,
+  PendingApproval,
+  PendingResolution,
+  ResolutionDecision,
+  ResolutionReceipt,
+  TurnState,
+} from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import type { agentTurn } from '../workflows';
-import { decideUpdate, stateQuery } from '../workflows/messages';
+import { decideUpdate, resolveUpdate, stateQuery } from '../workflows/messages';
 import { ACTIVITY_NAMES, type StreamProgress } from '../common/activity-types';
 import { approverSigningKeyFromEnvironment, type ApproverSigningKey } from '../common/approver-keys';
 import { signDecisionFields } from '../common/signed-decision';
@@ -24,11 +34,35 @@ export interface LiveView {
   modelText: string;
 }
 
-/** One call waiting for approval, and the turn it belongs to. */
-export interface InboxEntry extends PendingApproval {
+/** Where an inbox entry waits, and what a person must send to end the wait. */
+interface InboxPlace {
   workflowId: string;
   runId: string;
   taskId: string;
+  /** The exact JSON to send (without signature fields), and the message that takes it. */
+  needs: { update: string; signal: string; json: Record<string, unknown> };
+}
+
+/** One call waiting for approval, and the turn it belongs to. */
+export interface ApprovalInboxEntry extends PendingApproval, InboxPlace {
+  kind: 'approval';
+}
+
+/** One write whose outcome is unknown, waiting for a person to say whether it took effect. */
+export interface ResolutionInboxEntry extends PendingResolution, InboxPlace {
+  kind: 'resolution';
+}
+
+/** One thing that waits for a person, across all running turns. */
+export type InboxEntry = ApprovalInboxEntry | ResolutionInboxEntry;
+
+/** What a person says about a write whose outcome is unknown. */
+export interface ResolveOptions {
+  /** With a signing key, leave it out or give the key's name. */
+  resolver?: string;
+  note?: string;
+  /** The digest of the arguments the person saw (pendingResolutions in the state query). */
+  argsDigest: string;
 }
 
 /** Who decided, why, and the digest of the arguments they saw. */
@@ -172,17 +206,57 @@ export class TollgateClient {
     return ended;
   }
 
-  /** Every call waiting for approval, across all running turns (found by `TollgateAwaitingApproval = true`). */
+  /**
+   * Everything waiting for a person across all running turns: calls waiting for approval and writes
+   * waiting for a resolution (found by `TollgateAwaitingApproval = true` or `TollgateWaitingFor`), each with what it needs.
+   */
   async inbox(): Promise<InboxEntry[]> {
     const entries: InboxEntry[] = [];
-    for await (const execution of this.client.workflow.list({
-      query: `${AWAITING_APPROVAL_SEARCH_ATTRIBUTE.name} = true AND ExecutionStatus = 'Running'`,
-    })) {
+    const waiting = `(${AWAITING_APPROVAL_SEARCH_ATTRIBUTE.name} = true OR ${WAITING_FOR_SEARCH_ATTRIBUTE.name} = 'resolution')`;
+    for await (const execution of this.client.workflow.list({ query: `${waiting} AND ExecutionStatus = 'Running'` })) {
       const state = await this.client.workflow.getHandle(execution.workflowId, execution.runId).query(stateQuery);
-      for (const pending of state.pendingApprovals)
-        entries.push({ workflowId: execution.workflowId, runId: execution.runId, taskId: state.taskId, ...pending });
+      const place = { workflowId: execution.workflowId, runId: execution.runId, taskId: state.taskId };
+      for (const pending of state.pendingApprovals) {
+        const json = { callId: pending.callId, decision: 'approve', argsDigest: pending.shownDigest ?? pending.argsDigest };
+        entries.push({ kind: 'approval', ...place, ...pending, needs: { update: 'decide', signal: 'approval', json } });
+      }
+      for (const pending of state.pendingResolutions ?? []) {
+        const json = { callId: pending.callId, outcome: 'applied | not_applied', argsDigest: pending.shownDigest ?? pending.argsDigest };
+        entries.push({ kind: 'resolution', ...place, ...pending, needs: { update: 'resolve', signal: 'resolve', json } });
+      }
     }
     return entries;
+  }
+
+  /**
+   * Says whether a write whose outcome is unknown took effect: `applied` settles it as a success,
+   * `not_applied` lets it run again (an irreversible one after a new approval). Rejected at once
+   * (WorkflowUpdateFailedError) when the call does not wait, or the digest differs.
+   */
+  async resolve(
+    workflowId: string,
+    callId: string,
+    outcome: 'applied' | 'not_applied',
+    { resolver, note, argsDigest }: ResolveOptions,
+  ): Promise<ResolutionReceipt> {
+    const handle = await this.runningHandle(workflowId, 'a resolution');
+    const resolution: ResolutionDecision = { callId, outcome, argsDigest, ...(resolver ? { resolver } : {}), ...(note ? { note } : {}) };
+    if (!this.signingKey) return handle.executeUpdate(resolveUpdate, { args: [resolution] });
+    const { keyId, privateKey } = this.signingKey;
+    if (resolver !== undefined && resolver !== keyId) {
+      throw new Error(`resolver "${resolver}" differs from the signing key "${keyId}" (approvals.privateKeyEnv): a signed resolution's resolver is its key's name`);
+    }
+    const signedAt = new Date(await this.clock()).toISOString();
+    const signature = signDecisionFields({ callId, decision: outcome, argsDigest, approver: keyId, signedAt, workflowId }, privateKey);
+    return handle.executeUpdate(resolveUpdate, { args: [{ ...resolution, resolver: keyId, keyId, signedAt, signature }] });
+  }
+
+  /** The handle of a turn that still runs; a decision sent to an ended one is refused here. */
+  private async runningHandle(workflowId: string, what: string) {
+    const handle = this.client.workflow.getHandle(workflowId);
+    const { status } = await handle.describe();
+    if (status.name !== 'RUNNING') throw new TurnEndedError(`turn ${workflowId} has already ended (${status.name}); no call waits for ${what}`);
+    return handle;
   }
 
   /** Approves one pending call; rejected at once (WorkflowUpdateFailedError) when the call is unknown, decided, or the digest differs. */
