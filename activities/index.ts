@@ -8,6 +8,7 @@ import { createConfiguredModels, type ModelEnvironment } from './models/language
 import { createRedactor } from './boundary/redact';
 import { createRunTool } from './boundary/run-tool';
 import { createResolveIntent } from './boundary/resolve-intent';
+import { createCheckCall } from './boundary/check-call';
 import { createTurnSettings } from './turn-settings';
 import { toMilliseconds } from '../common/duration';
 import { createToolRegistry, retryBackoffFromConfig, type ToolRegistry } from '../tools/tool-registry';
@@ -40,6 +41,7 @@ export function createActivities({ config, tools, store, modelEnvironment }: Act
     lookupStatus: createLookupStatus({ registry, store, secretPatterns: redactor.patterns }),
     turnSettings: createTurnSettings(config),
     resolveIntent: createResolveIntent({ registry, store }),
+    checkCall: createCheckCall({ registry, redactor }),
   };
 }
 

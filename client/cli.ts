@@ -222,9 +222,22 @@ program
     print(receipt, () => `Resolved ${receipt.callId} of ${workflowId} as ${receipt.outcome}.`);
   });
 
+/** The edited arguments of `approve --args`: JSON, or a clear error naming the option. */
+function editedArguments(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new CliError(`--args must be the edited arguments as JSON: ${(error as Error).message}`);
+  }
+}
+
 for (const decision of ['approve', 'deny'] as const) {
-  program
-    .command(decision)
+  const command = program.command(decision);
+  if (decision === 'approve') {
+    command.option('--args <json>', 'run the call with these arguments instead (edited); checked like the model\'s call, with their own idempotency key');
+  }
+  command
     .description(decision === 'approve' ? 'approve one call; it then runs exactly once' : 'deny one call; it never runs')
     .argument('<workflowId>')
     .argument('<callId>')
@@ -235,6 +248,7 @@ for (const decision of ['approve', 'deny'] as const) {
       'the digest of the arguments you saw; without it, the call is shown and the digest of what is shown is sent',
     )
     .action(async (workflowId: string, callId: string, options) => {
+      const args = editedArguments(options.args);
       const receipt = await withClient(async (client) => {
         let digest: string | undefined = options.argsDigest;
         if (!digest) {
@@ -247,9 +261,10 @@ for (const decision of ['approve', 'deny'] as const) {
         }
         // A signing client records its key's name as the approver; otherwise the login name stands in.
         const approver = options.approver ?? (client.signingKeyId ? undefined : process.env.USER);
-        return client[decision](workflowId, callId, { reason: options.reason, approver, argsDigest: digest });
+        return client[decision](workflowId, callId, { reason: options.reason, approver, argsDigest: digest, ...(args !== undefined ? { args } : {}) });
       });
-      print(receipt, () => `${receipt.decision === 'approve' ? 'Approved' : 'Denied'} ${receipt.callId} of ${workflowId}.`);
+      const edited = receipt.editedDigest ? ` with edited arguments (argsDigest ${receipt.editedDigest})` : '';
+      print(receipt, () => `${receipt.decision === 'approve' ? 'Approved' : 'Denied'} ${receipt.callId} of ${workflowId}${edited}.`);
     });
 }
 

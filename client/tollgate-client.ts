@@ -22,6 +22,7 @@ import { decideUpdate, resolveUpdate, stateQuery } from '../workflows/messages';
 import { ACTIVITY_NAMES, type StreamProgress } from '../common/activity-types';
 import { approverSigningKeyFromEnvironment, type ApproverSigningKey } from '../common/approver-keys';
 import { signDecisionFields } from '../common/signed-decision';
+import { approvalDigest } from '../tools/canonical-json';
 
 /** A decision was sent to a turn that is no longer running. */
 export class TurnEndedError extends Error {
@@ -71,6 +72,11 @@ export interface DecisionOptions {
   approver?: string;
   reason?: string;
   argsDigest?: string;
+  /**
+   * Approvals only: the arguments to run the call with instead (edited), with `argsDigest` the digest of the
+   * arguments shown. The turn checks them like a model's call; an invalid edit is rejected (WorkflowUpdateFailedError).
+   */
+  args?: unknown;
 }
 
 /** A started turn: enough to find it again from any Temporal client. */
@@ -276,11 +282,23 @@ export class TollgateClient {
       throw new TurnEndedError(`turn ${workflowId} has already ended (${status.name}); no call waits for a decision`);
     if (!this.signingKey) return handle.executeUpdate(decideUpdate, { args: [decision] });
     const signedAt = new Date(await this.clock()).toISOString();
-    return handle.executeUpdate(decideUpdate, { args: [this.signed(workflowId, decision, this.signingKey, signedAt)] });
+    // An edit's signature covers the digest of the edited arguments, computed as the worker computes it.
+    let editedArgsDigest: string | undefined;
+    if (decision.args !== undefined) {
+      const pending = (await handle.query(stateQuery)).pendingApprovals.find((entry) => entry.callId === decision.callId);
+      editedArgsDigest = approvalDigest(decision.args, pending?.definitionDigest);
+    }
+    return handle.executeUpdate(decideUpdate, { args: [this.signed(workflowId, decision, this.signingKey, signedAt, editedArgsDigest)] });
   }
 
   /** The decision signed with this client's key, for this turn and this moment. */
-  private signed(workflowId: string, decision: ApprovalDecision, key: ApproverSigningKey, signedAt: string): ApprovalDecision {
+  private signed(
+    workflowId: string,
+    decision: ApprovalDecision,
+    key: ApproverSigningKey,
+    signedAt: string,
+    editedArgsDigest?: string,
+  ): ApprovalDecision {
     const { keyId, privateKey } = key;
     if (decision.approver !== undefined && decision.approver !== keyId) {
       const rule = "a signed decision's approver is its key's name";
@@ -291,7 +309,8 @@ export class TollgateClient {
     if (argsDigest === undefined) {
       throw new Error(`argsDigest is required to sign a decision on call ${callId}: give the digest of the arguments you decide on`);
     }
-    const signature = signDecisionFields({ callId, decision: verdict, argsDigest, approver: keyId, signedAt, workflowId }, privateKey);
+    const fields = { callId, decision: verdict, argsDigest, approver: keyId, signedAt, workflowId, ...(editedArgsDigest ? { editedArgsDigest } : {}) };
+    const signature = signDecisionFields(fields, privateKey);
     return { ...decision, approver: keyId, argsDigest, keyId, signedAt, signature };
   }
 

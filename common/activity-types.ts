@@ -2,7 +2,7 @@
 // names, inputs and results, the heartbeat shape, failure types and shared timing constants.
 // Other programs rely only on common/types.ts; these may change between versions of Tollgate.
 import type { ErrorCode, ToolEffect } from './codes';
-import type { ModelSelection, ToolCallRequest, ToolResult, TurnLimits, TurnMessage, Usage } from './types';
+import type { CallEdit, ModelSelection, ToolCallRequest, ToolResult, TurnLimits, TurnMessage, Usage } from './types';
 
 /** The registered names of the activities, as both sides spell them. */
 export const ACTIVITY_NAMES = {
@@ -11,6 +11,7 @@ export const ACTIVITY_NAMES = {
   lookupStatus: 'lookupStatus',
   turnSettings: 'turnSettings',
   resolveIntent: 'resolveIntent',
+  checkCall: 'checkCall',
 } as const;
 
 /** Room an activity gets beyond the tool's own timeout, so the boundary's timer fires first. */
@@ -135,6 +136,17 @@ export interface BoundaryResult {
   /** Characters of output before truncation. */
   originalSize: number;
   truncated: boolean;
+  /** When a person approved the call with edited arguments (set by the workflow, for the call's event). */
+  edit?: CallEdit;
+}
+
+/** The input of the `checkCall` local activity: arguments a person edited, checked like a model's call. */
+export interface CheckCallInput {
+  taskId: string;
+  callId: string;
+  tool: string;
+  args: unknown;
+  allowedTools?: string[];
 }
 
 /** The input of the `lookupStatus` activity. */

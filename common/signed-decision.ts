@@ -17,13 +17,18 @@ export interface SignedDecisionFields<Verdict extends SignedVerdict = 'approve' 
   signedAt: string;
   /** The turn decided on, so that a signature cannot be replayed against another turn. */
   workflowId: string;
+  /**
+   * An approval with edited arguments: the digest of the arguments it approves instead (what the
+   * call runs with). Only then is it part of the signed text, between `decision` and `signedAt`.
+   */
+  editedArgsDigest?: string;
 }
 
 /** What a signature may vouch for: an approval's decision or a resolution's outcome (they never look alike, so one cannot pass for the other). */
 export type SignedVerdict = 'approve' | 'deny' | 'applied' | 'not_applied';
 
 /** The fields in the order the signed text lists them: sorted by name. */
-const SIGNED_FIELD_ORDER = ['approver', 'argsDigest', 'callId', 'decision', 'signedAt', 'workflowId'] as const;
+const SIGNED_FIELD_ORDER = ['approver', 'argsDigest', 'callId', 'decision', 'editedArgsDigest', 'signedAt', 'workflowId'] as const;
 
 /** How far ahead of the turn's clock a `signedAt` may be (clocks of clients and servers differ a little). */
 export const SIGNED_AT_MAX_AHEAD_MS = 2 * 60 * 1000;
@@ -41,7 +46,8 @@ const BASE64_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
  * "decision":"approve","signedAt":"2026-01-01T12:00:00.000Z","workflowId":"turn-…"}`, signed as UTF-8.
  */
 export function decisionSigningText(fields: SignedDecisionFields<SignedVerdict>): string {
-  return `{${SIGNED_FIELD_ORDER.map((name) => `${JSON.stringify(name)}:${JSON.stringify(String(fields[name]))}`).join(',')}}`;
+  const present = SIGNED_FIELD_ORDER.filter((name) => name !== 'editedArgsDigest' || fields.editedArgsDigest !== undefined);
+  return `{${present.map((name) => `${JSON.stringify(name)}:${JSON.stringify(String(fields[name]))}`).join(',')}}`;
 }
 
 /** The bytes an approver signs: the UTF-8 of {@link decisionSigningText}. */
@@ -106,6 +112,8 @@ export interface SignatureParts {
   keyId?: unknown;
   signedAt?: unknown;
   signature?: unknown;
+  /** An approval with edited arguments: their digest, which the signature covers too. */
+  editedArgsDigest?: string;
 }
 
 const SIGNED_FIELDS_TEXT = '{ callId, decision, argsDigest, approver, signedAt, workflowId }';
@@ -153,7 +161,7 @@ export function signatureProblem(parts: SignatureParts, check: SignatureCheck): 
   if (signatureBytes?.length !== ED25519_BYTES.signature) {
     return `signature must be base64 of the ${ED25519_BYTES.signature}-byte Ed25519 signature`;
   }
-  const { callId, decision, argsDigest } = parts;
+  const { callId, decision, argsDigest, editedArgsDigest } = parts;
   const fields: SignedDecisionFields<SignedVerdict> = {
     callId,
     decision,
@@ -161,9 +169,11 @@ export function signatureProblem(parts: SignatureParts, check: SignatureCheck): 
     approver: keyId,
     signedAt,
     workflowId: check.workflowId,
+    ...(editedArgsDigest !== undefined ? { editedArgsDigest } : {}),
   };
   if (!verifies(signatureBytes, decisionSigningBytes(fields), base64Bytes(check.publicKeys[keyId])!)) {
-    return `signature does not verify with key "${keyId}" over ${SIGNED_FIELDS_TEXT} of this turn`;
+    const edited = editedArgsDigest !== undefined ? ' with editedArgsDigest' : '';
+    return `signature does not verify with key "${keyId}" over ${SIGNED_FIELDS_TEXT}${edited} of this turn`;
   }
   return undefined;
 }

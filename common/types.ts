@@ -42,6 +42,8 @@ export interface ToolResult {
   retryable?: boolean;
   /** The tool's own short message on failure; never a stack trace. */
   message?: string;
+  /** When a person approved the call with edited arguments: who, and the arguments it ran with (as they may be shown). */
+  edited?: { by?: string; args: unknown; message: string };
 }
 
 /** The record of one tool call, for people and programs inspecting a turn. */
@@ -58,6 +60,15 @@ export interface ToolEvent {
   /** Characters of output before truncation. */
   originalSize: number;
   truncated: boolean;
+  /** When a person approved the call with edited arguments: the digest of those shown, of those it ran with, and who edited. */
+  edit?: CallEdit;
+}
+
+/** An approval with edited arguments, as its event records it. */
+export interface CallEdit {
+  originalDigest: string;
+  editedDigest: string;
+  editor?: string;
 }
 
 /** A tool call the model asked for. */
@@ -124,6 +135,13 @@ export interface ApprovalDecision {
   reason?: string;
   /** When given, must equal the pending call's argsDigest (or its shownDigest, when its arguments were redacted). */
   argsDigest?: string;
+  /**
+   * Approvals only: the arguments the call is to run with instead, edited by the approver (then `argsDigest`, of the
+   * arguments shown, is required). They are checked against the tool's schema and authorization like a model's call.
+   */
+  args?: unknown;
+  /** Recorded on an accepted edit: the digest of the edited arguments, which the call runs with. */
+  editedDigest?: string;
   /** Signed decisions (required when the worker has approver keys): the signing key's name, recorded as the approver. */
   keyId?: string;
   /** When the decision was signed, an ISO 8601 UTC time. */
@@ -190,6 +208,8 @@ export interface DecisionReceipt {
   callId: string;
   decision: 'approve' | 'deny';
   accepted: true;
+  /** With edited arguments: their digest, and the idempotency key is theirs. */
+  editedDigest?: string;
 }
 
 /** What a turn does now: asks the model, runs tools, waits for a human, or is done. */

@@ -14,7 +14,17 @@ import { BoundaryResults } from '../common/boundary-results';
 import { keptArguments } from '../common/call-arguments';
 import { DEFAULT_TURN_LIMITS } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
-import type { AgentTurnInput, AgentTurnResult, ToolEvent, TurnLimits, TurnMessage, TurnState, Usage } from '../common/types';
+import type {
+  AgentTurnInput,
+  AgentTurnResult,
+  ApprovalDecision,
+  DecisionReceipt,
+  ToolEvent,
+  TurnLimits,
+  TurnMessage,
+  TurnState,
+  Usage,
+} from '../common/types';
 import type { TurnStatus } from '../common/codes';
 import { unencryptedMode } from '../common/unencrypted';
 import { ApprovalBook } from './approval-book';
@@ -70,6 +80,11 @@ async function settingsFor(
   const limits = { ...DEFAULT_TURN_LIMITS, ...settings.limits, ...own };
   // Settings recorded before `outcomes` existed leave it out: those turns report an unknown outcome at once, as they did.
   return { limits, requireDigest: settings.approvals?.requireDigest ?? true, signing, outcomes: settings.outcomes };
+}
+
+/** Whether a decision as sent carries edited arguments. */
+function hasEditedArgs(decision: unknown): decision is ApprovalDecision {
+  return typeof decision === 'object' && decision !== null && (decision as { args?: unknown }).args !== undefined;
 }
 
 /** Why a model step failed for good; an invalid model fails the workflow instead (the caller's mistake). */
@@ -136,13 +151,22 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   const approvals = new ApprovalBook(state);
   setHandler(stateQuery, () => state);
   setHandler(approvalSignal, (decision) => {
+    // Edited arguments are checked (a local activity) before the decision is taken or recorded as rejected.
+    if (hasEditedArgs(decision)) return approvals.offerEdited(decision);
     approvals.offer(decision);
   });
   setHandler(
     decideUpdate,
-    (decision) => {
-      approvals.accept(decision);
-      return { callId: decision.callId, decision: decision.decision, accepted: true as const };
+    async (decision): Promise<DecisionReceipt> => {
+      const receipt = { callId: decision.callId, decision: decision.decision, accepted: true as const };
+      if (!hasEditedArgs(decision)) {
+        approvals.accept(decision);
+        return receipt;
+      }
+      const checked = await approvals.checkEdit(decision);
+      if (checked.why !== undefined) throw ApplicationFailure.create({ type: 'invalid_edit', message: checked.why, nonRetryable: true });
+      approvals.accept(decision, checked.call);
+      return { ...receipt, editedDigest: checked.call.argsDigest };
     },
     {
       validator: (decision) => {
@@ -171,6 +195,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   );
 
   const { limits, requireDigest, signing, outcomes } = await settingsFor(input.limits);
+  approvals.allowedTools = allowedTools;
   approvals.requireDigest = requireDigest;
   approvals.signing = signing;
   if (outcomes) {
@@ -310,6 +335,7 @@ async function executeCall({
     durationMs: Date.now() - startedAt,
     originalSize: outcome.originalSize,
     truncated: outcome.truncated,
+    ...(outcome.edit ? { edit: outcome.edit } : {}),
   };
   return { call, outcome, event };
 }

@@ -3,7 +3,7 @@ import type { BoundaryResult } from '../../common/activity-types';
 import { BoundaryResults } from '../../common/boundary-results';
 import { releaseNotApplied, resolveUnknown } from '../resolutions';
 import { interruption, neverStarted, readBoundaryResult } from './activity-results';
-import { runToolInput, type EffectContext, type EffectStrategy } from './effect-strategy';
+import { runToolInput, type EffectContext, type EffectStrategy, type RunnableCall } from './effect-strategy';
 import { lookupActivity, writeActivity } from './write-activities';
 
 /**
@@ -44,6 +44,27 @@ async function awaitApproval({ call, approvals }: EffectContext): Promise<Bounda
 }
 
 /**
+ * The call as it runs after its approval: as the model asked, or with the arguments the approver
+ * edited (checked like a model's call, with their own digest and so their own idempotency key).
+ */
+function approvedCall({ call, approvals }: EffectContext): { runnable: RunnableCall; edited?: (result: BoundaryResult) => BoundaryResult } {
+  const edit = approvals.editFor(call.callId);
+  if (!edit) return { runnable: call };
+  const runnable = { ...edit.call, policy: call.policy, refusal: undefined } as RunnableCall;
+  const by = edit.editor;
+  const shown = edit.call.redactedValues ? edit.call.shownArgs : edit.call.args;
+  const message = `this call ran with arguments edited by ${by ?? 'a person'} on approval, not the ones you asked for`;
+  return {
+    runnable,
+    edited: (outcome) => ({
+      ...outcome,
+      result: { ...outcome.result, edited: { ...(by ? { by } : {}), args: shown, message } },
+      edit: { originalDigest: edit.originalDigest, editedDigest: edit.call.argsDigest, ...(by ? { editor: by } : {}) },
+    }),
+  };
+}
+
+/**
  * After a cut-off: the status lookup first, then a person. Applied → the result to give the model;
  * not applied (by the lookup or a person) → `undefined`, the intent given up, and the call goes back
  * to waiting for approval.
@@ -78,18 +99,20 @@ export const irreversibleWriteStrategy: EffectStrategy = {
     for (;;) {
       const refused = await awaitApproval(context);
       if (refused) return { ...refused, executions };
+      const { runnable, edited = (outcome: BoundaryResult) => outcome } = approvedCall(context);
       try {
-        const ran = readBoundaryResult(await writeActivity(call)(runToolInput({ taskId, call, allowedTools })));
-        return { ...ran, executions: executions + (ran.executions > 0 ? 1 : 0) };
+        const ran = readBoundaryResult(await writeActivity(runnable)(runToolInput({ taskId, call: runnable, allowedTools })));
+        return edited({ ...ran, executions: executions + (ran.executions > 0 ? 1 : 0) });
       } catch (error) {
         if (neverStarted(error)) {
           const waited = `${policy.scheduleToStartMs! / 1000} s`;
           const message = `${call.tool} was approved, but no worker started it within ${waited}; it did not run`;
-          return { ...BoundaryResults.failure('not_run', message, { retryable: false }), executions };
+          return edited({ ...BoundaryResults.failure('not_run', message, { retryable: false }), executions });
         }
         executions += 1;
-        const reconciled = await reconcile(context, `${call.tool} was cut off and is not run again: ${interruption(error)}`, executions);
-        if (reconciled) return reconciled;
+        const reason = `${call.tool} was cut off and is not run again: ${interruption(error)}`;
+        const reconciled = await reconcile({ ...context, call: runnable }, reason, executions);
+        if (reconciled) return edited(reconciled);
         approvals.forget(call.callId);
       }
     }
