@@ -17,7 +17,6 @@ import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '..
 import type {
   AgentTurnInput,
   AgentTurnResult,
-  ApprovalDecision,
   DecisionReceipt,
   ToolEvent,
   TurnLimits,
@@ -83,7 +82,7 @@ async function settingsFor(
 }
 
 /** Whether a decision as sent carries edited arguments. */
-function hasEditedArgs(decision: unknown): decision is ApprovalDecision {
+function hasEditedArgs(decision: unknown): boolean {
   return typeof decision === 'object' && decision !== null && (decision as { args?: unknown }).args !== undefined;
 }
 
@@ -152,8 +151,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   setHandler(stateQuery, () => state);
   setHandler(approvalSignal, (decision) => {
     // Edited arguments are checked (a local activity) before the decision is taken or recorded as rejected.
-    if (hasEditedArgs(decision)) return approvals.offerEdited(decision);
-    approvals.offer(decision);
+    return hasEditedArgs(decision) ? approvals.offerEdited(decision) : void approvals.offer(decision);
   });
   setHandler(
     decideUpdate,
