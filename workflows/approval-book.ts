@@ -266,6 +266,15 @@ export function renderDetails(state: TurnState): string {
       '',
     );
   }
+  if ((state.pendingResolutions?.length ?? 0) > 0) {
+    lines.push('### Waiting for a resolution (outcome unknown)', '');
+    for (const pending of state.pendingResolutions!) {
+      const digest = pending.shownDigest ?? pending.argsDigest;
+      lines.push(`- **${pending.callId}** · ${pending.tool} · expires ${pending.expiresAt} · ${cell(pending.reason)}`, '');
+      const json = JSON.stringify({ callId: pending.callId, outcome: 'applied', argsDigest: digest, note: '…' });
+      lines.push(`  Send the \`resolve\` signal with \`${json}\` (or \`"outcome": "not_applied"\`), or \`tollgate resolve\`.`, '');
+    }
+  }
   if (state.toolCalls.length > 0) {
     lines.push('### Tool calls', '');
     for (const event of state.toolCalls) {
