@@ -235,7 +235,10 @@ function editedArguments(text: string | undefined): unknown {
 for (const decision of ['approve', 'deny'] as const) {
   const command = program.command(decision);
   if (decision === 'approve') {
-    command.option('--args <json>', 'run the call with these arguments instead (edited); checked like the model\'s call, with their own idempotency key');
+    command.option(
+      '--args <json>',
+      "run the call with these arguments instead (edited); checked like the model's call, with their own idempotency key",
+    );
   }
   command
     .description(decision === 'approve' ? 'approve one call; it then runs exactly once' : 'deny one call; it never runs')
@@ -261,7 +264,12 @@ for (const decision of ['approve', 'deny'] as const) {
         }
         // A signing client records its key's name as the approver; otherwise the login name stands in.
         const approver = options.approver ?? (client.signingKeyId ? undefined : process.env.USER);
-        return client[decision](workflowId, callId, { reason: options.reason, approver, argsDigest: digest, ...(args !== undefined ? { args } : {}) });
+        return client[decision](workflowId, callId, {
+          reason: options.reason,
+          approver,
+          argsDigest: digest,
+          ...(args !== undefined ? { args } : {}),
+        });
       });
       const edited = receipt.editedDigest ? ` with edited arguments (argsDigest ${receipt.editedDigest})` : '';
       print(receipt, () => `${receipt.decision === 'approve' ? 'Approved' : 'Denied'} ${receipt.callId} of ${workflowId}${edited}.`);

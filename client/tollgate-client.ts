@@ -250,7 +250,9 @@ export class TollgateClient {
     if (!this.signingKey) return handle.executeUpdate(resolveUpdate, { args: [resolution] });
     const { keyId, privateKey } = this.signingKey;
     if (resolver !== undefined && resolver !== keyId) {
-      throw new Error(`resolver "${resolver}" differs from the signing key "${keyId}" (approvals.privateKeyEnv): a signed resolution's resolver is its key's name`);
+      throw new Error(
+        `resolver "${resolver}" differs from the signing key "${keyId}" (approvals.privateKeyEnv): a signed resolution's resolver is its key's name`,
+      );
     }
     const signedAt = new Date(await this.clock()).toISOString();
     const signature = signDecisionFields({ callId, decision: outcome, argsDigest, approver: keyId, signedAt, workflowId }, privateKey);
@@ -261,7 +263,8 @@ export class TollgateClient {
   private async runningHandle(workflowId: string, what: string) {
     const handle = this.client.workflow.getHandle(workflowId);
     const { status } = await handle.describe();
-    if (status.name !== 'RUNNING') throw new TurnEndedError(`turn ${workflowId} has already ended (${status.name}); no call waits for ${what}`);
+    if (status.name !== 'RUNNING')
+      throw new TurnEndedError(`turn ${workflowId} has already ended (${status.name}); no call waits for ${what}`);
     return handle;
   }
 
@@ -309,7 +312,15 @@ export class TollgateClient {
     if (argsDigest === undefined) {
       throw new Error(`argsDigest is required to sign a decision on call ${callId}: give the digest of the arguments you decide on`);
     }
-    const fields = { callId, decision: verdict, argsDigest, approver: keyId, signedAt, workflowId, ...(editedArgsDigest ? { editedArgsDigest } : {}) };
+    const fields = {
+      callId,
+      decision: verdict,
+      argsDigest,
+      approver: keyId,
+      signedAt,
+      workflowId,
+      ...(editedArgsDigest ? { editedArgsDigest } : {}),
+    };
     const signature = signDecisionFields(fields, privateKey);
     return { ...decision, approver: keyId, argsDigest, keyId, signedAt, signature };
   }

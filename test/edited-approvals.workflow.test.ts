@@ -85,7 +85,9 @@ describe('edited approvals', () => {
         const invalid = { callId, decision: 'approve' as const, argsDigest: digest, args: { order: 'ORD-7', amount: 'lots' } };
         const refused = await handle.executeUpdate(decideUpdate, { args: [invalid] }).catch((error: unknown) => error);
         expect(refused).toBeInstanceOf(WorkflowUpdateFailedError);
-        expect(String((refused as WorkflowUpdateFailedError).cause?.message)).toMatch(/edited arguments are refused \(invalid_arguments\): amount/);
+        expect(String((refused as WorkflowUpdateFailedError).cause?.message)).toMatch(
+          /edited arguments are refused \(invalid_arguments\): amount/,
+        );
         const still = await waitingCall(handle);
         expect(still.callId).toBe(callId);
         await handle.executeUpdate(decideUpdate, { args: [{ callId, decision: 'approve', argsDigest: digest }] });

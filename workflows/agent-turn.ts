@@ -63,9 +63,7 @@ const { turnSettings } = proxyLocalActivities<Activities>({
  * whether decisions must name their digest and be signed. Turns recorded before the settings patch
  * keep the built-in limits and take a decision without a digest, as they did then.
  */
-async function settingsFor(
-  own: TurnLimits | undefined,
-): Promise<{
+async function settingsFor(own: TurnLimits | undefined): Promise<{
   limits: Required<TurnLimits>;
   requireDigest: boolean;
   signing?: ApprovalBook['signing'];

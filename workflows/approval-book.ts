@@ -88,7 +88,8 @@ export class ApprovalBook {
     const { args } = decision as Partial<ApprovalDecision>;
     if (args !== undefined) {
       if (verdict !== 'approve') return 'args (edited arguments) go only with an approval';
-      if (argsDigest === undefined) return `argsDigest is required with edited arguments: the digest of the arguments of call ${callId} you were shown`;
+      if (argsDigest === undefined)
+        return `argsDigest is required with edited arguments: the digest of the arguments of call ${callId} you were shown`;
       // The signature of an edit covers the edited arguments' digest, known once the check ran (`checkEdit`).
       return undefined;
     }
@@ -126,7 +127,9 @@ export class ApprovalBook {
     const again = this.judge(decision);
     if (again) return { why: again };
     if (call.refusal) {
-      return { why: clip(`the edited arguments are refused (${call.refusal.code}): ${call.refusal.message}`, REJECTED_DECISION_BOUNDS.whyChars) };
+      return {
+        why: clip(`the edited arguments are refused (${call.refusal.code}): ${call.refusal.message}`, REJECTED_DECISION_BOUNDS.whyChars),
+      };
     }
     const unsigned = this.signatureReason(decision, call.argsDigest);
     return unsigned ? { why: clip(unsigned, REJECTED_DECISION_BOUNDS.whyChars) } : { call };
