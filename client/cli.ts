@@ -172,9 +172,9 @@ program
         ? 'Nothing waits for a person.'
         : [
             formatTable(
-              ['workflow', 'task', 'waits for', 'call', 'tool', 'expires'],
+              ['workflow', 'task', 'call', 'tool', 'waits for', 'expires'],
               entries.map((entry) =>
-                [entry.workflowId, entry.taskId, entry.kind, entry.callId, entry.tool, entry.expiresAt].map((cell) => forTerminal(cell)),
+                [entry.workflowId, entry.taskId, entry.callId, entry.tool, entry.kind, entry.expiresAt].map((cell) => forTerminal(cell)),
               ),
             ),
             ...entries.map((entry) =>
