@@ -85,7 +85,8 @@ async function reconcile(context: EffectContext, reason: string, executions: num
 /**
  * `irreversible_write`: waits for a human decision under a durable timer, then executes exactly
  * once. Denied → `denied`; no answer in time → `approval_expired`; approved but no worker started it
- * within its schedule-to-start bound → `not_run` (nothing ran). Cut off → its status lookup: applied
+ * within its schedule-to-start bound → `not_run` (nothing ran). Cut off, or reported `outcome_unknown`
+ * by the boundary → its status lookup: applied
  * → success from what it found; not applied → back to waiting for approval (it never runs again
  * without a person's word); cannot tell → a person's resolution (`outcomes.onUnknown: ask`), where
  * `not_applied` also goes back to approval, or `outcome_unknown`.
@@ -100,9 +101,9 @@ export const irreversibleWriteStrategy: EffectStrategy = {
       const refused = await awaitApproval(context);
       if (refused) return { ...refused, executions };
       const { runnable, edited = (outcome: BoundaryResult) => outcome } = approvedCall(context);
+      let ran: BoundaryResult;
       try {
-        const ran = readBoundaryResult(await writeActivity(runnable)(runToolInput({ taskId, call: runnable, allowedTools })));
-        return edited({ ...ran, executions: executions + (ran.executions > 0 ? 1 : 0) });
+        ran = readBoundaryResult(await writeActivity(runnable)(runToolInput({ taskId, call: runnable, allowedTools })));
       } catch (error) {
         if (neverStarted(error)) {
           const waited = `${policy.scheduleToStartMs! / 1000} s`;
@@ -114,7 +115,14 @@ export const irreversibleWriteStrategy: EffectStrategy = {
         const reconciled = await reconcile({ ...context, call: runnable }, reason, executions);
         if (reconciled) return edited(reconciled);
         approvals.forget(call.callId);
+        continue;
       }
+      executions += ran.executions > 0 ? 1 : 0;
+      // The boundary could not tell either (the intent held by another call, the store unreachable): reconciled the same way.
+      if (ran.result.code !== 'outcome_unknown' || !patched(RECONCILE_IRREVERSIBLE_PATCH)) return edited({ ...ran, executions });
+      const reconciled = await reconcile({ ...context, call: runnable }, ran.result.message ?? `${call.tool}: outcome unknown`, executions);
+      if (reconciled) return edited(reconciled);
+      approvals.forget(call.callId);
     }
   },
 };
