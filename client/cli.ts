@@ -102,6 +102,15 @@ function describeState(workflowId: string, state: TurnState): string {
         .map((line) => `  ${line}`),
     );
   }
+  for (const pending of state.pendingResolutions ?? []) {
+    lines.push(forTerminal(`  waiting for a resolution: ${pending.callId} ${pending.tool}`));
+    lines.push(
+      ...describeResolution({ workflowId, ...pending })
+        .split('\n')
+        .slice(1)
+        .map((line) => `  ${line}`),
+    );
+  }
   if (state.rejectedDecisionsDropped > 0) lines.push(`  ${state.rejectedDecisionsDropped} older rejected decision(s) not kept`);
   for (const rejected of state.rejectedDecisions) lines.push(`  rejected decision: ${rejected.why}`);
   return lines.join('\n');
