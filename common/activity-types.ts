@@ -159,7 +159,14 @@ export interface LookupStatusInput {
 
 /** What the status lookup of a write found. */
 export type StatusLookup =
-  { state: 'applied'; receipt: ToolResult; source: 'store' | 'tool' } | { state: 'not_applied' } | { state: 'unknown'; reason: string };
+  | { state: 'applied'; receipt: ToolResult; source: 'store' | 'tool' }
+  | { state: 'not_applied' }
+  | {
+      state: 'unknown';
+      reason: string;
+      /** When an attempt may still be applying: how much longer its lease runs, by the lookup's clock. Asking again after it may tell. */
+      inFlightForMs?: number;
+    };
 
 /** What the `turnSettings` local activity returns at a turn's start: the worker's configured limits, recorded once in history. */
 export interface TurnSettings {

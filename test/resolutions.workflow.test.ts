@@ -27,10 +27,12 @@ function paymentTool({
   effect,
   behave,
   status = () => 'truth',
+  timeout = 5_000,
 }: {
   effect: 'reversible_write' | 'irreversible_write';
   behave: (execution: number, apply: () => void) => unknown;
   status?: StatusPlan | false;
+  timeout?: number;
 }) {
   const ledger = new Set<string>();
   const counts = { executions: 0, effects: 0, lookups: 0 };
@@ -44,7 +46,7 @@ function paymentTool({
     description: 'Pays an invoice.',
     input: z.strictObject({ invoice: z.string().describe('The invoice to pay.') }),
     effect,
-    timeout: 5_000,
+    timeout,
     maxAttempts: 3,
     ...(status === false ? {} : { status: check }),
     handler: async (_args, { idempotencyKey }) =>
@@ -289,6 +291,36 @@ describe('reconciliation of a cut-off irreversible write by its status check', (
     expect(payment.counts).toEqual({ executions: 2, effects: 1, lookups: 1 });
     expect(state.decisions).toHaveLength(2);
     expect(state.resolutions).toEqual([]);
+  });
+
+  it('an attempt still inside its lease: the turn waits the lease out and looks up again before anyone is asked', async () => {
+    // The first execution hangs past its 200 ms timeout without applying; its lease (timeout + 10 s) keeps it in flight.
+    const payment = paymentTool({
+      effect: 'irreversible_write',
+      timeout: 200,
+      behave: (execution, apply) => (execution === 1 ? new Promise(() => {}) : (apply(), 'paid')),
+    });
+    let resolutionsSeen = -1;
+    const { result, state } = await runTurn({
+      config: configWith(),
+      tools: [payment.tool],
+      input: { prompt: 'x', model: scripted([payStep, { text: 'done' }]) },
+      interact: async (handle) => {
+        await approveFirst(handle);
+        // Waits in real time, the clock the lease runs by.
+        const again = await waitForState(
+          handle,
+          (current) => current.pendingApprovals.length > 0 && current.decisions.length === 1,
+          40_000,
+        );
+        resolutionsSeen = again.resolutions?.length ?? 0;
+        await approveFirst(handle, 1);
+      },
+    });
+    expect(resolutionsSeen).toBe(0);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 2 })]);
+    expect(payment.counts).toEqual({ executions: 2, effects: 1, lookups: 2 });
+    expect(state.rejectedDecisions).toEqual([]);
   });
 
   it('cannot tell: a person is asked (ask), or the model gets outcome_unknown at once (report)', async () => {

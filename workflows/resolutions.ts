@@ -1,6 +1,6 @@
 import { condition, patched, proxyLocalActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { BoundaryResult } from '../common/activity-types';
+import type { BoundaryResult, StatusLookup } from '../common/activity-types';
 import { BoundaryResults } from '../common/boundary-results';
 import { OUTCOME_DEFAULTS, REJECTED_DECISION_BOUNDS } from '../common/defaults';
 import { WAITING_FOR_SEARCH_ATTRIBUTE, type WaitingKind } from '../common/search-attributes';
@@ -196,6 +196,18 @@ export async function resolveUnknown(
   };
   await resolveIntent({ ...base, outcome, receipt });
   return { verdict: 'settled', outcome: BoundaryResults.fromReceipt(receipt, executions) };
+}
+
+/**
+ * Turns recorded before this patch asked a person (or reported) as soon as a lookup found an attempt
+ * in flight; every turn since first waits for that attempt's lease to end and looks up once more.
+ */
+export const WAIT_OUT_LEASE_PATCH = 'wait-out-lease-before-asking';
+
+/** How long to wait before looking up again, when a lookup found an attempt still in flight and this call has not waited yet. */
+export function leaseWait(status: StatusLookup, waitedAlready: boolean): number | undefined {
+  if (status.state !== 'unknown' || status.inFlightForMs === undefined || waitedAlready) return undefined;
+  return patched(WAIT_OUT_LEASE_PATCH) ? status.inFlightForMs + 1_000 : undefined;
 }
 
 /** Gives up the started record of a write its status check found not applied, so that it may run again after a new approval. */

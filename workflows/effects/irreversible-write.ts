@@ -1,7 +1,7 @@
-import { condition, patched } from '@temporalio/workflow';
+import { condition, patched, sleep } from '@temporalio/workflow';
 import type { BoundaryResult } from '../../common/activity-types';
 import { BoundaryResults } from '../../common/boundary-results';
-import { releaseNotApplied, resolveUnknown } from '../resolutions';
+import { leaseWait, releaseNotApplied, resolveUnknown } from '../resolutions';
 import { interruption, neverStarted, readBoundaryResult } from './activity-results';
 import { runToolInput, type EffectContext, type EffectStrategy, type RunnableCall } from './effect-strategy';
 import { lookupActivity, writeActivity } from './write-activities';
@@ -72,7 +72,14 @@ function approvedCall({ call, approvals }: EffectContext): { runnable: RunnableC
 async function reconcile(context: EffectContext, reason: string, executions: number): Promise<BoundaryResult | undefined> {
   const { taskId, call } = context;
   if (!patched(RECONCILE_IRREVERSIBLE_PATCH)) return BoundaryResults.outcomeUnknown(reason, executions);
-  const status = await lookupActivity(call)({ taskId, callId: call.callId, tool: call.tool, args: call.args });
+  const lookup = () => lookupActivity(call)({ taskId, callId: call.callId, tool: call.tool, args: call.args });
+  let status = await lookup();
+  const wait = leaseWait(status, false);
+  if (wait !== undefined) {
+    // The cut-off attempt may still be applying: its lease ends first, then the lookup asks once more.
+    await sleep(wait);
+    status = await lookup();
+  }
   if (status.state === 'applied') return BoundaryResults.fromReceipt(status.receipt, executions);
   if (status.state === 'not_applied') {
     await releaseNotApplied({ taskId, call });

@@ -2,7 +2,7 @@ import { patched, sleep } from '@temporalio/workflow';
 import { BoundaryResults } from '../../common/boundary-results';
 import { interruption, readBoundaryResult } from './activity-results';
 import { runToolInput, type EffectStrategy } from './effect-strategy';
-import { resolveUnknown } from '../resolutions';
+import { leaseWait, resolveUnknown } from '../resolutions';
 import { lookupActivity, writeActivity } from './write-activities';
 
 /**
@@ -36,11 +36,20 @@ export const reversibleWriteStrategy: EffectStrategy = {
     // Rounds a person's `not_applied` added, and whether the latest lookup follows such a word.
     let granted = 0;
     let personSaysNotApplied = false;
+    let waitedOutLease = false;
     for (let round = 0; ; round++) {
       const backoffFirst = round > 0 && patched(LOOKUP_AFTER_BACKOFF_PATCH);
       if (backoffFirst) await sleep(backoffMs(policy.retry, round));
       const status = await lookupStatus({ taskId, callId: call.callId, tool: call.tool, args: call.args });
       if (status.state === 'applied') return BoundaryResults.fromReceipt(status.receipt, executions);
+      const wait = leaseWait(status, waitedOutLease);
+      if (wait !== undefined) {
+        // An attempt may still be applying: its lease ends first, then the lookup asks again (one more round, no execution).
+        waitedOutLease = true;
+        await sleep(wait);
+        round--;
+        continue;
+      }
       if (status.state === 'unknown' && !personSaysNotApplied) {
         const reconciled = await resolveUnknown({ taskId, call, resolutions }, `${call.tool}: ${status.reason}`, executions);
         if (reconciled.verdict === 'settled') return reconciled.outcome;
