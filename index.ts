@@ -37,32 +37,37 @@ export type { IdempotencyStore, IntentRecord } from './activities/intents/intent
 export { ensureServer, startDevServer, type DevServer, type ServerLease } from './server/dev-server';
 
 // Starting and deciding on turns
-/** The typed client: start, follow, query, approve and deny turns over Temporal's client SDK. */
+/** The typed client: start, follow, query, approve (also with edited arguments), deny and resolve turns over Temporal's client SDK. */
 export {
   TollgateClient,
   TurnEndedError,
+  type ApprovalInboxEntry,
   type DecisionOptions,
   type InboxEntry,
   type LiveView,
+  type ResolutionInboxEntry,
+  type ResolveOptions,
   type TurnHandle,
 } from './client/tollgate-client';
 /** The turn workflow, for `client.workflow.start<typeof agentTurn>` from any Temporal client code. */
 export { agentTurn } from './workflows/agent-turn';
 /** The long-lived conversation workflow: one turn per `send`, one at a time, with the earlier answers. */
 export { conversation } from './workflows/conversation';
-/** The turn's messages: `state` query, `approval` signal, `decide` update; the conversation's `send`, `history`, `close`. */
+/** The turn's messages: `state` query, `approval` signal, `decide` update, `resolve` signal and update; the conversation's `send`, `history`, `close`. */
 export {
   approvalSignal,
   closeConversationSignal,
   decideUpdate,
   historyQuery,
   raiseTokenBudgetUpdate,
+  resolveSignal,
+  resolveUpdate,
   sendUpdate,
   stateQuery,
 } from './workflows/messages';
 /** The task queue and workflow type other programs start turns with. */
 export { AGENT_TURN_WORKFLOW_TYPE, DEFAULT_TASK_QUEUE } from './common/defaults';
-/** The search attributes a turn sets: its task id, and whether a call waits for approval. */
+/** The search attributes a turn sets: its task id, whether a call waits for approval, and what it waits for a person on. */
 export { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE, WAITING_FOR_SEARCH_ATTRIBUTE } from './common/search-attributes';
 
 // The contract's data
@@ -73,13 +78,17 @@ export type {
   AgentTurnInput,
   AgentTurnResult,
   ApprovalDecision,
+  CallEdit,
   ConversationInput,
   ConversationState,
   DecisionReceipt,
   ModelInterruption,
   ModelSelection,
   PendingApproval,
+  PendingResolution,
   RejectedDecision,
+  ResolutionDecision,
+  ResolutionReceipt,
   ScriptStep,
   ToolCallRequest,
   ToolEvent,

@@ -8,6 +8,8 @@ import { createConfiguredModels, type CodeModels, type ModelEnvironment } from '
 import { createRedactor } from './boundary/redact';
 import type { ActivityTelemetry } from './activity-telemetry';
 import { createRunTool } from './boundary/run-tool';
+import { createResolveIntent } from './boundary/resolve-intent';
+import { createCheckCall } from './boundary/check-call';
 import { createTurnSettings } from './turn-settings';
 import { toMilliseconds } from '../common/duration';
 import { createToolRegistry, retryBackoffFromConfig, type ToolRegistry } from '../tools/tool-registry';
@@ -43,6 +45,8 @@ export function createActivities({ config, tools, store, modelEnvironment, model
     runTool: createRunTool({ registry, store, secretPatterns: redactor.patterns }),
     lookupStatus: createLookupStatus({ registry, store, secretPatterns: redactor.patterns }),
     turnSettings: createTurnSettings(config),
+    resolveIntent: createResolveIntent({ registry, store }),
+    checkCall: createCheckCall({ registry, redactor }),
   };
 }
 

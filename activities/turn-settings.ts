@@ -30,6 +30,7 @@ export function createTurnSettings(config: TollgateConfig, env: NodeJS.ProcessEn
       resumeTimeoutMs: toMilliseconds(config.model.resumeTimeout),
     },
     ...(config.telemetry.prometheus ? { telemetry: { metrics: true } } : {}),
+    outcomes: { onUnknown: config.outcomes.onUnknown, resolveTimeoutMs: toMilliseconds(config.outcomes.resolveTimeout) },
   };
   return async function turnSettings(): Promise<TurnSettings> {
     return settings;

@@ -2,11 +2,11 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
-import { Command, CommanderError, Option } from 'commander';
+import { Argument, Command, CommanderError, Option } from 'commander';
 import { codecFromEnvironment } from '../codec/aes-gcm-codec';
 import { codecTokenFromEnvironment, startCodecServer } from '../codec/codec-server';
 import { generateApproverKeyPair } from '../common/approver-keys';
-import type { AgentTurnInput, TurnState } from '../common/types';
+import type { AgentTurnInput, PendingResolution, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import { loadConfig } from '../config/load-config';
 import { openConfiguredStore } from '../activities/intents/open-store';
@@ -103,6 +103,15 @@ function describeState(workflowId: string, state: TurnState): string {
         .map((line) => `  ${line}`),
     );
   }
+  for (const pending of state.pendingResolutions ?? []) {
+    lines.push(forTerminal(`  waiting for a resolution: ${pending.callId} ${pending.tool}`));
+    lines.push(
+      ...describeResolution({ workflowId, ...pending })
+        .split('\n')
+        .slice(1)
+        .map((line) => `  ${line}`),
+    );
+  }
   if (state.rejectedDecisionsDropped > 0) lines.push(`  ${state.rejectedDecisionsDropped} older rejected decision(s) not kept`);
   for (const rejected of state.rejectedDecisions) lines.push(`  rejected decision: ${rejected.why}`);
   return lines.join('\n');
@@ -172,18 +181,22 @@ program
 /** The inbox as text: the calls waiting for approval, then the model steps waiting for a resume decision. */
 function describeInbox(entries: InboxEntry[]): string {
   if (entries.length === 0) return 'Nothing waits for a person.';
-  const approvals = entries.filter((entry) => entry.kind === 'approval');
+  const calls = entries.filter((entry) => entry.kind === 'approval' || entry.kind === 'resolution');
   const resumes = entries.filter((entry) => entry.kind === 'resume');
   const lines: string[] = [];
-  if (approvals.length > 0) {
+  if (calls.length > 0) {
     lines.push(
       formatTable(
-        ['workflow', 'task', 'call', 'tool', 'expires'],
-        approvals.map((entry) =>
-          [entry.workflowId, entry.taskId, entry.callId, entry.tool, entry.expiresAt].map((cell) => forTerminal(cell)),
+        ['workflow', 'task', 'call', 'tool', 'waits for', 'expires'],
+        calls.map((entry) =>
+          [entry.workflowId, entry.taskId, entry.callId, entry.tool, entry.kind, entry.expiresAt].map((cell) => forTerminal(cell)),
         ),
       ),
-      ...approvals.map((entry) => `\n${forTerminal(entry.workflowId)} ${describeApproval(entry).text}`),
+      ...calls.map((entry) =>
+        entry.kind === 'approval'
+          ? `\n${forTerminal(entry.workflowId)} ${describeApproval(entry).text}`
+          : `\n${forTerminal(entry.workflowId)} ${describeResolution(entry)}`,
+      ),
     );
   }
   if (resumes.length > 0) {
@@ -203,7 +216,9 @@ function describeInbox(entries: InboxEntry[]): string {
 
 program
   .command('inbox')
-  .description('everything waiting for a person, across all turns: calls waiting for approval, model streams waiting for a resume decision')
+  .description(
+    'everything waiting for a person, across all turns: calls waiting for approval, writes waiting for a resolution, model streams waiting for a resume decision',
+  )
   .action(async () => {
     const entries = await withClient((client) => client.inbox());
     print(entries, () => describeInbox(entries));
@@ -231,9 +246,61 @@ program
     );
   });
 
+/** A write waiting for a resolution, as the inbox shows it: why, its arguments, and the command that resolves it. */
+function describeResolution(entry: PendingResolution & { workflowId: string }): string {
+  return [
+    `${forTerminal(entry.callId)} ${forTerminal(entry.tool)}: outcome unknown (${forTerminal(entry.reason)})`,
+    ...forTerminal(JSON.stringify(entry.args, null, 2) ?? 'undefined')
+      .split('\n')
+      .map((line) => `  ${line}`),
+    `  argsDigest ${entry.shownDigest ?? entry.argsDigest}`,
+    `  tollgate resolve ${forTerminal(entry.workflowId)} ${forTerminal(entry.callId)} applied|not_applied [--note <text>]`,
+  ].join('\n');
+}
+
+program
+  .command('resolve')
+  .description('say whether a write whose outcome is unknown took effect: applied settles it, not_applied lets it run again')
+  .argument('<workflowId>')
+  .argument('<callId>')
+  .addArgument(new Argument('<outcome>', 'applied or not_applied').choices(['applied', 'not_applied']))
+  .option('--note <text>', 'what you checked, for the record and the model')
+  .option('--resolver <name>', "who resolves (default: the login name; with approvals.privateKeyEnv, the signing key's name)")
+  .option('--args-digest <sha256>', 'the digest of the arguments you saw; without it, the call is shown and its digest is sent')
+  .action(async (workflowId: string, callId: string, outcome: 'applied' | 'not_applied', options) => {
+    const receipt = await withClient(async (client) => {
+      let digest: string | undefined = options.argsDigest;
+      if (!digest) {
+        const pending = (await client.state(workflowId)).pendingResolutions?.find((entry) => entry.callId === callId);
+        if (!pending) throw new CliError(`rejected: no call ${callId} of ${workflowId} waits for a resolution`);
+        if (!json()) console.log(describeResolution({ workflowId, ...pending }));
+        digest = pending.shownDigest ?? pending.argsDigest;
+      }
+      const resolver = options.resolver ?? (client.signingKeyId ? undefined : process.env.USER);
+      return client.resolve(workflowId, callId, outcome, { resolver, note: options.note, argsDigest: digest });
+    });
+    print(receipt, () => `Resolved ${receipt.callId} of ${workflowId} as ${receipt.outcome}.`);
+  });
+
+/** The edited arguments of `approve --args`: JSON, or a clear error naming the option. */
+function editedArguments(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new CliError(`--args must be the edited arguments as JSON: ${(error as Error).message}`);
+  }
+}
+
 for (const decision of ['approve', 'deny'] as const) {
-  program
-    .command(decision)
+  const command = program.command(decision);
+  if (decision === 'approve') {
+    command.option(
+      '--args <json>',
+      "run the call with these arguments instead (edited); checked like the model's call, with their own idempotency key",
+    );
+  }
+  command
     .description(decision === 'approve' ? 'approve one call; it then runs exactly once' : 'deny one call; it never runs')
     .argument('<workflowId>')
     .argument('<callId>')
@@ -244,6 +311,7 @@ for (const decision of ['approve', 'deny'] as const) {
       'the digest of the arguments you saw; without it, the call is shown and the digest of what is shown is sent',
     )
     .action(async (workflowId: string, callId: string, options) => {
+      const args = editedArguments(options.args);
       const receipt = await withClient(async (client) => {
         let digest: string | undefined = options.argsDigest;
         if (!digest) {
@@ -256,9 +324,15 @@ for (const decision of ['approve', 'deny'] as const) {
         }
         // A signing client records its key's name as the approver; otherwise the login name stands in.
         const approver = options.approver ?? (client.signingKeyId ? undefined : process.env.USER);
-        return client[decision](workflowId, callId, { reason: options.reason, approver, argsDigest: digest });
+        return client[decision](workflowId, callId, {
+          reason: options.reason,
+          approver,
+          argsDigest: digest,
+          ...(args !== undefined ? { args } : {}),
+        });
       });
-      print(receipt, () => `${receipt.decision === 'approve' ? 'Approved' : 'Denied'} ${receipt.callId} of ${workflowId}.`);
+      const edited = receipt.editedDigest ? ` with edited arguments (argsDigest ${receipt.editedDigest})` : '';
+      print(receipt, () => `${receipt.decision === 'approve' ? 'Approved' : 'Denied'} ${receipt.callId} of ${workflowId}${edited}.`);
     });
 }
 

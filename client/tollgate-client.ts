@@ -11,17 +11,21 @@ import type {
   ApprovalDecision,
   DecisionReceipt,
   PendingApproval,
+  PendingResolution,
   PendingResume,
+  ResolutionDecision,
+  ResolutionReceipt,
   ResumeDecision,
   ResumeReceipt,
   TurnState,
 } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import type { agentTurn } from '../workflows';
-import { decideUpdate, resumeUpdate, stateQuery } from '../workflows/messages';
+import { decideUpdate, resolveUpdate, resumeUpdate, stateQuery } from '../workflows/messages';
 import { ACTIVITY_NAMES, type StreamProgress } from '../common/activity-types';
 import { approverSigningKeyFromEnvironment, type ApproverSigningKey } from '../common/approver-keys';
 import { signDecisionFields } from '../common/signed-decision';
+import { approvalDigest } from '../tools/canonical-json';
 
 /** A decision was sent to a turn that is no longer running. */
 export class TurnEndedError extends Error {
@@ -34,32 +38,41 @@ export interface LiveView {
   modelText: string;
 }
 
-/** The turn an inbox entry belongs to. */
-interface InboxTurn {
+/** Where an inbox entry waits, and what a person must send to end the wait. */
+interface InboxPlace {
   workflowId: string;
   runId: string;
   taskId: string;
+  /** The exact JSON to send (without signature fields), and the message that takes it. */
+  needs: { update: string; signal: string; json: Record<string, unknown> };
 }
 
-/** One call waiting for approval, what it needs (the `approval` signal or `decide` update), and the turn it belongs to. */
-export interface ApprovalInboxEntry extends PendingApproval, InboxTurn {
+/** One call waiting for approval, and the turn it belongs to. */
+export interface ApprovalInboxEntry extends PendingApproval, InboxPlace {
   kind: 'approval';
-  /** The decision to send to approve, as the call is shown (`"deny"` in place of `"approve"` denies it). */
-  send: Pick<ApprovalDecision, 'callId' | 'decision' | 'argsDigest'>;
 }
 
-/** One model step whose stream broke after chunks went out, what it needs (the `resume` signal or update), and its turn. */
-export interface ResumeInboxEntry extends PendingResume, InboxTurn {
+/** One write whose outcome is unknown, waiting for a person to say whether it took effect. */
+export interface ResolutionInboxEntry extends PendingResolution, InboxPlace {
+  kind: 'resolution';
+}
+
+/** One model step whose stream broke after chunks went out, waiting for a person's resume decision. */
+export interface ResumeInboxEntry extends PendingResume, InboxPlace {
   kind: 'resume';
-  /** The decision to send to ask the model again (`"stop"` in place of `"retry"` stops the turn). */
-  send: ResumeDecision;
 }
 
-/**
- * One item that waits for a person, by kind (`TollgateWaitingFor`). Unknown outcomes waiting for a
- * resolution join as a third kind, `resolution`.
- */
-export type InboxEntry = ApprovalInboxEntry | ResumeInboxEntry;
+/** One thing that waits for a person, across all running turns, by kind (`TollgateWaitingFor`). */
+export type InboxEntry = ApprovalInboxEntry | ResolutionInboxEntry | ResumeInboxEntry;
+
+/** What a person says about a write whose outcome is unknown. */
+export interface ResolveOptions {
+  /** With a signing key, leave it out or give the key's name. */
+  resolver?: string;
+  note?: string;
+  /** The digest of the arguments the person saw (pendingResolutions in the state query). */
+  argsDigest: string;
+}
 
 /** Who decided, why, and the digest of the arguments they saw. */
 export interface DecisionOptions {
@@ -67,6 +80,11 @@ export interface DecisionOptions {
   approver?: string;
   reason?: string;
   argsDigest?: string;
+  /**
+   * Approvals only: the arguments to run the call with instead (edited), with `argsDigest` the digest of the
+   * arguments shown. The turn checks them like a model's call; an invalid edit is rejected (WorkflowUpdateFailedError).
+   */
+  args?: unknown;
 }
 
 /** A started turn: enough to find it again from any Temporal client. */
@@ -203,9 +221,9 @@ export class TollgateClient {
   }
 
   /**
-   * Everything that waits for a person across all running turns: calls waiting for approval and
-   * model steps waiting for a resume decision, each with the decision to send. Found by
-   * `TollgateWaitingFor`, and by `TollgateAwaitingApproval = true` for turns started before the former.
+   * Everything that waits for a person across all running turns: calls waiting for approval, writes
+   * waiting for a resolution and model steps waiting for a resume decision, each with what it needs.
+   * Found by `TollgateWaitingFor`, and by `TollgateAwaitingApproval = true` for turns started before the former.
    */
   async inbox(): Promise<InboxEntry[]> {
     const entries: InboxEntry[] = [];
@@ -214,16 +232,56 @@ export class TollgateClient {
       query: `(${AWAITING_APPROVAL_SEARCH_ATTRIBUTE.name} = true OR ${waiting}) AND ExecutionStatus = 'Running'`,
     })) {
       const state = await this.client.workflow.getHandle(execution.workflowId, execution.runId).query(stateQuery);
-      const turn = { workflowId: execution.workflowId, runId: execution.runId, taskId: state.taskId };
+      const place = { workflowId: execution.workflowId, runId: execution.runId, taskId: state.taskId };
       for (const pending of state.pendingApprovals) {
-        const send = { callId: pending.callId, decision: 'approve' as const, argsDigest: pending.shownDigest ?? pending.argsDigest };
-        entries.push({ kind: 'approval', ...turn, ...pending, send });
+        const json = { callId: pending.callId, decision: 'approve', argsDigest: pending.shownDigest ?? pending.argsDigest };
+        entries.push({ kind: 'approval', ...place, ...pending, needs: { update: 'decide', signal: 'approval', json } });
+      }
+      for (const pending of state.pendingResolutions ?? []) {
+        const json = { callId: pending.callId, outcome: 'applied | not_applied', argsDigest: pending.shownDigest ?? pending.argsDigest };
+        entries.push({ kind: 'resolution', ...place, ...pending, needs: { update: 'resolve', signal: 'resolve', json } });
       }
       const resume = state.pendingResume;
-      if (resume) entries.push({ kind: 'resume', ...turn, ...resume, send: { step: resume.step, decision: 'retry' } });
-      // Unknown outcomes waiting for a resolution are listed here, as entries of kind `resolution`.
+      if (resume) {
+        const json = { step: resume.step, decision: 'retry' };
+        entries.push({ kind: 'resume', ...place, ...resume, needs: { update: 'resume', signal: 'resume', json } });
+      }
     }
     return entries;
+  }
+
+  /**
+   * Says whether a write whose outcome is unknown took effect: `applied` settles it as a success,
+   * `not_applied` lets it run again (an irreversible one after a new approval). Rejected at once
+   * (WorkflowUpdateFailedError) when the call does not wait, or the digest differs.
+   */
+  async resolve(
+    workflowId: string,
+    callId: string,
+    outcome: 'applied' | 'not_applied',
+    { resolver, note, argsDigest }: ResolveOptions,
+  ): Promise<ResolutionReceipt> {
+    const handle = await this.runningHandle(workflowId, 'a resolution');
+    const resolution: ResolutionDecision = { callId, outcome, argsDigest, ...(resolver ? { resolver } : {}), ...(note ? { note } : {}) };
+    if (!this.signingKey) return handle.executeUpdate(resolveUpdate, { args: [resolution] });
+    const { keyId, privateKey } = this.signingKey;
+    if (resolver !== undefined && resolver !== keyId) {
+      throw new Error(
+        `resolver "${resolver}" differs from the signing key "${keyId}" (approvals.privateKeyEnv): a signed resolution's resolver is its key's name`,
+      );
+    }
+    const signedAt = new Date(await this.clock()).toISOString();
+    const signature = signDecisionFields({ callId, decision: outcome, argsDigest, approver: keyId, signedAt, workflowId }, privateKey);
+    return handle.executeUpdate(resolveUpdate, { args: [{ ...resolution, resolver: keyId, keyId, signedAt, signature }] });
+  }
+
+  /** The handle of a turn that still runs; a decision sent to an ended one is refused here. */
+  private async runningHandle(workflowId: string, what: string) {
+    const handle = this.client.workflow.getHandle(workflowId);
+    const { status } = await handle.describe();
+    if (status.name !== 'RUNNING')
+      throw new TurnEndedError(`turn ${workflowId} has already ended (${status.name}); no call waits for ${what}`);
+    return handle;
   }
 
   /**
@@ -256,11 +314,23 @@ export class TollgateClient {
       throw new TurnEndedError(`turn ${workflowId} has already ended (${status.name}); no call waits for a decision`);
     if (!this.signingKey) return handle.executeUpdate(decideUpdate, { args: [decision] });
     const signedAt = new Date(await this.clock()).toISOString();
-    return handle.executeUpdate(decideUpdate, { args: [this.signed(workflowId, decision, this.signingKey, signedAt)] });
+    // An edit's signature covers the digest of the edited arguments, computed as the worker computes it.
+    let editedArgsDigest: string | undefined;
+    if (decision.args !== undefined) {
+      const pending = (await handle.query(stateQuery)).pendingApprovals.find((entry) => entry.callId === decision.callId);
+      editedArgsDigest = approvalDigest(decision.args, pending?.definitionDigest);
+    }
+    return handle.executeUpdate(decideUpdate, { args: [this.signed(workflowId, decision, this.signingKey, signedAt, editedArgsDigest)] });
   }
 
   /** The decision signed with this client's key, for this turn and this moment. */
-  private signed(workflowId: string, decision: ApprovalDecision, key: ApproverSigningKey, signedAt: string): ApprovalDecision {
+  private signed(
+    workflowId: string,
+    decision: ApprovalDecision,
+    key: ApproverSigningKey,
+    signedAt: string,
+    editedArgsDigest?: string,
+  ): ApprovalDecision {
     const { keyId, privateKey } = key;
     if (decision.approver !== undefined && decision.approver !== keyId) {
       const rule = "a signed decision's approver is its key's name";
@@ -271,7 +341,16 @@ export class TollgateClient {
     if (argsDigest === undefined) {
       throw new Error(`argsDigest is required to sign a decision on call ${callId}: give the digest of the arguments you decide on`);
     }
-    const signature = signDecisionFields({ callId, decision: verdict, argsDigest, approver: keyId, signedAt, workflowId }, privateKey);
+    const fields = {
+      callId,
+      decision: verdict,
+      argsDigest,
+      approver: keyId,
+      signedAt,
+      workflowId,
+      ...(editedArgsDigest ? { editedArgsDigest } : {}),
+    };
+    const signature = signDecisionFields(fields, privateKey);
     return { ...decision, approver: keyId, argsDigest, keyId, signedAt, signature };
   }
 

@@ -3,7 +3,7 @@
 // Other programs rely only on common/types.ts; these may change between versions of Tollgate.
 import type { ErrorCode, ToolEffect } from './codes';
 import type { IdempotencyOutcome, StatusLookupAnswer } from './telemetry';
-import type { ModelSelection, ResolvedTurnLimits, ToolCallRequest, ToolResult, TurnMessage, Usage } from './types';
+import type { CallEdit, ModelSelection, ResolvedTurnLimits, ToolCallRequest, ToolResult, TurnMessage, Usage } from './types';
 
 /** The registered names of the activities, as both sides spell them. */
 export const ACTIVITY_NAMES = {
@@ -11,6 +11,8 @@ export const ACTIVITY_NAMES = {
   runTool: 'runTool',
   lookupStatus: 'lookupStatus',
   turnSettings: 'turnSettings',
+  resolveIntent: 'resolveIntent',
+  checkCall: 'checkCall',
 } as const;
 
 /** Room an activity gets beyond the tool's own timeout, so the boundary's timer fires first. */
@@ -144,6 +146,17 @@ export interface BoundaryResult {
   statusLookup?: StatusLookupAnswer;
   /** Irreversible writes: how long the call waited for its decision (set by the workflow's strategy). */
   approvalWaitMs?: number;
+  /** When a person approved the call with edited arguments (set by the workflow, for the call's event). */
+  edit?: CallEdit;
+}
+
+/** The input of the `checkCall` local activity: arguments a person edited, checked like a model's call. */
+export interface CheckCallInput {
+  taskId: string;
+  callId: string;
+  tool: string;
+  args: unknown;
+  allowedTools?: string[];
 }
 
 /** The input of the `lookupStatus` activity. */
@@ -156,7 +169,14 @@ export interface LookupStatusInput {
 
 /** What the status lookup of a write found. */
 export type StatusLookup =
-  { state: 'applied'; receipt: ToolResult; source: 'store' | 'tool' } | { state: 'not_applied' } | { state: 'unknown'; reason: string };
+  | { state: 'applied'; receipt: ToolResult; source: 'store' | 'tool' }
+  | { state: 'not_applied' }
+  | {
+      state: 'unknown';
+      reason: string;
+      /** When an attempt may still be applying: how much longer its lease runs, by the lookup's clock. Asking again after it may tell. */
+      inFlightForMs?: number;
+    };
 
 /** What a turn does with a stream cut off after chunks went out (config `model.onInterruptedStream`). */
 export type InterruptedStreamPolicy = 'ask' | 'stop' | 'fresh_step';
@@ -178,4 +198,26 @@ export interface TurnSettings {
   interruptedStreams?: { onInterruptedStream: InterruptedStreamPolicy; resumeTimeoutMs: number };
   /** Whether the worker counts calls and turns (config `telemetry.prometheus`); left out by older workers and recorded settings. */
   telemetry?: { metrics: boolean };
+  /** What a write whose outcome is unknown does (config `outcomes`); left out by older workers, whose turns report it at once. */
+  outcomes?: { onUnknown: 'ask' | 'report'; resolveTimeoutMs: number };
+}
+
+/** The input of the `resolveIntent` activity: a person's word on a write whose outcome was unknown. */
+export interface ResolveIntentInput {
+  taskId: string;
+  callId: string;
+  tool: string;
+  args: unknown;
+  outcome: 'applied' | 'not_applied';
+  /** Who said so (a person's name, a key's name, or `status check`). */
+  resolver: string;
+  /** With `applied`: the receipt the intent is committed with. */
+  receipt?: ToolResult;
+}
+
+/** What the `resolveIntent` activity did to the intent's record. */
+export interface ResolveIntentResult {
+  key: string;
+  /** `committed`: the receipt was recorded; `released`: a started record was given up; `absent`: there was nothing to give up. */
+  store: 'committed' | 'released' | 'absent';
 }

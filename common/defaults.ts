@@ -39,6 +39,12 @@ export const STORE_RETENTION_DEFAULTS = { retentionMs: 7 * 24 * 3_600_000, prune
 /** How long an approved irreversible call may wait for a worker to start it; after that it did not run (`not_run`). */
 export const DEFAULT_APPROVED_SCHEDULE_TO_START_MS = 3_600_000;
 
+/**
+ * What a write whose outcome is unknown does (config `outcomes`): `ask` waits for a person's
+ * `resolve` for at most `resolveTimeoutMs`, after which the model gets `outcome_unknown`.
+ */
+export const OUTCOME_DEFAULTS = { onUnknown: 'ask', resolveTimeoutMs: 24 * 3_600_000 } as const;
+
 /** The backoff between attempts of a retried call when the config's `retry` sets none. */
 export const DEFAULT_RETRY_BACKOFF = { initialIntervalMs: 200, backoffCoefficient: 2, maximumIntervalMs: 5_000 } as const;
 

@@ -6,9 +6,10 @@ import { ed25519 } from '@noble/curves/ed25519';
  */
 
 /** The fields an approver's Ed25519 signature covers; every one is a string. */
-export interface SignedDecisionFields {
+export interface SignedDecisionFields<Verdict extends SignedVerdict = 'approve' | 'deny'> {
   callId: string;
-  decision: 'approve' | 'deny';
+  /** An approval's `approve` or `deny`, or (with `SignedVerdict`) a resolution's `applied` or `not_applied`. */
+  decision: Verdict;
   argsDigest: string;
   /** The name of the signing key; the turn records it as the approver. */
   approver: string;
@@ -16,10 +17,18 @@ export interface SignedDecisionFields {
   signedAt: string;
   /** The turn decided on, so that a signature cannot be replayed against another turn. */
   workflowId: string;
+  /**
+   * An approval with edited arguments: the digest of the arguments it approves instead (what the
+   * call runs with). Only then is it part of the signed text, between `decision` and `signedAt`.
+   */
+  editedArgsDigest?: string;
 }
 
+/** What a signature may vouch for: an approval's decision or a resolution's outcome (they never look alike, so one cannot pass for the other). */
+export type SignedVerdict = 'approve' | 'deny' | 'applied' | 'not_applied';
+
 /** The fields in the order the signed text lists them: sorted by name. */
-const SIGNED_FIELD_ORDER = ['approver', 'argsDigest', 'callId', 'decision', 'signedAt', 'workflowId'] as const;
+const SIGNED_FIELD_ORDER = ['approver', 'argsDigest', 'callId', 'decision', 'editedArgsDigest', 'signedAt', 'workflowId'] as const;
 
 /** How far ahead of the turn's clock a `signedAt` may be (clocks of clients and servers differ a little). */
 export const SIGNED_AT_MAX_AHEAD_MS = 2 * 60 * 1000;
@@ -36,12 +45,13 @@ const BASE64_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
  * form, since every value is a string), e.g. `{"approver":"alice","argsDigest":"…","callId":"call-0-0",
  * "decision":"approve","signedAt":"2026-01-01T12:00:00.000Z","workflowId":"turn-…"}`, signed as UTF-8.
  */
-export function decisionSigningText(fields: SignedDecisionFields): string {
-  return `{${SIGNED_FIELD_ORDER.map((name) => `${JSON.stringify(name)}:${JSON.stringify(String(fields[name]))}`).join(',')}}`;
+export function decisionSigningText(fields: SignedDecisionFields<SignedVerdict>): string {
+  const present = SIGNED_FIELD_ORDER.filter((name) => name !== 'editedArgsDigest' || fields.editedArgsDigest !== undefined);
+  return `{${present.map((name) => `${JSON.stringify(name)}:${JSON.stringify(String(fields[name]))}`).join(',')}}`;
 }
 
 /** The bytes an approver signs: the UTF-8 of {@link decisionSigningText}. */
-export function decisionSigningBytes(fields: SignedDecisionFields): Uint8Array {
+export function decisionSigningBytes(fields: SignedDecisionFields<SignedVerdict>): Uint8Array {
   return new TextEncoder().encode(decisionSigningText(fields));
 }
 
@@ -75,7 +85,7 @@ export function bytesBase64(bytes: Uint8Array): string {
 }
 
 /** The Ed25519 signature, in base64, of a decision's fields by a raw 32-byte private key. */
-export function signDecisionFields(fields: SignedDecisionFields, privateKey: Uint8Array): string {
+export function signDecisionFields(fields: SignedDecisionFields<SignedVerdict>, privateKey: Uint8Array): string {
   return bytesBase64(ed25519.sign(decisionSigningBytes(fields), privateKey));
 }
 
@@ -96,12 +106,14 @@ export interface SignatureCheck {
 /** The signature parts of a decision as sent: anything, until checked. */
 export interface SignatureParts {
   callId: string;
-  decision: 'approve' | 'deny';
+  decision: SignedVerdict;
   argsDigest: string;
   approver?: unknown;
   keyId?: unknown;
   signedAt?: unknown;
   signature?: unknown;
+  /** An approval with edited arguments: their digest, which the signature covers too. */
+  editedArgsDigest?: string;
 }
 
 const SIGNED_FIELDS_TEXT = '{ callId, decision, argsDigest, approver, signedAt, workflowId }';
@@ -149,10 +161,19 @@ export function signatureProblem(parts: SignatureParts, check: SignatureCheck): 
   if (signatureBytes?.length !== ED25519_BYTES.signature) {
     return `signature must be base64 of the ${ED25519_BYTES.signature}-byte Ed25519 signature`;
   }
-  const { callId, decision, argsDigest } = parts;
-  const fields: SignedDecisionFields = { callId, decision, argsDigest, approver: keyId, signedAt, workflowId: check.workflowId };
+  const { callId, decision, argsDigest, editedArgsDigest } = parts;
+  const fields: SignedDecisionFields<SignedVerdict> = {
+    callId,
+    decision,
+    argsDigest,
+    approver: keyId,
+    signedAt,
+    workflowId: check.workflowId,
+    ...(editedArgsDigest !== undefined ? { editedArgsDigest } : {}),
+  };
   if (!verifies(signatureBytes, decisionSigningBytes(fields), base64Bytes(check.publicKeys[keyId])!)) {
-    return `signature does not verify with key "${keyId}" over ${SIGNED_FIELDS_TEXT} of this turn`;
+    const edited = editedArgsDigest !== undefined ? ' with editedArgsDigest' : '';
+    return `signature does not verify with key "${keyId}" over ${SIGNED_FIELDS_TEXT}${edited} of this turn`;
   }
   return undefined;
 }

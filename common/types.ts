@@ -56,6 +56,8 @@ export interface ToolResult {
   retryable?: boolean;
   /** The tool's own short message on failure; never a stack trace. */
   message?: string;
+  /** When a person approved the call with edited arguments: who, and the arguments it ran with (as they may be shown). */
+  edited?: { by?: string; args: unknown; message: string };
 }
 
 /** The record of one tool call, for people and programs inspecting a turn. */
@@ -72,6 +74,15 @@ export interface ToolEvent {
   /** Characters of output before truncation. */
   originalSize: number;
   truncated: boolean;
+  /** When a person approved the call with edited arguments: the digest of those shown, of those it ran with, and who edited. */
+  edit?: CallEdit;
+}
+
+/** An approval with edited arguments, as its event records it. */
+export interface CallEdit {
+  originalDigest: string;
+  editedDigest: string;
+  editor?: string;
 }
 
 /** A tool call the model asked for. */
@@ -142,12 +153,56 @@ export interface ApprovalDecision {
   reason?: string;
   /** When given, must equal the pending call's argsDigest (or its shownDigest, when its arguments were redacted). */
   argsDigest?: string;
+  /**
+   * Approvals only: the arguments the call is to run with instead, edited by the approver (then `argsDigest`, of the
+   * arguments shown, is required). They are checked against the tool's schema and authorization like a model's call.
+   */
+  args?: unknown;
+  /** Recorded on an accepted edit: the digest of the edited arguments, which the call runs with. */
+  editedDigest?: string;
   /** Signed decisions (required when the worker has approver keys): the signing key's name, recorded as the approver. */
   keyId?: string;
   /** When the decision was signed, an ISO 8601 UTC time. */
   signedAt?: string;
   /** Base64 Ed25519 signature over the decision's signed fields (docs/approvals.md). */
   signature?: string;
+}
+
+/** A write whose outcome is unknown, waiting for a person's `resolve`. */
+export interface PendingResolution {
+  callId: string;
+  tool: string;
+  /** As shown: redacted like a pending approval's. */
+  args: unknown;
+  /** What a resolution must name: the same digest an approval of this call names (its shownDigest when redacted). */
+  argsDigest: string;
+  /** When the arguments were redacted: the digest of them as shown, which a resolution may name instead. */
+  shownDigest?: string;
+  /** Why nobody can tell whether it took effect. */
+  reason: string;
+  since: string;
+  expiresAt: string;
+}
+
+/** A person's word on a write whose outcome was unknown: the `resolve` update's and signal's argument. */
+export interface ResolutionDecision {
+  callId: string;
+  outcome: 'applied' | 'not_applied';
+  /** Must equal the pending resolution's argsDigest. */
+  argsDigest: string;
+  resolver?: string;
+  note?: string;
+  /** Signed resolutions (required when the worker has approver keys), as for approvals (docs/approvals.md). */
+  keyId?: string;
+  signedAt?: string;
+  signature?: string;
+}
+
+/** What the `resolve` update returns for an accepted resolution. */
+export interface ResolutionReceipt {
+  callId: string;
+  outcome: 'applied' | 'not_applied';
+  accepted: true;
 }
 
 /** A decision that changed nothing, and why. */
@@ -171,10 +226,12 @@ export interface DecisionReceipt {
   callId: string;
   decision: 'approve' | 'deny';
   accepted: true;
+  /** With edited arguments: their digest, and the idempotency key is theirs. */
+  editedDigest?: string;
 }
 
-/** What a turn does now: asks the model, runs tools, waits for a human (an approval, a resume decision), or is done. */
-export type TurnPhase = 'model' | 'tools' | 'awaiting_approval' | 'interrupted' | 'finished';
+/** What a turn does now: asks the model, runs tools, waits for a human (an approval, a resolution, a resume decision), or is done. */
+export type TurnPhase = 'model' | 'tools' | 'awaiting_approval' | 'awaiting_resolution' | 'interrupted' | 'finished';
 
 /** A model step whose stream broke after chunks went out, waiting for a person's `resume` decision. */
 export interface PendingResume {
@@ -213,6 +270,10 @@ export interface TurnState {
   phase: TurnPhase;
   step: number;
   pendingApprovals: PendingApproval[];
+  /** Writes whose outcome is unknown, waiting for a person to say whether they took effect (config `outcomes.onUnknown: ask`). */
+  pendingResolutions?: PendingResolution[];
+  /** Resolutions that were accepted, oldest first. */
+  resolutions?: ResolutionDecision[];
   /** Decisions that were accepted, by call id. */
   decisions: ApprovalDecision[];
   /** The newest 20 rejected decisions, oldest first. */

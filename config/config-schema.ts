@@ -9,6 +9,7 @@ import {
   DEFAULT_TASK_QUEUE,
   DEFAULT_TURN_LIMITS,
   INTERRUPTED_STREAM_DEFAULTS,
+  OUTCOME_DEFAULTS,
   STORE_RETENTION_DEFAULTS,
 } from '../common/defaults';
 
@@ -354,6 +355,17 @@ export const configSchema = z.strictObject({
       signatureMaxAge: duration.default('10 minutes'),
       /** How long an approved irreversible call may wait for a worker to start it; after that it ends as `not_run`. */
       scheduleToStart: positiveDuration.default(DEFAULT_APPROVED_SCHEDULE_TO_START_MS),
+    })
+    .prefault({}),
+  outcomes: z
+    .strictObject({
+      /**
+       * What a write whose outcome is unknown does: `ask` waits for a person's `resolve` (applied or
+       * not applied); `report` gives the model `outcome_unknown` at once.
+       */
+      onUnknown: z.enum(['ask', 'report'], { error: 'outcomes.onUnknown must be "ask" or "report"' }).default(OUTCOME_DEFAULTS.onUnknown),
+      /** How long `ask` waits for a resolution; after it the model gets `outcome_unknown`. */
+      resolveTimeout: positiveDuration.default(OUTCOME_DEFAULTS.resolveTimeoutMs),
     })
     .prefault({}),
   redact: z

@@ -1,6 +1,6 @@
 import type { TollgateWorker } from '../worker/create-worker';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -14,6 +14,10 @@ import { loadConfig, PROJECT_ROOT } from '../config/load-config';
 import { startDevServer, type DevServer } from '../server/dev-server';
 import { freePort } from '../connection/ports';
 import { requireBinary } from '../server/temporal-binaries';
+import { openSqliteStore } from '../activities/intents/sqlite-store';
+import { sendMessageTool } from '../tools/built-in/send-message';
+import { argsDigest } from '../tools/canonical-json';
+import { intentKey } from '../tools/intent-key';
 import { createWorker } from '../worker/create-worker';
 import { bundleWorkflows, quietRuntime } from './helpers/servers';
 
@@ -148,6 +152,71 @@ describe('the tollgate CLI', () => {
     expect(
       readdirSync(path.join(config.workspace, 'outbox'), { recursive: true }).filter((name) => String(name).endsWith('.json')),
     ).toHaveLength(1);
+  });
+
+  it('approves with edited arguments, and resolves a send whose outcome is unknown: not_applied sends it back to approval', async () => {
+    const started = await tollgate(['--json', 'start', 'Who must approve a refund above 2,000 EUR?', '--task-id', 'cli-5']);
+    const { workflowId } = JSON.parse(started.stdout) as { workflowId: string };
+    type Entry = { workflowId: string; kind: string; callId: string; args: Record<string, unknown> };
+    const waiting = (kind: string) =>
+      until(async () => {
+        const inbox = JSON.parse((await tollgate(['--json', 'inbox'])).stdout) as Entry[];
+        return inbox.find((item) => item.workflowId === workflowId && item.kind === kind);
+      }, `the ${kind} in the inbox`);
+    const approval = await waiting('approval');
+    const edited = { ...approval.args, to: 'team-list' };
+    // Another call holds the edited intent in flight, so nobody can tell whether that message went out.
+    const send = sendMessageTool({ workspace: config.workspace });
+    const store = openSqliteStore(config.store.sqliteFile);
+    await store.claim({
+      key: intentKey(send, edited, 'cli-5'),
+      taskId: 'cli-5',
+      tool: 'send_message',
+      callId: 'call-elsewhere',
+      argsDigest: argsDigest(edited),
+      effect: 'irreversible_write',
+      leaseMs: 600_000,
+    });
+    await store.close();
+
+    const badJson = await tollgate(['approve', workflowId, approval.callId, '--args', '{to:']);
+    expect(badJson.code).toBe(1);
+    expect(badJson.stderr).toMatch(/^tollgate: --args must be the edited arguments as JSON: /);
+    const approved = await tollgate(['approve', workflowId, approval.callId, '--args', JSON.stringify(edited)]);
+    expect(approved.code).toBe(0);
+    expect(approved.stdout).toContain(
+      `Approved ${approval.callId} of ${workflowId} with edited arguments (argsDigest ${argsDigest(edited)}).`,
+    );
+
+    const resolution = await waiting('resolution');
+    expect(resolution.args).toEqual(edited);
+    expect((await tollgate(['inbox'])).stdout).toContain(`tollgate resolve ${workflowId} ${approval.callId} applied|not_applied`);
+    const wrong = await tollgate(['resolve', workflowId, approval.callId, 'maybe']);
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.stderr).toContain("'maybe' is invalid for argument 'outcome'. Allowed choices are applied, not_applied.");
+    const resolved = await tollgate([
+      'resolve',
+      workflowId,
+      approval.callId,
+      'not_applied',
+      '--note',
+      'no such message at the mail server',
+    ]);
+    expect(resolved.code).toBe(0);
+    expect(resolved.stdout).toContain(`Resolved ${approval.callId} of ${workflowId} as not_applied.`);
+
+    // Back to waiting for approval: it runs only once a person approves again.
+    await waiting('approval');
+    const outbox = path.join(config.workspace, 'outbox', 'cli-5');
+    const messages = () => (existsSync(outbox) ? readdirSync(outbox).filter((name) => name.endsWith('.json')) : []);
+    expect(messages()).toEqual([]);
+    expect((await tollgate(['approve', workflowId, approval.callId, '--args', JSON.stringify(edited)])).code).toBe(0);
+    const result = JSON.parse((await tollgate(['--json', 'follow', workflowId])).stdout) as AgentTurnResult;
+    expect(result.status).toBe('completed');
+    const sent = result.toolCalls.find((event) => event.tool === 'send_message');
+    expect(sent).toMatchObject({ status: 'success', attempts: 1, edit: { editedDigest: argsDigest(edited) } });
+    expect(messages()).toHaveLength(1);
+    expect(JSON.parse(readFileSync(path.join(outbox, messages()[0]), 'utf8'))).toMatchObject({ to: 'team-list' });
   });
 
   it('runs a turn live and exits by its status', async () => {

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { limitsFromConfig } from '../activities/turn-settings';
+import { createTurnSettings, limitsFromConfig } from '../activities/turn-settings';
 import { toMilliseconds } from '../common/duration';
 import { ConfigError, loadConfig, parseConfig, PROJECT_ROOT } from '../config/load-config';
 import { builtInTools } from '../tools/built-in';
@@ -104,6 +104,19 @@ describe('loadConfig', () => {
     );
     expect(() => parseConfig({ telemetry: { prometheus: {} } }, { source: 'x.yaml', baseDir: '/', env: {} })).toThrow(
       /x\.yaml: telemetry\.prometheus\.port/,
+    );
+  });
+
+  it('reads outcomes with their defaults into the turn settings, and names a bad onUnknown or resolveTimeout', async () => {
+    const source = { source: 'x.yaml', baseDir: '/', env: {} };
+    expect(parseConfig({}, source).outcomes).toEqual({ onUnknown: 'ask', resolveTimeout: 86_400_000 });
+    const settings = await createTurnSettings(parseConfig({ outcomes: { onUnknown: 'report', resolveTimeout: '2h' } }, source), {})();
+    expect(settings.outcomes).toEqual({ onUnknown: 'report', resolveTimeoutMs: 7_200_000 });
+    expect(() => parseConfig({ outcomes: { onUnknown: 'guess' } }, source)).toThrow(
+      /outcomes\.onUnknown: outcomes\.onUnknown must be "ask" or "report"/,
+    );
+    expect(() => parseConfig({ outcomes: { resolveTimeout: '0s' } }, source)).toThrow(
+      /outcomes\.resolveTimeout: expected a duration longer than 0/,
     );
   });
 

@@ -128,7 +128,7 @@ describe('tollgate resume and the inbox on the dev server', () => {
       step: 0,
       chunks: 3,
       partialText: 'one two three ',
-      send: { step: 0, decision: 'retry' },
+      needs: { update: 'resume', signal: 'resume', json: { step: 0, decision: 'retry' } },
     });
     const listed = await tollgate(['inbox']);
     expect(listed.stdout).toMatch(new RegExp(`Model streams cut off[^\\n]*\\n[^]*${first.workflowId}\\s+task-\\S+\\s+1\\s+3\\s`));

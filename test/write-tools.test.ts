@@ -156,6 +156,29 @@ describe('send_message', () => {
   });
 });
 
+describe('send_message status check', () => {
+  it('finds a message in its outbox file: not applied before, applied with the file after, cannot tell from a broken file', async () => {
+    const root = workspace();
+    const send = sendMessageTool({ workspace: root });
+    const { runTool } = boundary([send]);
+    const args = { to: 'ops', subject: 'Hi', body: 'Body' };
+    const context = { taskId: 'task-7', tool: 'send_message', idempotencyKey: intentKey(send, args, 'task-7') };
+    await expect(send.status!(args, context)).resolves.toBe('not_applied');
+    const sent = await call(runTool, 'send_message', args);
+    expect(sent).toMatchObject({ status: 'success', executions: 1 });
+    const file = `outbox/task-7/${context.idempotencyKey}.json`;
+    await expect(send.status!(args, context)).resolves.toEqual({
+      state: 'applied',
+      data: { delivered: file, sentAt: (sent.data as { sentAt: string }).sentAt, alreadyDelivered: true },
+    });
+    // Another message of the same task has its own file: still not applied.
+    const other = { ...args, body: 'Other' };
+    await expect(send.status!(other, { ...context, idempotencyKey: intentKey(send, other, 'task-7') })).resolves.toBe('not_applied');
+    writeFileSync(path.join(root, file), '{ not json');
+    await expect(send.status!(args, context)).resolves.toBe('unknown');
+  });
+});
+
 describe('shell', () => {
   it('succeeds or fails by exit code alone', async () => {
     const root = workspace();

@@ -51,7 +51,10 @@ export interface ToolSpec<Schema extends z.ZodType> {
   approvalTimeout?: number | string;
   /** Writes: the key of the business intent (default: task id + tool + hash of the canonical arguments). */
   idempotencyKey?: (args: z.output<Schema>, context: { taskId: string; tool: string }) => string;
-  /** Writes: whether this intent already took effect, asked before every execution and after every timeout. */
+  /**
+   * Writes: whether this intent already took effect. A reversible write asks it before every execution
+   * and after every timeout; an irreversible one (optional there) after a cut-off, before anyone is asked.
+   */
   status?: (args: z.output<Schema>, context: IntentContext) => Promise<StatusAnswer> | StatusAnswer;
   /** Refuses a call before it is scheduled (code `forbidden`): return the reason, or nothing to allow it. The task id is known when the boundary checks a call of a turn. */
   authorize?: (args: z.output<Schema>, context: AuthorizeContext) => string | undefined;

@@ -25,6 +25,7 @@ import type {
   AgentTurnResult,
   ResolvedTurnLimits,
   ModelInterruption,
+  DecisionReceipt,
   ToolEvent,
   TurnLimits,
   TurnMessage,
@@ -35,7 +36,8 @@ import type { TurnStatus } from '../common/codes';
 import { unencryptedMode } from '../common/unencrypted';
 import { ApprovalBook } from './approval-book';
 import { EFFECT_STRATEGIES } from './effects';
-import { approvalSignal, decideUpdate, resumeSignal, resumeUpdate, stateQuery } from './messages';
+import { approvalSignal, decideUpdate, resolveSignal, resolveUpdate, resumeSignal, resumeUpdate, stateQuery } from './messages';
+import { ResolutionBook } from './resolutions';
 import { ResumeGate } from './resume-gate';
 import { TurnTelemetry } from './turn-telemetry';
 
@@ -94,6 +96,7 @@ async function settingsFor(own: TurnLimits | undefined): Promise<{
   signing?: ApprovalBook['signing'];
   streams: StreamSettings;
   metrics?: boolean;
+  outcomes?: TurnSettings['outcomes'];
 }> {
   if (!patched(TURN_SETTINGS_PATCH)) {
     return { limits: { ...DEFAULT_TURN_LIMITS, ...own }, requireDigest: false, streams: INTERRUPTED_STREAM_DEFAULTS };
@@ -104,7 +107,14 @@ async function settingsFor(own: TurnLimits | undefined): Promise<{
   // Workers older than the history limits send settings without them; the defaults fill them in.
   const limits = { ...DEFAULT_TURN_LIMITS, ...settings.limits, ...own };
   const streams = settings.interruptedStreams ?? INTERRUPTED_STREAM_DEFAULTS;
-  return { limits, requireDigest: settings.approvals?.requireDigest ?? true, signing, streams, metrics: settings.telemetry?.metrics };
+  // Settings recorded before `outcomes` existed leave it out: those turns report an unknown outcome at once, as they did.
+  const requireDigest = settings.approvals?.requireDigest ?? true;
+  return { limits, requireDigest, signing, streams, metrics: settings.telemetry?.metrics, outcomes: settings.outcomes };
+}
+
+/** Whether a decision as sent carries edited arguments. */
+function hasEditedArgs(decision: unknown): boolean {
+  return typeof decision === 'object' && decision !== null && (decision as { args?: unknown }).args !== undefined;
 }
 
 /** What had streamed before the break, from the failure's details (activities older than them send none). */
@@ -209,17 +219,43 @@ async function runTurn(input: AgentTurnInput, telemetry: TurnTelemetry): Promise
   );
   setHandler(stateQuery, () => state);
   setHandler(approvalSignal, (decision) => {
-    approvals.offer(decision);
+    // Edited arguments are checked (a local activity) before the decision is taken or recorded as rejected.
+    return hasEditedArgs(decision) ? approvals.offerEdited(decision) : void approvals.offer(decision);
   });
   setHandler(
     decideUpdate,
-    (decision) => {
-      approvals.accept(decision);
-      return { callId: decision.callId, decision: decision.decision, accepted: true as const };
+    async (decision): Promise<DecisionReceipt> => {
+      const receipt = { callId: decision.callId, decision: decision.decision, accepted: true as const };
+      if (!hasEditedArgs(decision)) {
+        approvals.accept(decision);
+        return receipt;
+      }
+      const checked = await approvals.checkEdit(decision);
+      if (checked.why !== undefined) throw ApplicationFailure.create({ type: 'invalid_edit', message: checked.why, nonRetryable: true });
+      approvals.accept(decision, checked.call);
+      return { ...receipt, editedDigest: checked.call.argsDigest };
     },
     {
       validator: (decision) => {
         const why = approvals.judge(decision);
+        if (why) throw new Error(why);
+      },
+    },
+  );
+
+  const resolutions = new ResolutionBook(state, approvals);
+  setHandler(resolveSignal, (resolution) => {
+    resolutions.offer(resolution);
+  });
+  setHandler(
+    resolveUpdate,
+    (resolution) => {
+      resolutions.accept(resolution);
+      return { callId: resolution.callId, outcome: resolution.outcome, accepted: true as const };
+    },
+    {
+      validator: (resolution) => {
+        const why = resolutions.judge(resolution);
         if (why) throw new Error(why);
       },
     },
@@ -241,12 +277,17 @@ async function runTurn(input: AgentTurnInput, telemetry: TurnTelemetry): Promise
   );
 
   const keepsBudget = patched(TOKEN_BUDGET_PATCH);
-  const { limits, requireDigest, signing, streams, metrics } = await settingsFor(input.limits);
+  const { limits, requireDigest, signing, streams, metrics, outcomes } = await settingsFor(input.limits);
+  approvals.allowedTools = allowedTools;
   approvals.requireDigest = requireDigest;
   approvals.signing = signing;
   approvals.historyLimits = { maxEvents: limits.maxHistoryEvents, maxBytes: limits.maxHistoryBytes };
   approvals.telemetry = telemetry;
   telemetry.metrics = metrics ?? false;
+  if (outcomes) {
+    resolutions.mode = outcomes.onUnknown;
+    resolutions.timeoutMs = outcomes.resolveTimeoutMs;
+  }
   const messages: TurnMessage[] = [...(input.history ?? []), { role: 'user', content: prompt }];
   const budget = keepsBudget ? tokenBudgetOf(limits, input.tokenAllowance) : undefined;
   // The live view reads the usage so far from the state, against the budget when there is one.
@@ -329,11 +370,11 @@ async function runTurn(input: AgentTurnInput, telemetry: TurnTelemetry): Promise
     state.phase = 'tools';
     // Reads of one step run concurrently; writes one after another, in the model's order.
     const reads = reply.toolCalls.map((call) =>
-      runsConcurrently(call) ? executeCall({ taskId, step, call, allowedTools, approvals }) : undefined,
+      runsConcurrently(call) ? executeCall({ taskId, step, call, allowedTools, approvals, resolutions }) : undefined,
     );
     const executed: Array<Awaited<ReturnType<typeof executeCall>>> = [];
     for (const [index, call] of reply.toolCalls.entries()) {
-      executed.push(await (reads[index] ?? executeCall({ taskId, step, call, allowedTools, approvals })));
+      executed.push(await (reads[index] ?? executeCall({ taskId, step, call, allowedTools, approvals, resolutions })));
     }
     for (const { call, outcome, event } of executed) {
       events.push(event);
@@ -437,14 +478,16 @@ async function executeCall({
   call,
   allowedTools,
   approvals,
+  resolutions,
 }: {
   taskId: string;
   step: number;
   call: CheckedToolCall;
   allowedTools?: string[];
   approvals: ApprovalBook;
+  resolutions?: ResolutionBook;
 }): Promise<{ call: CheckedToolCall; outcome: BoundaryResult; event: ToolEvent }> {
-  return approvals.telemetry.toolSpan(call, () => runCall({ taskId, step, call, allowedTools, approvals }));
+  return approvals.telemetry.toolSpan(call, () => runCall({ taskId, step, call, allowedTools, approvals, resolutions }));
 }
 
 async function runCall({
@@ -453,17 +496,19 @@ async function runCall({
   call,
   allowedTools,
   approvals,
+  resolutions,
 }: {
   taskId: string;
   step: number;
   call: CheckedToolCall;
   allowedTools?: string[];
   approvals: ApprovalBook;
+  resolutions?: ResolutionBook;
 }): Promise<{ call: CheckedToolCall; outcome: BoundaryResult; event: ToolEvent }> {
   const startedAt = Date.now();
   const outcome = call.refusal
     ? BoundaryResults.refused(call.refusal.code, call.refusal.message)
-    : await EFFECT_STRATEGIES[call.policy.effect].run({ taskId, call, allowedTools, approvals });
+    : await EFFECT_STRATEGIES[call.policy.effect].run({ taskId, call, allowedTools, approvals, resolutions });
   const event: ToolEvent = {
     callId: call.callId,
     step,
@@ -475,6 +520,7 @@ async function runCall({
     durationMs: Date.now() - startedAt,
     originalSize: outcome.originalSize,
     truncated: outcome.truncated,
+    ...(outcome.edit ? { edit: outcome.edit } : {}),
   };
   return { call, outcome, event };
 }

@@ -1,5 +1,7 @@
-import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { patched, proxyLocalActivities, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
+import type { Activities } from '../activities';
+import type { CheckedToolCall } from '../common/activity-types';
 import { MAX_DECISION_CHARS, REJECTED_DECISION_BOUNDS } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import type { ApprovalDecision, PendingApproval, PendingResume, TruncatedDecision, TurnState } from '../common/types';
@@ -7,6 +9,18 @@ import { signatureProblem } from '../common/signed-decision';
 import { unencryptedMode } from '../common/unencrypted';
 import { waitingFor } from './waiting-for';
 import { TurnTelemetry } from './turn-telemetry';
+
+/**
+ * Turns recorded before this patch took no edited arguments; every turn since checks them with the
+ * `checkCall` local activity when an approval carries them.
+ */
+export const EDITED_APPROVALS_PATCH = 'edited-approvals';
+
+const { checkCall } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '10 seconds',
+  summary: 'check edited arguments',
+  retry: { maximumAttempts: 3 },
+});
 
 function clip(text: string, maxChars: number): string {
   return text.length > maxChars ? `${text.slice(0, maxChars - 1)}…` : text;
@@ -40,6 +54,10 @@ export class ApprovalBook {
   /** Where the turn reports its spans and counts (the waits of its approvals among them). */
   telemetry = new TurnTelemetry();
 
+  /** Approved calls whose arguments a person edited, as checked, by call id. */
+  private readonly edits = new Map<string, { call: CheckedToolCall; originalDigest: string; editor?: string }>();
+  /** Signatures of decisions taken: a call back in approval (its write found not applied) needs a new one. */
+  private readonly usedSignatures = new Set<string>();
   /** Whether a decision must name the digest of the arguments it decides on (the config's `approvals.requireDigest`). */
   requireDigest = false;
   /**
@@ -75,6 +93,9 @@ export class ApprovalBook {
     if (typeof callId !== 'string') return 'callId must be a string';
     if (verdict !== 'approve' && verdict !== 'deny') return `decision must be "approve" or "deny", got ${JSON.stringify(verdict)}`;
     if (this.decided.has(callId)) return `call ${callId} was already decided`;
+    const { signature } = decision as Partial<ApprovalDecision>;
+    if (typeof signature === 'string' && this.usedSignatures.has(signature))
+      return `this signed decision was already taken once for call ${callId}`;
     const pending = this.state.pendingApprovals.find((entry) => entry.callId === callId);
     if (!pending) return `no call ${callId} waits for approval`;
     if (argsDigest === undefined && (this.requireDigest || this.signing)) {
@@ -82,10 +103,68 @@ export class ApprovalBook {
     }
     const named = argsDigest === pending.argsDigest || (pending.shownDigest !== undefined && argsDigest === pending.shownDigest);
     if (argsDigest !== undefined && !named) return `argsDigest does not match the arguments of call ${callId}`;
+    const { args } = decision as Partial<ApprovalDecision>;
+    if (args !== undefined) {
+      if (verdict !== 'approve') return 'args (edited arguments) go only with an approval';
+      if (argsDigest === undefined)
+        return `argsDigest is required with edited arguments: the digest of the arguments of call ${callId} you were shown`;
+      // The signature of an edit covers the edited arguments' digest, known once the check ran (`checkEdit`).
+      return undefined;
+    }
+    return this.signatureReason(decision as Partial<ApprovalDecision>, undefined);
+  }
+
+  /** Why a decision's signature does not count (nothing when signing is off); an edit's covers its edited digest too. */
+  private signatureReason(decision: Partial<ApprovalDecision>, editedArgsDigest: string | undefined): string | undefined {
     if (!this.signing) return undefined;
+    const { callId, decision: verdict, argsDigest } = decision as ApprovalDecision;
     // Date.now() is the workflow's clock: the same on every replay.
     const check = { ...this.signing, workflowId: workflowInfo().workflowId, now: Date.now() };
-    return signatureProblem({ ...(decision as Partial<ApprovalDecision>), callId, decision: verdict, argsDigest: argsDigest! }, check);
+    return signatureProblem({ ...decision, callId, decision: verdict, argsDigest: argsDigest!, editedArgsDigest }, check);
+  }
+
+  /** The turn's tool list, for checking edited arguments as the model's calls are checked. */
+  allowedTools?: string[];
+
+  /**
+   * Checks an approval's edited arguments as a model's call is checked (schema, the turn's tool list,
+   * the tool's authorization; the `checkCall` local activity), then judges the decision again (the call
+   * may have been decided meanwhile) and its signature over the edited digest. The checked call, or why not.
+   */
+  async checkEdit(decision: ApprovalDecision): Promise<{ call: CheckedToolCall; why?: undefined } | { why: string }> {
+    const pending = this.state.pendingApprovals.find((entry) => entry.callId === decision.callId);
+    if (!pending) return { why: `no call ${decision.callId} waits for approval` };
+    if (!patched(EDITED_APPROVALS_PATCH)) return { why: 'this turn takes no edited arguments' };
+    const call = await checkCall({
+      taskId: this.state.taskId,
+      callId: decision.callId,
+      tool: pending.tool,
+      args: decision.args,
+      allowedTools: this.allowedTools,
+    });
+    const again = this.judge(decision);
+    if (again) return { why: again };
+    if (call.refusal) {
+      return {
+        why: clip(`the edited arguments are refused (${call.refusal.code}): ${call.refusal.message}`, REJECTED_DECISION_BOUNDS.whyChars),
+      };
+    }
+    const unsigned = this.signatureReason(decision, call.argsDigest);
+    return unsigned ? { why: clip(unsigned, REJECTED_DECISION_BOUNDS.whyChars) } : { call };
+  }
+
+  /** A decision with edited arguments, as the `approval` signal brings it: checked, then taken or recorded as rejected. */
+  async offerEdited(decision: ApprovalDecision): Promise<void> {
+    const why = this.judge(decision);
+    if (why) return void this.reject(decision, why);
+    const checked = await this.checkEdit(decision);
+    if (checked.why !== undefined) return void this.reject(decision, checked.why);
+    this.accept(decision, checked.call);
+  }
+
+  /** The call as a person edited it on approval, with the digest of what they were shown; nothing when not edited. */
+  editFor(callId: string): { call: CheckedToolCall; originalDigest: string; editor?: string } | undefined {
+    return this.edits.get(callId);
   }
 
   /** Takes a decision if it is valid, or records it as rejected; returns why it was rejected. */
@@ -110,15 +189,28 @@ export class ApprovalBook {
     }
   }
 
-  /** Takes a decision already judged valid. */
-  accept(decision: ApprovalDecision): void {
+  /** Takes a decision already judged valid; an approval with edited arguments comes with the call as checked (`checkEdit`). */
+  accept(decision: ApprovalDecision, edited?: CheckedToolCall): void {
     const { callId, decision: verdict, approver, reason, keyId, signedAt } = decision;
     // A signed decision's approver is the name of the key that signed it.
     const taken: ApprovalDecision = this.signing
       ? { callId, decision: verdict, approver: keyId, reason, keyId, signedAt }
       : { callId, decision: verdict, approver, reason };
+    if (edited) {
+      // What the record shows of the edit is redacted like a waiting call's arguments.
+      Object.assign(taken, { argsDigest: decision.argsDigest, args: edited.redactedValues ? edited.shownArgs : edited.args });
+      taken.editedDigest = edited.argsDigest;
+      this.edits.set(callId, { call: edited, originalDigest: decision.argsDigest!, editor: taken.approver });
+    }
     this.decided.set(callId, taken);
     this.state.decisions.push(taken);
+    if (this.signing && decision.signature) this.usedSignatures.add(decision.signature);
+  }
+
+  /** Forgets the decision on a call that goes back to waiting for approval (its write was found not applied); the record stays in `decisions`. */
+  forget(callId: string): void {
+    this.decided.delete(callId);
+    this.edits.delete(callId);
   }
 
   /** Whether the turn's history has reached its limits (see {@link historyLimits}). */
@@ -236,6 +328,15 @@ export function renderDetails(state: TurnState): string {
     );
   }
   if (state.pendingResume) lines.push(...resumeDetails(state.pendingResume));
+  if ((state.pendingResolutions?.length ?? 0) > 0) {
+    lines.push('### Waiting for a resolution (outcome unknown)', '');
+    for (const pending of state.pendingResolutions!) {
+      const digest = pending.shownDigest ?? pending.argsDigest;
+      lines.push(`- **${pending.callId}** · ${pending.tool} · expires ${pending.expiresAt} · ${cell(pending.reason)}`, '');
+      const json = JSON.stringify({ callId: pending.callId, outcome: 'applied', argsDigest: digest, note: '…' });
+      lines.push(`  Send the \`resolve\` signal with \`${json}\` (or \`"outcome": "not_applied"\`), or \`tollgate resolve\`.`, '');
+    }
+  }
   if (state.toolCalls.length > 0) {
     lines.push('### Tool calls', '');
     for (const event of state.toolCalls) {

@@ -7,6 +7,8 @@ import type {
   ResumeDecision,
   ResumeReceipt,
   TokenLedger,
+  ResolutionDecision,
+  ResolutionReceipt,
   TurnState,
 } from '../common/types';
 
@@ -24,6 +26,11 @@ export const resumeSignal = defineSignal<[ResumeDecision]>('resume');
 
 /** Update `resume`: the same decision, rejected to the caller at once when invalid. */
 export const resumeUpdate = defineUpdate<ResumeReceipt, [ResumeDecision]>('resume');
+/** Signal `resolve`: a person's word on a write whose outcome is unknown (applied or not); an invalid one is recorded as rejected. */
+export const resolveSignal = defineSignal<[ResolutionDecision]>('resolve');
+
+/** Update `resolve`: the same word, with a validator that rejects an invalid one to the caller at once. */
+export const resolveUpdate = defineUpdate<ResolutionReceipt, [ResolutionDecision]>('resolve');
 
 /** Update `send`: one user message of a conversation; answered with the result of the turn it ran. */
 export const sendUpdate = defineUpdate<AgentTurnResult, [{ text: string }]>('send');

@@ -119,6 +119,7 @@ export function createLookupStatus({
         return {
           state: 'unknown',
           reason: `call ${record!.callId} started this intent at ${record!.startedAt} and may still be applying it (until ${record!.leaseExpiresAt})`,
+          inFlightForMs: Math.max(0, Date.parse(record!.leaseExpiresAt!) - Date.now()),
         };
       return checked;
     }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineTool, type ToolDefinition } from '../define-tool';
+import { defineTool, type StatusAnswer, type ToolDefinition } from '../define-tool';
 import { ToolError } from '../tool-error';
 import { ToolOutcome } from '../tool-outcome';
 import { createFile, reachFolder, readBounded, taskFolderName } from './workspace-path';
@@ -17,7 +17,8 @@ const MAX_MESSAGE_BYTES = 1 << 20;
 /**
  * The `send_message` irreversible write: delivers into the task's own folder of the workspace
  * outbox (`outbox/<task>/`), one file per message named by its idempotency key and created
- * exclusively through the workspace guard, so one intent can never leave two files.
+ * exclusively through the workspace guard, so one intent can never leave two files. Its status
+ * check reads that file: after a cut-off, a message found there was delivered, one not there was not.
  */
 export function sendMessageTool({ workspace }: { workspace: string }): ToolDefinition {
   return defineTool({
@@ -30,6 +31,20 @@ export function sendMessageTool({ workspace }: { workspace: string }): ToolDefin
     maxOutputChars: 1_000,
     approvalTimeout: '24h',
     summary: ({ to, subject }) => `to ${to}: ${subject}`,
+    status: async (_args, { taskId, idempotencyKey }): Promise<StatusAnswer> => {
+      const folder = reachFolder(workspace, ['outbox', taskFolderName(taskId)], { create: false });
+      const name = `${idempotencyKey}.json`;
+      const existing = folder && (await readBounded(folder, name, MAX_MESSAGE_BYTES));
+      if (!folder || !existing) return 'not_applied';
+      if (existing.truncated) return 'unknown';
+      let delivered: { sentAt?: unknown };
+      try {
+        delivered = JSON.parse(existing.data.toString('utf8'));
+      } catch {
+        return 'unknown';
+      }
+      return { state: 'applied', data: { delivered: `${folder.relative}/${name}`, sentAt: delivered.sentAt, alreadyDelivered: true } };
+    },
     handler: async ({ to, subject, body }, { idempotencyKey, taskId }) => {
       if (!idempotencyKey) throw new Error('send_message needs an idempotency key');
       const folder = reachFolder(workspace, ['outbox', taskFolderName(taskId)], { create: true })!;

@@ -1,5 +1,6 @@
 import type { BoundaryResult, CheckedToolCall, RunToolInput, ToolPolicy } from '../../common/activity-types';
 import type { ApprovalBook } from '../approval-book';
+import type { ResolutionBook } from '../resolutions';
 
 /** A call the boundary's first checks let through: it carries the policy it runs under. */
 export type RunnableCall = CheckedToolCall & { policy: ToolPolicy; refusal?: undefined };
@@ -10,6 +11,8 @@ export interface EffectContext {
   call: RunnableCall;
   allowedTools?: string[];
   approvals: ApprovalBook;
+  /** Writes whose outcome is unknown wait here for a person (left out: they are reported at once). */
+  resolutions?: ResolutionBook;
 }
 
 /** How the workflow runs the calls of one effect level. */

@@ -2,6 +2,7 @@ import { patched, sleep } from '@temporalio/workflow';
 import { BoundaryResults } from '../../common/boundary-results';
 import { interruption, readBoundaryResult } from './activity-results';
 import { runToolInput, type EffectStrategy } from './effect-strategy';
+import { leaseWait, resolveUnknown } from '../resolutions';
 import { lookupActivity, writeActivity } from './write-activities';
 
 /**
@@ -19,26 +20,46 @@ function backoffMs(retry: { initialIntervalMs: number; backoffCoefficient: numbe
 /**
  * `reversible_write`: a status lookup before every execution; applied → success from the receipt,
  * the handler not called; not applied → one execution; cut off → back off, then look up again;
- * cannot tell → `outcome_unknown`. At most the tool's maxAttempts executions.
+ * cannot tell → a person's resolution under `outcomes.onUnknown: ask` (else `outcome_unknown`):
+ * applied → success from their receipt; not applied → the intent given up, then a fresh lookup and
+ * one more execution (a person's word counts where the lookup still cannot tell; applied still wins).
+ * At most the tool's maxAttempts executions, plus one after each `not_applied` resolution.
  */
 export const reversibleWriteStrategy: EffectStrategy = {
   concurrent: false,
-  async run({ taskId, call, allowedTools }) {
+  async run({ taskId, call, allowedTools, resolutions }) {
     const { policy } = call;
     const runTool = writeActivity(call);
     const lookupStatus = lookupActivity(call);
     let executions = 0;
     let lastProblem = 'not attempted';
+    // Rounds a person's `not_applied` added, and whether the latest lookup follows such a word.
+    let granted = 0;
+    let personSaysNotApplied = false;
+    let waitedOutLease = false;
     for (let round = 0; ; round++) {
       const backoffFirst = round > 0 && patched(LOOKUP_AFTER_BACKOFF_PATCH);
       if (backoffFirst) await sleep(backoffMs(policy.retry, round));
       const status = await lookupStatus({ taskId, callId: call.callId, tool: call.tool, args: call.args });
       if (status.state === 'applied') return { ...BoundaryResults.fromReceipt(status.receipt, executions), statusLookup: status.state };
-      if (status.state === 'unknown') {
-        return { ...BoundaryResults.outcomeUnknown(`${call.tool}: ${status.reason}`, executions), statusLookup: status.state };
+      const wait = leaseWait(status, waitedOutLease);
+      if (wait !== undefined) {
+        // An attempt may still be applying: its lease ends first, then the lookup asks again (one more round, no execution).
+        waitedOutLease = true;
+        await sleep(wait);
+        round--;
+        continue;
       }
+      if (status.state === 'unknown' && !personSaysNotApplied) {
+        const reconciled = await resolveUnknown({ taskId, call, resolutions }, `${call.tool}: ${status.reason}`, executions);
+        if (reconciled.verdict === 'settled') return { ...reconciled.outcome, statusLookup: status.state };
+        granted++;
+        personSaysNotApplied = true;
+        continue;
+      }
+      personSaysNotApplied = false;
       // Every earlier round ran one attempt; one that timed out waiting for a place counts, though its handler never ran.
-      if (round >= policy.maxAttempts) {
+      if (round >= policy.maxAttempts + granted) {
         const failure = BoundaryResults.failure('transient_failure', `${call.tool} did not complete in ${round} attempts: ${lastProblem}`, {
           executions,
         });
