@@ -15,9 +15,9 @@ import type { IntentRecord } from '../activities/intents/intent-store';
 import { ensureServer } from '../server/dev-server';
 import { connectClient, probeServer } from '../connection/temporal-connection';
 import { enclosingProject } from '../server/temporal-binaries';
-import { WORKFLOWS_PATH } from '../worker/create-worker';
-import { historiesFromQuery, readHistoryFile, replayHistories, workflowsEntry, type HistorySource } from './replay-histories';
+import type { HistorySource } from './replay-histories';
 import { runWorker } from '../worker/run-worker';
+import { WORKFLOWS_PATH } from '../worker/create-worker';
 import { decisionDigest, describeApproval, followTurn, toolCallTable } from './follow-turn';
 import { forTerminal } from './terminal-text';
 import { formatTable } from './format-table';
@@ -393,11 +393,18 @@ program
     print({ folder }, () => `The Temporal binaries are in ${path.relative(process.cwd(), folder) || folder}.`);
   });
 
+/** The replay code and the bundler it needs, loaded only by `tollgate replay` so that the other commands start fast. */
+function replayCode(): typeof import('./replay-histories') {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require('./replay-histories');
+}
+
 /** The histories `tollgate replay` was given: files, or the workflows a visibility query finds on the configured server. */
 async function replaySources(
   files: string[],
   query: string | undefined,
 ): Promise<{ sources: AsyncIterable<HistorySource> | HistorySource[]; close?: () => Promise<void> }> {
+  const { historiesFromQuery, readHistoryFile } = replayCode();
   if (query === undefined) {
     try {
       return { sources: files.map((file) => readHistoryFile(file)) };
@@ -427,6 +434,7 @@ program
   .option('--workflows <path>', "the workflow code to replay on: a folder with index.ts, or a file (default: this Tollgate's workflows)")
   .action(async (files: string[], options: { query?: string; workflows?: string }) => {
     if (files.length > 0 === (options.query !== undefined)) throw new CliError('give history files or --query, not both and not neither');
+    const { replayHistories, workflowsEntry } = replayCode();
     let workflowsPath = WORKFLOWS_PATH;
     try {
       if (options.workflows) workflowsPath = workflowsEntry(options.workflows);
