@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
+import { transpileTollgateWorkflows } from '../worker/create-worker';
 
 /** One history to replay, and where it came from (a file, or a workflow on a server). */
 export interface HistorySource {
@@ -96,7 +97,11 @@ export async function replayHistories(workflowsPath: string, histories: AsyncIte
   } catch {
     // A runtime is already installed (in a process that replays twice); its logger stays.
   }
-  const workflowBundle = await bundleWorkflowCode({ workflowsPath, logger: new DefaultLogger('WARN') });
+  const workflowBundle = await bundleWorkflowCode({
+    workflowsPath,
+    logger: new DefaultLogger('WARN'),
+    webpackConfigHook: transpileTollgateWorkflows,
+  });
   const sources: HistorySource[] = [];
   async function* feed() {
     for await (const entry of histories) {

@@ -3,7 +3,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ensureSearchAttributes } from '../connection/temporal-connection';
 import { requireBinary } from '../server/temporal-binaries';
 import { ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gcm-codec';
-import { WORKFLOWS_PATH } from '../worker/create-worker';
+import { transpileTollgateWorkflows, WORKFLOWS_PATH } from '../worker/create-worker';
 import { trackServerProcess, untrackServerProcesses } from './cleanup';
 
 let runtimeInstalled = false;
@@ -58,5 +58,10 @@ async function tracked(env: TestWorkflowEnvironment, executable: string): Promis
 /** The workflows bundled once for a test file; with `encrypted`, with the converters of an encrypting worker. */
 export function bundleWorkflows({ encrypted = false }: { encrypted?: boolean } = {}): Promise<WorkflowBundleWithSourceMap> {
   const converters = encrypted ? ENCRYPTED_CONVERTER_PATHS : {};
-  return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('WARN'), ...converters });
+  return bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    logger: new DefaultLogger('WARN'),
+    webpackConfigHook: transpileTollgateWorkflows,
+    ...converters,
+  });
 }
