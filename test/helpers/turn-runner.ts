@@ -16,20 +16,11 @@ import { stateQuery } from '../../workflows/messages';
 import { bundleWorkflows, startTimeSkippingServer } from './servers';
 import { testConfig } from './test-config';
 
+export { waitForState } from '../../testing/environment';
+
 /** A scripted model that plays exactly these steps. */
 export function scripted(script: ScriptStep[]): AgentTurnInput['model'] {
   return { provider: 'scripted', script };
-}
-
-/** Waits (in real time, without skipping server time) until the turn's state satisfies `ready`. */
-export async function waitForState(handle: WorkflowHandle, ready: (state: TurnState) => boolean, timeoutMs = 20_000): Promise<TurnState> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const state = await handle.query(stateQuery);
-    if (ready(state)) return state;
-    if (Date.now() > deadline) throw new Error(`the turn's state never became ready: ${JSON.stringify(state)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /** What one test turn needs: its environment and bundle, and optionally tools, a store, a config and an interaction. */

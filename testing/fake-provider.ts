@@ -1,0 +1,279 @@
+import http from 'node:http';
+import { listenOnLoopback } from '../client/demo/loopback-http';
+
+/** One scripted answer of the fake provider to one request. */
+export type FakeReply =
+  /** An HTTP error with a JSON body and optional headers (Retry-After, say). */
+  | { kind: 'error'; status: number; headers?: Record<string, string>; body: unknown }
+  /** A streamed answer: server-sent events, optionally cut off (socket destroyed) after `resetAfter` events, or left hanging after `stallAfter`. */
+  | { kind: 'stream'; events: string[]; resetAfter?: number; stallAfter?: number };
+
+/** The request header that names the queue a request is answered from (the testing kit sends a turn's workflow id). */
+export const FAKE_PROVIDER_QUEUE_HEADER = 'x-tollgate-fake-queue';
+
+/** A request the fake provider received. */
+export interface FakeRequest {
+  at: number;
+  path: string;
+  body: unknown;
+  /** The queue it was answered from ({@link FAKE_PROVIDER_QUEUE_HEADER}); left out for the default queue. */
+  queue?: string;
+  headers: http.IncomingHttpHeaders;
+}
+
+/** A loopback HTTP server that answers model requests from a queue of replies, in the providers' real wire formats. */
+export interface FakeProvider {
+  baseURL: string;
+  requests: FakeRequest[];
+  enqueue(...replies: FakeReply[]): void;
+  /** Queues replies for the requests that name `queue` in {@link FAKE_PROVIDER_QUEUE_HEADER}. */
+  enqueueFor(queue: string, ...replies: FakeReply[]): void;
+  close(): Promise<void>;
+}
+
+/** Starts the fake provider on 127.0.0.1 and a free port. */
+export async function startFakeProvider(): Promise<FakeProvider> {
+  const queue: FakeReply[] = [];
+  const named = new Map<string, FakeReply[]>();
+  const requests: FakeRequest[] = [];
+  const server = http.createServer((request, response) => {
+    let raw = '';
+    request.on('data', (chunk) => (raw += chunk));
+    request.on('end', () => {
+      const header = request.headers[FAKE_PROVIDER_QUEUE_HEADER];
+      const name = typeof header === 'string' ? header : undefined;
+      const body = raw ? JSON.parse(raw) : undefined;
+      requests.push({ at: Date.now(), path: request.url ?? '', body, headers: request.headers, ...(name ? { queue: name } : {}) });
+      const reply = (name === undefined ? queue : named.get(name))?.shift();
+      if (!reply) {
+        response.writeHead(500, { 'content-type': 'application/json' });
+        const which = name === undefined ? '' : ` for ${name}`;
+        response.end(JSON.stringify({ error: { message: `the fake provider has no reply queued${which}` } }));
+        return;
+      }
+      if (reply.kind === 'error') {
+        response.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
+        response.end(JSON.stringify(reply.body));
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+      const cut = reply.resetAfter ?? reply.stallAfter;
+      reply.events.forEach((event, index) => {
+        if (cut !== undefined && index >= cut) return;
+        response.write(event);
+      });
+      if (reply.resetAfter !== undefined) setTimeout(() => request.socket.destroy(), 20);
+      else if (reply.stallAfter === undefined) response.end();
+    });
+  });
+  const listener = await listenOnLoopback(server);
+  return {
+    baseURL: `http://127.0.0.1:${listener.port}/v1`,
+    requests,
+    enqueue: (...replies) => queue.push(...replies),
+    enqueueFor: (name, ...replies) => {
+      if (!named.has(name)) named.set(name, []);
+      named.get(name)!.push(...replies);
+    },
+    close: listener.close,
+  };
+}
+
+function sse(data: unknown, event?: string): string {
+  return `${event ? `event: ${event}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
+}
+
+/** OpenAI Chat Completions streaming: text deltas, or one tool call whose arguments arrive in pieces. */
+export const openaiStream = {
+  text(pieces: string[], usage = { prompt_tokens: 11, completion_tokens: 7 }): string[] {
+    const chunk = (delta: unknown, finish: string | null = null, extra = {}) =>
+      sse({
+        id: 'chatcmpl-1',
+        object: 'chat.completion.chunk',
+        created: 1_700_000_000,
+        model: 'gpt-test',
+        choices: [{ index: 0, delta, finish_reason: finish }],
+        ...extra,
+      });
+    return [
+      chunk({ role: 'assistant', content: '' }),
+      ...pieces.map((piece) => chunk({ content: piece })),
+      chunk({}, 'stop'),
+      sse({
+        id: 'chatcmpl-1',
+        object: 'chat.completion.chunk',
+        created: 1_700_000_000,
+        model: 'gpt-test',
+        choices: [],
+        usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+      }),
+      sse('[DONE]'),
+    ];
+  },
+  toolCall(name: string, argumentPieces: string[], usage = { prompt_tokens: 13, completion_tokens: 9 }): string[] {
+    const chunk = (delta: unknown, finish: string | null = null) =>
+      sse({
+        id: 'chatcmpl-2',
+        object: 'chat.completion.chunk',
+        created: 1_700_000_000,
+        model: 'gpt-test',
+        choices: [{ index: 0, delta, finish_reason: finish }],
+      });
+    return [
+      chunk({
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ index: 0, id: 'call_abc', type: 'function', function: { name, arguments: '' } }],
+      }),
+      ...argumentPieces.map((piece) => chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] })),
+      chunk({}, 'tool_calls'),
+      sse({
+        id: 'chatcmpl-2',
+        object: 'chat.completion.chunk',
+        created: 1_700_000_000,
+        model: 'gpt-test',
+        choices: [],
+        usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+      }),
+      sse('[DONE]'),
+    ];
+  },
+};
+
+/** Anthropic Messages streaming: text deltas, or one tool_use block whose input arrives as partial JSON. */
+export const anthropicStream = {
+  text(pieces: string[], usage = { input_tokens: 21, output_tokens: 8 }): string[] {
+    return [
+      sse(
+        {
+          type: 'message_start',
+          message: {
+            id: 'msg_1',
+            type: 'message',
+            role: 'assistant',
+            content: [],
+            model: 'claude-test',
+            stop_reason: null,
+            stop_sequence: null,
+            usage: { input_tokens: usage.input_tokens, output_tokens: 1 },
+          },
+        },
+        'message_start',
+      ),
+      sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'),
+      ...pieces.map((piece) =>
+        sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: piece } }, 'content_block_delta'),
+      ),
+      sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop'),
+      sse(
+        { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: usage.output_tokens } },
+        'message_delta',
+      ),
+      sse({ type: 'message_stop' }, 'message_stop'),
+    ];
+  },
+  toolUse(name: string, jsonPieces: string[], usage = { input_tokens: 23, output_tokens: 12 }): string[] {
+    return [
+      sse(
+        {
+          type: 'message_start',
+          message: {
+            id: 'msg_2',
+            type: 'message',
+            role: 'assistant',
+            content: [],
+            model: 'claude-test',
+            stop_reason: null,
+            stop_sequence: null,
+            usage: { input_tokens: usage.input_tokens, output_tokens: 1 },
+          },
+        },
+        'message_start',
+      ),
+      sse(
+        { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_01', name, input: {} } },
+        'content_block_start',
+      ),
+      ...jsonPieces.map((piece) =>
+        sse({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: piece } }, 'content_block_delta'),
+      ),
+      sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop'),
+      sse(
+        { type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: usage.output_tokens } },
+        'message_delta',
+      ),
+      sse({ type: 'message_stop' }, 'message_stop'),
+    ];
+  },
+};
+
+/** Gemini's `:streamGenerateContent?alt=sse`: text parts, or one functionCall part (Gemini sends a call whole); usage on the last chunk. */
+export const geminiStream = {
+  text(pieces: string[], usage = { promptTokenCount: 17, candidatesTokenCount: 5 }): string[] {
+    return pieces.map((piece, index) =>
+      sse({
+        candidates: [
+          {
+            content: { role: 'model', parts: [{ text: piece }] },
+            ...(index === pieces.length - 1 ? { finishReason: 'STOP' } : {}),
+            index: 0,
+          },
+        ],
+        ...(index === pieces.length - 1
+          ? { usageMetadata: { ...usage, totalTokenCount: usage.promptTokenCount + usage.candidatesTokenCount } }
+          : {}),
+        modelVersion: 'gemini-test',
+        responseId: 'gemini-1',
+      }),
+    );
+  },
+  functionCall(name: string, args: unknown, usage = { promptTokenCount: 19, candidatesTokenCount: 6 }): string[] {
+    return [
+      sse({
+        candidates: [{ content: { role: 'model', parts: [{ functionCall: { name, args } }] }, finishReason: 'STOP', index: 0 }],
+        usageMetadata: { ...usage, totalTokenCount: usage.promptTokenCount + usage.candidatesTokenCount },
+        modelVersion: 'gemini-test',
+        responseId: 'gemini-2',
+      }),
+    ];
+  },
+};
+
+/** Mistral's chat completions streaming (OpenAI-like): text deltas, or one tool call sent whole; usage on the last chunk. */
+export const mistralStream = {
+  text(pieces: string[], usage = { prompt_tokens: 15, completion_tokens: 4 }): string[] {
+    const chunk = (delta: unknown, finish: string | null = null, extra = {}) =>
+      sse({
+        id: 'mistral-1',
+        object: 'chat.completion.chunk',
+        created: 1_700_000_000,
+        model: 'mistral-test',
+        choices: [{ index: 0, delta, finish_reason: finish }],
+        ...extra,
+      });
+    return [
+      chunk({ role: 'assistant', content: '' }),
+      ...pieces.map((piece) => chunk({ content: piece })),
+      chunk({ content: '' }, 'stop', { usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } }),
+      sse('[DONE]'),
+    ];
+  },
+  toolCall(name: string, args: string, usage = { prompt_tokens: 16, completion_tokens: 8 }): string[] {
+    const chunk = (delta: unknown, finish: string | null = null, extra = {}) =>
+      sse({
+        id: 'mistral-2',
+        object: 'chat.completion.chunk',
+        created: 1_700_000_000,
+        model: 'mistral-test',
+        choices: [{ index: 0, delta, finish_reason: finish }],
+        ...extra,
+      });
+    return [
+      chunk({ role: 'assistant', content: '' }),
+      chunk({ content: '', tool_calls: [{ id: 'Ab3dE6gH9', function: { name, arguments: args }, index: 0 }] }, 'tool_calls', {
+        usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+      }),
+      sse('[DONE]'),
+    ];
+  },
+};
