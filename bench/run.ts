@@ -1,7 +1,7 @@
 // `npm run bench`: every benchmark against one dev server (and the time-skipping server for the
 // expiry), printed as markdown tables and written to bench/results/ as JSON and markdown.
 // `npm run bench -- --only overhead,history` runs some sections; names: overhead, throughput,
-// history, memory, expiry.
+// history, memory, expiry, peers. `npm run bench -- --peers` runs the peer section alone.
 import os from 'node:os';
 import { pinnedVersion } from '../server/temporal-binaries';
 import { withBenchContext, type BenchContext } from './context';
@@ -10,6 +10,7 @@ import { expirySection } from './sections/expiry';
 import { historySection } from './sections/history';
 import { memorySection } from './sections/memory';
 import { overheadSection } from './sections/overhead';
+import { peersSection } from './sections/peers';
 import { throughputSection } from './sections/throughput';
 
 const SECTIONS: Record<string, (context: BenchContext) => Promise<SectionResult>> = {
@@ -18,9 +19,14 @@ const SECTIONS: Record<string, (context: BenchContext) => Promise<SectionResult>
   history: historySection,
   memory: memorySection,
   expiry: expirySection,
+  peers: peersSection,
 };
 
 function chosenSections(argv: string[]): string[] {
+  if (argv.includes('--peers')) {
+    if (argv.includes('--only')) throw new Error('--peers runs the peer section alone; leave out --only (or use --only peers)');
+    return ['peers'];
+  }
   const index = argv.indexOf('--only');
   if (index < 0) return Object.keys(SECTIONS);
   const names = (argv[index + 1] ?? '').split(',').filter(Boolean);
