@@ -1,4 +1,4 @@
-// Issue 18: the same agent turn (search, read two documents, save a draft, answer) as Tollgate, as
+// The same agent turn (search, read two documents, save a draft, answer) as Tollgate, as
 // Temporal's own AI SDK integration (@temporalio/ai-sdk on AI SDK 7, Node 24, bench/peers/) and as
 // the bare agent loop, against one dev server and one loopback model server that every variant
 // calls over HTTP. Each variant's worker runs in its own process, so its CPU time and memory are
@@ -159,7 +159,7 @@ function eventCount(events: temporal.api.history.v1.IHistoryEvent[], type: tempo
   return events.filter((event) => event.eventType === type).length;
 }
 
-/** The peer section: every figure of issue 18's table for the three variants. */
+/** The peer section: latency, throughput, CPU, history and memory per turn for the three variants, and the goals' ratios. */
 export async function peersSection(context: BenchContext): Promise<SectionResult> {
   const levels = turnsPerLevel();
   const rounds = envNumber('BENCH_PEERS_ROUNDS', 2);
@@ -369,6 +369,7 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
         rounds,
         waitingTurns,
         serverDb: process.env.BENCH_SERVER_DB === 'memory' ? 'in memory' : 'SQLite file',
+        nodes: `Tollgate and the bare loop on Node ${process.version.slice(1)}, @temporalio/ai-sdk on Node ${execFileSync(nodeForPeer, ['--version'], { encoding: 'utf8' }).trim().slice(1)}`,
       }),
       data: { levels, rounds, waitingTurns, concurrency: CONCURRENCY, figures, runs },
     };
@@ -396,7 +397,7 @@ function verdict(ok: boolean): string {
 
 function peerMarkdown(
   figures: Record<PeerVariant, PeerFigures>,
-  { levels, rounds, waitingTurns, serverDb }: { levels: number[]; rounds: number; waitingTurns: number; serverDb: string },
+  { levels, rounds, waitingTurns, serverDb, nodes }: { levels: number[]; rounds: number; waitingTurns: number; serverDb: string; nodes: string },
 ): string {
   const MB = 1024 * 1024;
   const main = table(
@@ -458,7 +459,7 @@ function peerMarkdown(
     '',
     `Turns per run at 1 / 10 / 100 in flight: ${levels.join(' / ')} per variant, in ${rounds} alternating rounds (BENCH_PEERS_TURNS, BENCH_PEERS_ROUNDS); ` +
       `latency and history from the turns at 1 in flight; memory with ${waitingTurns} turns waiting (BENCH_PEERS_WAITING), scaled to 1,000. ` +
-      `Dev server: ${serverDb}. Every turn plays the loopback model server's plan over HTTP (search, read two documents, save a draft, answer: ` +
+      `Dev server: ${serverDb}; ${nodes}. Every turn plays the loopback model server's plan over HTTP (search, read two documents, save a draft, answer: ` +
       'four model steps, four tool calls) with the same handlers. Waiting: Tollgate on the approval of an irreversible send after its draft; ' +
       '@temporalio/ai-sdk and the bare loop on a signal before their write.',
   ].join('\n');
