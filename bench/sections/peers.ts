@@ -309,7 +309,13 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
             ? (await client.workflow.count(`TaskQueue = '${queues.tollgate}' AND TollgateAwaitingApproval = true`)).count
             : (
                 await Promise.all(
-                  ids.map((id) => client.workflow.getHandle(id).query<boolean>(variant === 'ai_sdk' ? 'peerWaiting' : 'bareWaitingWrite')),
+                  ids.map((id) =>
+                    // A turn whose first workflow task has not finished yet cannot answer; it is not waiting yet.
+                    client.workflow
+                      .getHandle(id)
+                      .query<boolean>(variant === 'ai_sdk' ? 'peerWaiting' : 'bareWaitingWrite')
+                      .catch(() => false),
+                  ),
                 )
               ).filter(Boolean).length;
         if (count >= waitingTurns) break;
@@ -397,7 +403,13 @@ function verdict(ok: boolean): string {
 
 function peerMarkdown(
   figures: Record<PeerVariant, PeerFigures>,
-  { levels, rounds, waitingTurns, serverDb, nodes }: { levels: number[]; rounds: number; waitingTurns: number; serverDb: string; nodes: string },
+  {
+    levels,
+    rounds,
+    waitingTurns,
+    serverDb,
+    nodes,
+  }: { levels: number[]; rounds: number; waitingTurns: number; serverDb: string; nodes: string },
 ): string {
   const MB = 1024 * 1024;
   const main = table(
