@@ -37,9 +37,9 @@ function envNumber(name: string, fallback: number, min = 1): number {
   return value;
 }
 
-/** Turns per run at 1, 10 and 100 in flight (BENCH_PEERS_TURNS="20,100,300"). */
+/** Turns per run at 1, 10 and 100 in flight (BENCH_PEERS_TURNS="10,60,200"). */
 function turnsPerLevel(): number[] {
-  const raw = process.env.BENCH_PEERS_TURNS ?? '20,100,300';
+  const raw = process.env.BENCH_PEERS_TURNS ?? '10,60,200';
   const values = raw.split(',').map((part) => Number(part.trim()));
   if (values.length !== CONCURRENCY.length || values.some((value) => !Number.isInteger(value) || value < 1)) {
     throw new Error(`BENCH_PEERS_TURNS must be three whole numbers ≥ 1 (turns at 1, 10 and 100 in flight), got "${raw}"`);
@@ -163,7 +163,7 @@ function eventCount(events: temporal.api.history.v1.IHistoryEvent[], type: tempo
 export async function peersSection(context: BenchContext): Promise<SectionResult> {
   const levels = turnsPerLevel();
   const rounds = envNumber('BENCH_PEERS_ROUNDS', 2);
-  const waitingTurns = envNumber('BENCH_PEERS_WAITING', 300);
+  const waitingTurns = envNumber('BENCH_PEERS_WAITING', 200);
   const nodeForPeer = node24();
   const ticks = clockTicks();
   const serverPid = context.server.process.pid;
@@ -469,7 +469,8 @@ function peerMarkdown(
     '',
     goals,
     '',
-    `Turns per run at 1 / 10 / 100 in flight: ${levels.join(' / ')} per variant, in ${rounds} alternating rounds (BENCH_PEERS_TURNS, BENCH_PEERS_ROUNDS); ` +
+    `Turns at 1 / 10 / 100 in flight: ${levels.join(' / ')} per variant, in ${rounds} alternating rounds (BENCH_PEERS_TURNS, BENCH_PEERS_ROUNDS), ` +
+      `so at most ${CONCURRENCY.map((concurrency, index) => Math.min(concurrency, Math.max(1, Math.round(levels[index] / rounds)))).join(' / ')} in flight; ` +
       `latency and history from the turns at 1 in flight; memory with ${waitingTurns} turns waiting (BENCH_PEERS_WAITING), scaled to 1,000. ` +
       `Dev server: ${serverDb}; ${nodes}. Every turn plays the loopback model server's plan over HTTP (search, read two documents, save a draft, answer: ` +
       'four model steps, four tool calls) with the same handlers. Waiting: Tollgate on the approval of an irreversible send after its draft; ' +
