@@ -1,8 +1,15 @@
 // The floor the benchmarks compare Tollgate with: the same handlers as bare Temporal activities.
 import { condition, defineQuery, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
+import type { JSONValue, ModelMessage } from 'ai';
 import type { BareActivities } from './bench-tools';
+import type { PlanModelActivities } from './plan-model';
+import type { GetDocumentArgs, PlanToolActivities, SaveDraftArgs, SearchArgs } from './plan-tools';
 
 const { bareLookup, barePutNote, bareSendNote, bareModelStep } = proxyActivities<BareActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { maximumAttempts: 3 },
+});
+const { planModelStep, planSearch, planGetDocument, planSaveDraft } = proxyActivities<PlanModelActivities & PlanToolActivities>({
   startToCloseTimeout: '10 seconds',
   retry: { maximumAttempts: 3 },
 });
@@ -67,4 +74,69 @@ export async function bareOne(kind: 'read' | 'write' | 'approved'): Promise<void
   if (kind === 'read') await bareLookup('one');
   else if (kind === 'write') await barePutNote('one', 'note');
   else await bareApprovedSends(1);
+}
+
+/** What one bare plan turn is given: the request, its task, and whether its write waits for a go-ahead. */
+export interface BarePlanInput {
+  taskId: string;
+  prompt: string;
+  /** Waits for `bareGoAhead` before the write (the nearest thing to an approval without a boundary). */
+  waitBeforeWrite?: boolean;
+}
+
+/** Whether a bare plan turn waits for its go-ahead before the write. */
+export const bareWaitingWriteQuery = defineQuery<boolean>('bareWaitingWrite');
+/** The go-ahead for the write of a bare plan turn started with `waitBeforeWrite`. */
+export const bareGoAheadSignal = defineSignal('bareGoAhead');
+
+/**
+ * The bare agent loop over the peer benchmark's plan: model step, search, model step, two reads,
+ * model step, write, model step, with the messages kept in the workflow and each step and tool call
+ * one plain activity; no checks, records or approvals.
+ */
+export async function bareAgentPlan(input: BarePlanInput): Promise<{ answer: string; steps: number; toolCalls: number }> {
+  let waiting = false;
+  let goAhead = !input.waitBeforeWrite;
+  setHandler(bareWaitingWriteQuery, () => waiting);
+  setHandler(bareGoAheadSignal, () => {
+    goAhead = true;
+  });
+  const messages: ModelMessage[] = [
+    { role: 'system', content: `Task id: ${input.taskId}` },
+    { role: 'user', content: input.prompt },
+  ];
+  let toolCalls = 0;
+  for (let step = 1; step <= 8; step++) {
+    const reply = await planModelStep(messages);
+    if (reply.toolCalls.length === 0) return { answer: reply.text, steps: step, toolCalls };
+    messages.push({
+      role: 'assistant',
+      content: [
+        ...(reply.text ? [{ type: 'text' as const, text: reply.text }] : []),
+        ...reply.toolCalls.map((call) => ({ type: 'tool-call' as const, ...call })),
+      ],
+    });
+    const results = await Promise.all(
+      reply.toolCalls.map(async (call) => {
+        toolCalls++;
+        if (call.toolName === 'search_local_sources') return planSearch(call.input as SearchArgs);
+        if (call.toolName === 'get_document') return planGetDocument(call.input as GetDocumentArgs);
+        if (call.toolName !== 'save_draft') return { status: 'error' as const, code: 'unknown_tool', message: `no tool ${call.toolName}` };
+        waiting = !goAhead;
+        await condition(() => goAhead);
+        waiting = false;
+        return planSaveDraft({ taskId: input.taskId, ...(call.input as Omit<SaveDraftArgs, 'taskId'>) });
+      }),
+    );
+    messages.push({
+      role: 'tool',
+      content: reply.toolCalls.map((call, index) => ({
+        type: 'tool-result' as const,
+        toolCallId: call.toolCallId,
+        toolName: call.toolName,
+        output: { type: 'json' as const, value: results[index] as JSONValue },
+      })),
+    });
+  }
+  return { answer: '', steps: 8, toolCalls };
 }

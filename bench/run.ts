@@ -1,8 +1,9 @@
 // `npm run bench`: every benchmark against one dev server (and the time-skipping server for the
 // expiry), printed as markdown tables and written to bench/results/ as JSON and markdown.
 // `npm run bench -- --only overhead,history` runs some sections; names: overhead, throughput,
-// history, memory, expiry. `npm run bench -- --search` runs only the search benchmark, which needs
+// history, memory, expiry, peers. `npm run bench -- --search` runs only the search benchmark, which needs
 // no Temporal server: retrieval quality and cost of the read tools' index over the Node.js docs.
+// `npm run bench -- --peers` runs the peer section alone.
 import os from 'node:os';
 import { pinnedVersion } from '../server/temporal-binaries';
 import { withBenchContext, type BenchContext } from './context';
@@ -12,6 +13,7 @@ import { historySection } from './sections/history';
 import { memorySection } from './sections/memory';
 import { overheadSection } from './sections/overhead';
 import { searchSection } from './sections/search';
+import { peersSection } from './sections/peers';
 import { throughputSection } from './sections/throughput';
 
 const SECTIONS: Record<string, (context: BenchContext) => Promise<SectionResult>> = {
@@ -20,9 +22,14 @@ const SECTIONS: Record<string, (context: BenchContext) => Promise<SectionResult>
   history: historySection,
   memory: memorySection,
   expiry: expirySection,
+  peers: peersSection,
 };
 
 function chosenSections(argv: string[]): string[] {
+  if (argv.includes('--peers')) {
+    if (argv.includes('--only')) throw new Error('--peers runs the peer section alone; leave out --only (or use --only peers)');
+    return ['peers'];
+  }
   const index = argv.indexOf('--only');
   if (index < 0) return Object.keys(SECTIONS);
   const names = (argv[index + 1] ?? '').split(',').filter(Boolean);

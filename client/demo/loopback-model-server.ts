@@ -51,7 +51,8 @@ export interface LoopbackModelServer {
 /**
  * An OpenAI-compatible chat-completions server on 127.0.0.1 whose "model" is the embedded scripted
  * plan: it lets a turn run through the real `openai-compatible` provider, its HTTP requests and its
- * streamed answers, without a model or a network. Text streams word by word, `delayMs` apart.
+ * streamed answers, without a model or a network. Text streams word by word, `delayMs` apart; a
+ * request with `stream` not true gets the whole reply as one chat completion.
  */
 export async function startLoopbackModelServer({ delayMs = 20 }: { delayMs?: number } = {}): Promise<LoopbackModelServer> {
   const server = http.createServer((request, response) => {
@@ -64,7 +65,7 @@ export async function startLoopbackModelServer({ delayMs = 20 }: { delayMs?: num
           .end(JSON.stringify({ error: { message: `no route ${request.method} ${request.url}` } }));
         return;
       }
-      let body: { model?: string; messages?: ChatMessage[]; tools?: Array<{ function: { name: string } }> };
+      let body: { model?: string; stream?: boolean; messages?: ChatMessage[]; tools?: Array<{ function: { name: string } }> };
       try {
         body = JSON.parse(raw);
       } catch {
@@ -79,6 +80,34 @@ export async function startLoopbackModelServer({ delayMs = 20 }: { delayMs?: num
         messages: turn,
         availableTools: (body.tools ?? []).map((tool) => tool.function.name),
       });
+      const promptTokens = words(raw);
+      const completionTokens = words(reply.text ?? '') + words(JSON.stringify(reply.toolCalls));
+      const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+      const toolCalls = reply.toolCalls.map((call, index) => ({
+        id: `call_${Date.now()}_${index}`,
+        type: 'function',
+        function: { name: call.tool, arguments: JSON.stringify(call.args ?? {}) },
+      }));
+      const finishReason = reply.toolCalls.length > 0 ? 'tool_calls' : 'stop';
+      if (body.stream !== true) {
+        response.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            id: `chatcmpl-${Date.now()}`,
+            object: 'chat.completion',
+            created: Math.floor(Date.now() / 1000),
+            model: body.model ?? 'scripted',
+            choices: [
+              {
+                index: 0,
+                message: { role: 'assistant', content: reply.text ?? null, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) },
+                finish_reason: finishReason,
+              },
+            ],
+            usage,
+          }),
+        );
+        return;
+      }
       const base = {
         id: `chatcmpl-${Date.now()}`,
         object: 'chat.completion.chunk',
@@ -92,35 +121,11 @@ export async function startLoopbackModelServer({ delayMs = 20 }: { delayMs?: num
         await new Promise((resolve) => setTimeout(resolve, delayMs));
         send({ ...base, choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] });
       }
-      reply.toolCalls.forEach((call, index) =>
-        send({
-          ...base,
-          choices: [
-            {
-              index: 0,
-              delta: {
-                tool_calls: [
-                  {
-                    index,
-                    id: `call_${Date.now()}_${index}`,
-                    type: 'function',
-                    function: { name: call.tool, arguments: JSON.stringify(call.args ?? {}) },
-                  },
-                ],
-              },
-              finish_reason: null,
-            },
-          ],
-        }),
+      toolCalls.forEach((call, index) =>
+        send({ ...base, choices: [{ index: 0, delta: { tool_calls: [{ index, ...call }] }, finish_reason: null }] }),
       );
-      send({ ...base, choices: [{ index: 0, delta: {}, finish_reason: reply.toolCalls.length > 0 ? 'tool_calls' : 'stop' }] });
-      const promptTokens = words(raw);
-      const completionTokens = words(reply.text ?? '') + words(JSON.stringify(reply.toolCalls));
-      send({
-        ...base,
-        choices: [],
-        usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
-      });
+      send({ ...base, choices: [{ index: 0, delta: {}, finish_reason: finishReason }] });
+      send({ ...base, choices: [], usage });
       send('[DONE]');
       response.end();
     });

