@@ -1,4 +1,4 @@
-// Testing your own tools with the testing kit: a reversible and an irreversible write, turns on the
+// Testing your own tools with the testing kit: reversible and irreversible writes, turns on the
 // time-skipping server, real handler executions counted. In your project the imports are
 // 'tollgate' and 'tollgate/testing'; run `npx tollgate setup` once to install the server binaries.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,7 +7,15 @@ import { defineTool, ToolError } from '../index';
 import { createTestEnvironment, script, type TestEnvironment } from '../testing';
 
 /** The remote system your tools talk to: seats held per idempotency key, cards charged. */
-const remote = { holds: new Map<string, string>(), charges: [] as number[], failNextHolds: 0 };
+const remote = {
+  holds: new Map<string, string>(),
+  charges: [] as number[],
+  failNextHolds: 0,
+  rooms: new Map<string, string>(),
+  /** The next booking is made, but its answer is lost and the hotel's ledger stops answering. */
+  loseNextBookingAnswer: false,
+  ledgerDown: false,
+};
 
 /** A reversible write: holding a seat can be looked up by its idempotency key, so a retry is safe. */
 const holdSeat = defineTool({
@@ -36,9 +44,31 @@ const chargeCard = defineTool({
   },
 });
 
+/** A reversible write whose status check may not be able to tell: then a person says what happened. */
+const bookRoom = defineTool({
+  name: 'book_room',
+  description: 'Books a hotel room.',
+  input: z.strictObject({ hotel: z.string() }),
+  effect: 'reversible_write',
+  maxAttempts: 3,
+  status: (_args, { idempotencyKey }) => {
+    if (remote.ledgerDown) return 'unknown';
+    return remote.rooms.has(idempotencyKey) ? { state: 'applied', data: 'booked' } : 'not_applied';
+  },
+  handler: ({ hotel }, { idempotencyKey }) => {
+    remote.rooms.set(idempotencyKey!, hotel);
+    if (remote.loseNextBookingAnswer) {
+      remote.loseNextBookingAnswer = false;
+      remote.ledgerDown = true;
+      throw new ToolError('the connection broke after the booking was sent', 'transient_failure');
+    }
+    return 'booked';
+  },
+});
+
 let kit: TestEnvironment;
 beforeAll(async () => {
-  kit = await createTestEnvironment({ tools: [holdSeat, chargeCard] });
+  kit = await createTestEnvironment({ tools: [holdSeat, chargeCard, bookRoom] });
 });
 afterAll(() => kit?.teardown());
 
@@ -70,6 +100,29 @@ describe('my booking tools', () => {
     await kit.deny(turn);
     expect((await turn.result()).toolCalls).toEqual([expect.objectContaining({ status: 'denied', attempts: 0 })]);
     expect(kit.executions('charge_card')).toBe(before);
+  });
+
+  it('resumes a model stream cut after 3 chunks only when a person says so: one request before, two after', async () => {
+    const turn = await kit.startTurn('greet', [script.cutAfter(3), script.text('Hello again.')]);
+    const waiting = await kit.pendingResume(turn);
+    expect(waiting).toMatchObject({ step: 0, chunks: 3 });
+    await kit.resume(turn, 'retry');
+    const result = await turn.result();
+    expect(result).toMatchObject({ status: 'completed', answer: 'Hello again.' });
+    expect(result.modelInterruptions).toEqual([expect.objectContaining({ step: 0, decision: 'retry' })]);
+  });
+
+  it('asks a person when nobody can tell whether a booking happened, and takes their word: 1 execution, booked once', async () => {
+    remote.loseNextBookingAnswer = true;
+    const before = kit.executions('book_room');
+    const turn = await kit.startTurn('book', [script.toolCall('book_room', { hotel: 'Alpenhof' }), script.text('Booked.')]);
+    const waiting = await kit.pendingResolution(turn);
+    expect(waiting).toMatchObject({ tool: 'book_room', args: { hotel: 'Alpenhof' } });
+    remote.ledgerDown = false;
+    await kit.resolve(turn, 'applied', { note: 'found in the hotel system' });
+    const result = await turn.result();
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'book_room', status: 'success', attempts: 1 })]);
+    expect([kit.executions('book_room') - before, remote.rooms.size]).toEqual([1, 1]);
   });
 
   it('lets an approval expire after 24 hours of server time, in well under a second of real time', async () => {

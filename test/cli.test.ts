@@ -1,6 +1,6 @@
 import type { TollgateWorker } from '../worker/create-worker';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -165,19 +165,25 @@ describe('the tollgate CLI', () => {
       }, `the ${kind} in the inbox`);
     const approval = await waiting('approval');
     const edited = { ...approval.args, to: 'team-list' };
-    // Another call holds the edited intent in flight, so nobody can tell whether that message went out.
+    // Another call holds the edited intent (started, never committed) and left a cut-off message in the
+    // outbox, so nobody can tell whether that message went out: the status check finds a broken file.
     const send = sendMessageTool({ workspace: config.workspace });
     const store = openSqliteStore(config.store.sqliteFile);
+    const key = intentKey(send, edited, 'cli-5');
     await store.claim({
-      key: intentKey(send, edited, 'cli-5'),
+      key,
       taskId: 'cli-5',
       tool: 'send_message',
       callId: 'call-elsewhere',
       argsDigest: argsDigest(edited),
       effect: 'irreversible_write',
-      leaseMs: 600_000,
+      leaseMs: 1_000,
     });
     await store.close();
+    const outbox = path.join(config.workspace, 'outbox', 'cli-5');
+    mkdirSync(outbox, { recursive: true });
+    const cutOff = path.join(outbox, `${key}.json`);
+    writeFileSync(cutOff, '{"to":"team-li');
 
     const badJson = await tollgate(['approve', workflowId, approval.callId, '--args', '{to:']);
     expect(badJson.code).toBe(1);
@@ -205,11 +211,11 @@ describe('the tollgate CLI', () => {
     expect(resolved.code).toBe(0);
     expect(resolved.stdout).toContain(`Resolved ${approval.callId} of ${workflowId} as not_applied.`);
 
-    // Back to waiting for approval: it runs only once a person approves again.
+    // Back to waiting for approval: it runs only once a person approves again (after clearing the cut-off file).
     await waiting('approval');
-    const outbox = path.join(config.workspace, 'outbox', 'cli-5');
     const messages = () => (existsSync(outbox) ? readdirSync(outbox).filter((name) => name.endsWith('.json')) : []);
-    expect(messages()).toEqual([]);
+    expect(messages()).toEqual([`${key}.json`]);
+    rmSync(cutOff);
     expect((await tollgate(['approve', workflowId, approval.callId, '--args', JSON.stringify(edited)])).code).toBe(0);
     const result = JSON.parse((await tollgate(['--json', 'follow', workflowId])).stdout) as AgentTurnResult;
     expect(result.status).toBe('completed');

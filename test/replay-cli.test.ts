@@ -59,11 +59,12 @@ describe('tollgate replay', () => {
     async () => {
       cpSync(path.join(PROJECT_ROOT, 'workflows'), changed, { recursive: true });
       const turnFile = path.join(changed, 'agent-turn.ts');
-      const settings = '  const { limits, requireDigest, signing } = await settingsFor(input.limits);\n';
       const source = readFileSync(turnFile, 'utf8');
-      expect(source).toContain(settings);
+      // The line that reads the turn's settings, whatever it destructures: the change puts a model step before it.
+      const settings = /^ {2}const \{ limits, [^\n]*\} = await settingsFor\(input\.limits\);\n/m.exec(source)?.[0];
+      expect(settings, 'the settings line of workflows/agent-turn.ts').toBeDefined();
       const early = "  await modelStep({ taskId: input.taskId, step: 0, messages: [{ role: 'user', content: input.prompt }] });\n";
-      writeFileSync(turnFile, source.replace(settings, early + settings));
+      writeFileSync(turnFile, source.replace(settings!, early + settings!));
       const { code, stdout } = await tollgate(['replay', '--workflows', changed, RECORDED_HISTORY]);
       expect(stdout).toMatch(new RegExp(`^BREAKS +${RECORDED_HISTORY.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(.+\\): .*modelStep`, 'm'));
       expect(stdout).toContain('1 history(ies) replayed: 0 replay, 1 would break.');

@@ -31,9 +31,15 @@ describe('the testing kit', () => {
       script.malformedToolCall('echo'),
       script.text('Done.'),
     ]);
+    // The cut stream waits for a person (model.onInterruptedStream: ask); the test gives the decision one would give.
+    const waiting = await kit.pendingResume(turn);
+    expect(waiting).toMatchObject({ step: 1, chunks: 2 });
+    expect(await kit.resume(turn, 'retry')).toMatchObject({ step: 1, decision: 'retry', accepted: true });
     const result = await turn.result();
     expect(result).toMatchObject({ status: 'completed', answer: 'Done.' });
-    expect(result.modelInterruptions).toEqual([expect.objectContaining({ message: expect.stringContaining('after 2 chunks') })]);
+    expect(result.modelInterruptions).toEqual([
+      expect.objectContaining({ message: expect.stringContaining('after 2 chunks'), decision: 'retry' }),
+    ]);
     expect(result.toolCalls.map((event) => [event.tool, event.status, event.code ?? null, event.attempts])).toEqual([
       ['echo', 'success', null, 1],
       ['echo', 'error', 'invalid_arguments', 0],

@@ -6,12 +6,23 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { openConfiguredStore } from '../activities/intents/open-store';
 import { toMilliseconds, type Duration } from '../common/duration';
-import type { AgentTurnResult, DecisionReceipt, PendingApproval, TurnLimits, TurnState } from '../common/types';
+import type {
+  AgentTurnResult,
+  DecisionReceipt,
+  PendingApproval,
+  PendingResolution,
+  PendingResume,
+  ResolutionDecision,
+  ResolutionReceipt,
+  ResumeReceipt,
+  TurnLimits,
+  TurnState,
+} from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import type { ToolDefinition } from '../tools/define-tool';
 import { argsDigest } from '../tools/canonical-json';
 import { createWorker } from '../worker/create-worker';
-import { decideUpdate, stateQuery } from '../workflows/messages';
+import { decideUpdate, resolveUpdate, resumeUpdate, stateQuery } from '../workflows/messages';
 import { testConfig } from './config';
 import { FAKE_PROVIDER_QUEUE_HEADER, startFakeProvider, type FakeProvider } from './fake-provider';
 import { checkScript, replyFor, type ScriptStep } from './script';
@@ -66,7 +77,7 @@ export interface KitDecisionOptions {
 
 /** Options of a resolution of an unknown outcome. */
 export interface KitResolveOptions {
-  /** Default: the digest of the arguments the script gave the call. */
+  /** Default: the digest of the arguments as the waiting call shows them (`pendingResolutions`). */
   argsDigest?: string;
   resolver?: string;
   note?: string;
@@ -92,9 +103,17 @@ export interface TestEnvironment {
    * Resolves a write whose outcome is unknown (`callId` default: the one such call) with the
    * `resolve` update: `applied` or `not_applied`, as a person who checked the remote system says.
    */
-  resolve(turn: TestTurn, outcome: 'applied' | 'not_applied', options?: KitResolveOptions & { callId?: string }): Promise<unknown>;
-  /** Decides on a model stream cut after chunks went out (`step` default: the latest cut) with the `resume` update. */
-  resume(turn: TestTurn, decision: 'retry' | 'stop', options?: { step?: number }): Promise<unknown>;
+  resolve(
+    turn: TestTurn,
+    outcome: 'applied' | 'not_applied',
+    options?: KitResolveOptions & { callId?: string },
+  ): Promise<ResolutionReceipt>;
+  /** Waits until `callId` (default: any call) waits for a resolution (its outcome unknown), and returns it. */
+  pendingResolution(turn: TestTurn, callId?: string): Promise<PendingResolution>;
+  /** Waits until a model step whose stream was cut after chunks went out waits for a `resume` decision, and returns it. */
+  pendingResume(turn: TestTurn): Promise<PendingResume>;
+  /** Decides on a model stream cut after chunks went out (`step` default: the one waiting) with the `resume` update. */
+  resume(turn: TestTurn, decision: 'retry' | 'stop', options?: { step?: number }): Promise<ResumeReceipt>;
   /** Moves the server's clock forward by `duration` (time-skipping mode only). */
   skip(duration: Duration): Promise<void>;
   /** The turn's `state` query. */
@@ -297,12 +316,16 @@ function kitEnvironment({
     });
   };
 
-  const scriptedArgs = (turn: TestTurn, state: TurnState, callId: string): unknown => {
-    const index = state.toolCalls.findIndex((event) => event.callId === callId);
-    const calls = turn.steps.filter((step) => step.kind === 'toolCall' || step.kind === 'malformedToolCall');
-    const step = calls[index];
-    if (index === -1 || !step) throw new Error(`resolve: turn ${turn.workflowId} has no call ${callId}; pass argsDigest`);
-    return step.kind === 'toolCall' ? (step.args ?? {}) : step.json;
+  const pendingResolution = async (turn: TestTurn, callId?: string) => {
+    const matches = (pending: PendingResolution) => callId === undefined || pending.callId === callId;
+    const state = await waitForState(turn.handle, (current) => (current.pendingResolutions ?? []).some(matches));
+    const waiting = (state.pendingResolutions ?? []).filter(matches);
+    if (waiting.length > 1) {
+      throw new Error(
+        `${waiting.length} calls wait for a resolution (${waiting.map((pending) => pending.callId).join(', ')}); name the callId`,
+      );
+    }
+    return waiting[0];
   };
 
   return {
@@ -313,24 +336,27 @@ function kitEnvironment({
     pendingApproval,
     approve: (turn, callId, options) => decide(turn, 'approve', callId, options),
     deny: (turn, callId, options) => decide(turn, 'deny', callId, options),
+    pendingResolution,
     resolve: async (turn, outcome, options = {}) => {
       if (outcome !== 'applied' && outcome !== 'not_applied') {
         throw new Error(`resolve: outcome must be 'applied' or 'not_applied', got ${JSON.stringify(outcome)}`);
       }
-      const state = await turn.handle.query(stateQuery);
-      const unknown = state.toolCalls.filter((event) => event.code === 'outcome_unknown');
-      const callId = options.callId ?? (unknown.length === 1 ? unknown[0].callId : undefined);
-      if (!callId) throw new Error(`resolve: ${unknown.length} calls of turn ${turn.workflowId} have an unknown outcome; name the callId`);
-      const digest = options.argsDigest ?? argsDigest(scriptedArgs(turn, state, callId));
-      const resolution = { callId, outcome, argsDigest: digest, resolver: options.resolver ?? 'test', note: options.note };
-      return turn.handle.executeUpdate('resolve', { args: [resolution] });
+      const pending = await pendingResolution(turn, options.callId);
+      const resolution: ResolutionDecision = {
+        callId: pending.callId,
+        outcome,
+        argsDigest: options.argsDigest ?? pending.shownDigest ?? pending.argsDigest,
+        resolver: options.resolver ?? 'test',
+        ...(options.note ? { note: options.note } : {}),
+      };
+      return turn.handle.executeUpdate(resolveUpdate, { args: [resolution] });
     },
+    pendingResume: async (turn) => (await waitForState(turn.handle, (current) => current.pendingResume !== undefined)).pendingResume!,
     resume: async (turn, decision, options = {}) => {
       if (decision !== 'retry' && decision !== 'stop')
         throw new Error(`resume: decision must be 'retry' or 'stop', got ${JSON.stringify(decision)}`);
-      const step = options.step ?? (await turn.handle.query(stateQuery)).modelInterruptions.at(-1)?.step;
-      if (step === undefined) throw new Error(`resume: no model stream of turn ${turn.workflowId} was cut; pass the step`);
-      return turn.handle.executeUpdate('resume', { args: [{ step, decision }] });
+      const step = options.step ?? (await waitForState(turn.handle, (current) => current.pendingResume !== undefined)).pendingResume!.step;
+      return turn.handle.executeUpdate(resumeUpdate, { args: [{ step, decision, by: 'test' }] });
     },
     skip: async (duration) => {
       if (mode !== 'time-skipping') throw new Error("skip: the server's clock can only be moved in mode 'time-skipping'");

@@ -46,6 +46,8 @@ export interface LoopbackModelServer {
   /** The base URL an `openai-compatible` model entry points at. */
   baseURL: string;
   close(): Promise<void>;
+  /** Text chunks streamed so far, over every request (one per word). */
+  readonly chunksSent: number;
 }
 
 /**
@@ -55,6 +57,7 @@ export interface LoopbackModelServer {
  * request with `stream` not true gets the whole reply as one chat completion.
  */
 export async function startLoopbackModelServer({ delayMs = 20 }: { delayMs?: number } = {}): Promise<LoopbackModelServer> {
+  let chunksSent = 0;
   const server = http.createServer((request, response) => {
     let raw = '';
     request.on('data', (chunk) => (raw += chunk));
@@ -120,6 +123,7 @@ export async function startLoopbackModelServer({ delayMs = 20 }: { delayMs?: num
       for (const piece of reply.text?.match(/\S+\s*|\s+/g) ?? []) {
         await new Promise((resolve) => setTimeout(resolve, delayMs));
         send({ ...base, choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] });
+        chunksSent++;
       }
       toolCalls.forEach((call, index) =>
         send({ ...base, choices: [{ index: 0, delta: { tool_calls: [{ index, ...call }] }, finish_reason: null }] }),
@@ -133,6 +137,9 @@ export async function startLoopbackModelServer({ delayMs = 20 }: { delayMs?: num
   const listener = await listenOnLoopback(server);
   return {
     baseURL: `http://127.0.0.1:${listener.port}/v1`,
+    get chunksSent() {
+      return chunksSent;
+    },
     close: listener.close,
   };
 }

@@ -180,7 +180,10 @@ describe('a PostgreSQL outage', () => {
     const taskQueue = `postgres-outage-${randomUUID()}`;
     // Task ids unique to this run: the shared store keeps the intents of earlier runs.
     const taskPrefix = `outage-${Date.now().toString(36)}`;
-    const base = testConfig({ retry: { initialInterval: '100ms', maximumInterval: '1s' } });
+    // What this test checks is that no write the store could not record is guessed at: with
+    // `outcomes.onUnknown: report` the model is told `outcome_unknown` at once, as the turns here
+    // have nobody to resolve them (under the default `ask` each would wait 24 h for a person).
+    const base = testConfig({ retry: { initialInterval: '100ms', maximumInterval: '1s' }, outcomes: { onUnknown: 'report' } });
     const config: TollgateConfig = { ...base, temporal: { ...base.temporal, taskQueue } };
     const draftWrites = new Map<string, number>();
     const tools = builtInTools(config).map((tool): ToolDefinition => {

@@ -149,7 +149,10 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
   it('reports a write whose connection dropped mid-call as outcome_unknown, 1 execution, and serves the next call', async () => {
     const tools = await fixtureTools({ trustAnnotations: true });
     fixture.plan('record_note', 'crash');
-    const { result } = await runTurn({ tools, input: { prompt: 'x', model: scripted([note, lookup, done]) }, interact: approveFirst });
+    // Nobody is there to say whether the note was recorded: the turn reports it (outcomes.onUnknown: report).
+    const config = testConfig({ retry: { initialInterval: '100ms', maximumInterval: '1s' }, outcomes: { onUnknown: 'report' } });
+    const input = { prompt: 'x', model: scripted([note, lookup, done]) };
+    const { result } = await runTurn({ tools, config, input, interact: approveFirst });
     expect(result.toolCalls.map((event) => [event.tool, event.status, event.code, event.attempts])).toEqual([
       ['shop__record_note', 'error', 'outcome_unknown', 1],
       ['shop__lookup_order', 'success', undefined, 1],

@@ -32,7 +32,8 @@ const taskQueue = `metrics-${randomUUID()}`;
 
 /** A config whose worker serves /metrics on the given port. */
 function configOn(port: number): TollgateConfig {
-  const base = testConfig({ telemetry: { prometheus: { host: '127.0.0.1', port } } });
+  // The known set includes a write whose outcome stays unknown: nobody resolves it here, so it is reported at once.
+  const base = testConfig({ telemetry: { prometheus: { host: '127.0.0.1', port } }, outcomes: { onUnknown: 'report' } });
   return { ...base, temporal: { ...base.temporal, taskQueue } };
 }
 
