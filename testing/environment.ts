@@ -20,7 +20,6 @@ import type {
 } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import type { ToolDefinition } from '../tools/define-tool';
-import { argsDigest } from '../tools/canonical-json';
 import { createWorker } from '../worker/create-worker';
 import { decideUpdate, resolveUpdate, resumeUpdate, stateQuery } from '../workflows/messages';
 import { testConfig } from './config';
