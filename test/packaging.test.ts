@@ -17,7 +17,10 @@ const ownPackage = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json
 async function run(command: string, args: string[], cwd: string): Promise<{ stdout: string; ms: number }> {
   const started = Date.now();
   try {
-    const { stdout } = await promisify(execFile)(command, args, { cwd, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, CI: '1' } });
+    // Native addons (better-sqlite3) are built against the headers of the Node.js that runs the
+    // tests, whatever an npmrc of the machine names.
+    const env = { ...process.env, CI: '1', npm_config_nodedir: path.dirname(path.dirname(process.execPath)) };
+    const { stdout } = await promisify(execFile)(command, args, { cwd, maxBuffer: 64 * 1024 * 1024, env });
     return { stdout, ms: Date.now() - started };
   } catch (error) {
     const failed = error as { stdout?: string; stderr?: string; message: string };
