@@ -2,7 +2,9 @@
 // baseline: every document scanned with one regular expression per query word (cut to a crude
 // stem), ranked by match counts, a title match counting three. Words mode only; the code as it was.
 import type { CorpusDocument } from '../tools/corpus';
-import type { MatchCount, MatchTarget } from '../tools/built-in/regex-search-worker';
+import type { MatchCount } from '../tools/built-in/regex-search-worker';
+// The two helpers the search kept unchanged from this algorithm are shared, not copied.
+import { countMatches, snippetAround } from '../tools/built-in/search-local-sources';
 
 const STOP_WORDS = new Set([
   'a',
@@ -57,22 +59,6 @@ export function wordStem(word: string): string {
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-function snippetAround(content: string, index: number): string {
-  const start = Math.max(0, index - 60);
-  const text = content
-    .slice(start, start + 160)
-    .replace(/\s+/g, ' ')
-    .trim();
-  return `${start > 0 ? '…' : ''}${text}${start + 160 < content.length ? '…' : ''}`;
-}
-
-/** Counts the matches of a pattern on this thread: only for patterns built here, which run in linear time. */
-export function countMatches(pattern: RegExp, { title, content }: MatchTarget): MatchCount {
-  const global = new RegExp(pattern.source, 'gi');
-  const inContent = [...content.matchAll(global)];
-  return { inTitle: title.match(global)?.length ?? 0, inContent: inContent.length, firstIndex: inContent[0]?.index ?? -1 };
 }
 
 function scoreCounts(counts: MatchCount[]): { score: number; firstIndex: number } {

@@ -8,6 +8,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { SignalDefinition, UpdateDefinition } from '@temporalio/common';
 import type { Activities } from '../activities';
 import {
   MODEL_FAILURES,
@@ -122,6 +123,41 @@ function streamProgress(error: unknown): StreamProgress {
   const details = error instanceof ActivityFailure && error.cause instanceof ApplicationFailure ? error.cause.details?.[0] : undefined;
   const { chunks, text } = (details ?? {}) as Partial<StreamProgress>;
   return { chunks: typeof chunks === 'number' ? chunks : 0, text: typeof text === 'string' ? text : '' };
+}
+
+/** What judges and takes one kind of a person's decision (a resolution, a resume decision). */
+interface DecisionBook<D> {
+  judge(decision: unknown): string | undefined;
+  offer(decision: D): unknown;
+  accept(decision: D): void;
+}
+
+/**
+ * Takes one kind of decision by signal and by update: the signal records an invalid one as
+ * rejected, the update's validator refuses it to its caller and leaves no event.
+ */
+function takeDecisions<D, R>(
+  signal: SignalDefinition<[D]>,
+  update: UpdateDefinition<R, [D]>,
+  book: DecisionBook<D>,
+  receipt: (decision: D) => R,
+): void {
+  setHandler(signal, (decision) => {
+    book.offer(decision);
+  });
+  setHandler(
+    update,
+    (decision) => {
+      book.accept(decision);
+      return receipt(decision);
+    },
+    {
+      validator: (decision) => {
+        const why = book.judge(decision);
+        if (why) throw new Error(why);
+      },
+    },
+  );
 }
 
 /** Why a model step failed for good; an invalid model fails the workflow instead (the caller's mistake). */
@@ -244,37 +280,8 @@ async function runTurn(input: AgentTurnInput, telemetry: TurnTelemetry): Promise
   );
 
   const resolutions = new ResolutionBook(state, approvals);
-  setHandler(resolveSignal, (resolution) => {
-    resolutions.offer(resolution);
-  });
-  setHandler(
-    resolveUpdate,
-    (resolution) => {
-      resolutions.accept(resolution);
-      return { callId: resolution.callId, outcome: resolution.outcome, accepted: true as const };
-    },
-    {
-      validator: (resolution) => {
-        const why = resolutions.judge(resolution);
-        if (why) throw new Error(why);
-      },
-    },
-  );
-
-  setHandler(resumeSignal, (decision) => resumes.offer(decision));
-  setHandler(
-    resumeUpdate,
-    (decision) => {
-      resumes.accept(decision);
-      return { step: decision.step, decision: decision.decision, accepted: true as const };
-    },
-    {
-      validator: (decision) => {
-        const why = resumes.judge(decision);
-        if (why) throw new Error(why);
-      },
-    },
-  );
+  takeDecisions(resolveSignal, resolveUpdate, resolutions, ({ callId, outcome }) => ({ callId, outcome, accepted: true as const }));
+  takeDecisions(resumeSignal, resumeUpdate, resumes, ({ step, decision }) => ({ step, decision, accepted: true as const }));
 
   const keepsBudget = patched(TOKEN_BUDGET_PATCH);
   const { limits, requireDigest, signing, streams, metrics, outcomes } = await settingsFor(input.limits);

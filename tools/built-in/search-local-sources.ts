@@ -48,7 +48,8 @@ export interface SearchAnswer {
   scanned?: { documents: number; of: number };
 }
 
-function snippetAround(content: string, index: number): string {
+/** About 160 characters of `content` around `index`, on one line, with an ellipsis where it was cut. */
+export function snippetAround(content: string, index: number): string {
   const start = Math.max(0, index - 60);
   const text = content
     .slice(start, start + 160)
