@@ -4,6 +4,7 @@
 // section of `npm run bench`; answers "cpu" over IPC with its CPU time, and "measure" with its CPU
 // time, RSS and heap after a garbage collection.
 // Usage: node --expose-gc --import tsx worker.ts '{"address","taskQueue","baseURL","corpus","workspace"}'
+import './own-native-addons';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { AiSdkPlugin } from '@temporalio/ai-sdk';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';

@@ -153,6 +153,39 @@ interface HistoryFigures {
   bytes: number;
   activities: number;
   workflowTasks: number;
+  /** Encoded bytes per kind of event (an activity's events by its type, a marker by its name). */
+  parts: Record<string, number>;
+}
+
+/** The kind an event is counted under in the history breakdown: its type, with the activity or marker it belongs to. */
+function eventKind(event: temporal.api.history.v1.IHistoryEvent, activityOf: Map<string, string>): string {
+  const type = temporal.api.enums.v1.EventType[event.eventType ?? 0].replace(/^EVENT_TYPE_/, '').toLowerCase();
+  const scheduled = event.activityTaskScheduledEventAttributes;
+  if (scheduled) {
+    activityOf.set(String(event.eventId), scheduled.activityType?.name ?? '?');
+    return `activity ${scheduled.activityType?.name} input`;
+  }
+  const scheduledId =
+    event.activityTaskStartedEventAttributes?.scheduledEventId ??
+    event.activityTaskCompletedEventAttributes?.scheduledEventId ??
+    event.activityTaskFailedEventAttributes?.scheduledEventId;
+  if (scheduledId !== undefined && scheduledId !== null) {
+    const name = activityOf.get(String(scheduledId)) ?? '?';
+    return event.activityTaskCompletedEventAttributes ? `activity ${name} result` : `activity ${name} ${type.replace(/^activity_task_/, '')}`;
+  }
+  if (event.markerRecordedEventAttributes) return `marker ${event.markerRecordedEventAttributes.markerName}`;
+  return type;
+}
+
+/** Encoded bytes of each kind of event in one history. */
+function historyParts(events: temporal.api.history.v1.IHistoryEvent[]): Record<string, number> {
+  const parts: Record<string, number> = {};
+  const activityOf = new Map<string, string>();
+  for (const event of events) {
+    const kind = eventKind(event, activityOf);
+    parts[kind] = (parts[kind] ?? 0) + temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
+  }
+  return parts;
 }
 
 function eventCount(events: temporal.api.history.v1.IHistoryEvent[], type: temporal.api.enums.v1.EventType): number {
@@ -267,6 +300,7 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
         bytes: description.historySize ?? Number.NaN,
         activities: eventCount(events, types.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED),
         workflowTasks: eventCount(events, types.EVENT_TYPE_WORKFLOW_TASK_COMPLETED),
+        parts: historyParts(events),
       };
     };
 
@@ -362,6 +396,7 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
             historyBytes: mean((entry) => entry.bytes),
             activities: mean((entry) => entry.activities),
             workflowTasks: mean((entry) => entry.workflowTasks),
+            historyParts: sample[0]?.parts ?? {},
             memory: memory[variant],
           },
         ];
@@ -394,7 +429,25 @@ interface PeerFigures {
   historyBytes: number;
   activities: number;
   workflowTasks: number;
+  historyParts: Record<string, number>;
   memory: { baseRss: number; rss: number; perThousandBytes: number; cached?: number };
+}
+
+/** Where each variant's history bytes go: the encoded bytes of one turn's events by kind, largest first. */
+function breakdownTable(figures: Record<PeerVariant, PeerFigures>): string {
+  const kinds = new Map<string, number>();
+  for (const variant of VARIANTS) {
+    for (const [kind, bytes] of Object.entries(figures[variant].historyParts)) kinds.set(kind, (kinds.get(kind) ?? 0) + bytes);
+  }
+  const rows = [...kinds.entries()]
+    .sort((left, right) => right[1] - left[1])
+    .map(([kind]) => [kind, ...VARIANTS.map((variant) => (figures[variant].historyParts[kind] ?? 0).toLocaleString('en-US'))]);
+  const totals = ['all events (encoded)', ...VARIANTS.map((variant) => sumValues(figures[variant].historyParts).toLocaleString('en-US'))];
+  return table(['history bytes of one turn, by event', ...VARIANTS.map((variant) => LABELS[variant])], [...rows, totals]);
+}
+
+function sumValues(record: Record<string, number>): number {
+  return Object.values(record).reduce((sum, value) => sum + value, 0);
 }
 
 function verdict(ok: boolean): string {
@@ -468,6 +521,8 @@ function peerMarkdown(
     main,
     '',
     goals,
+    '',
+    breakdownTable(figures),
     '',
     `Turns at 1 / 10 / 100 in flight: ${levels.join(' / ')} per variant, in ${rounds} alternating rounds (BENCH_PEERS_TURNS, BENCH_PEERS_ROUNDS), ` +
       `so at most ${CONCURRENCY.map((concurrency, index) => Math.min(concurrency, Math.max(1, Math.round(levels[index] / rounds)))).join(' / ')} in flight; ` +
