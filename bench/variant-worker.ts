@@ -18,6 +18,8 @@ export interface VariantReading {
   rssBytes?: number;
   heapUsedBytes?: number;
   cachedWorkflows?: number;
+  /** With "mark": the process's monotonic clock in µs, the clock of its CPU profiles' samples. */
+  monotonicUs?: number;
 }
 
 interface Settings {
@@ -75,6 +77,7 @@ async function main(): Promise<void> {
   const worker = await start(settings, connection);
   process.on('message', (message) => {
     if (message === 'cpu' || message === 'measure') process.send?.(reading(message === 'measure', worker.cached));
+    if (message === 'mark') process.send?.({ ...reading(false, worker.cached), monotonicUs: Number(process.hrtime.bigint() / 1000n) });
   });
   process.on('disconnect', () => worker.shutdown());
   const running = worker.run();

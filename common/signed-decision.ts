@@ -1,9 +1,21 @@
-import { ed25519 } from '@noble/curves/ed25519';
-
 /**
  * Signed decisions (see docs/approvals.md). This module runs in workflow code as well as in
  * clients: pure JavaScript, no Node built-ins, the same answer on every replay.
  */
+
+type Curve = (typeof import('@noble/curves/ed25519'))['ed25519'];
+let loadedCurve: Curve | undefined;
+
+/**
+ * Ed25519, loaded on first use. Each turn evaluates the workflow code's modules anew, and
+ * evaluating the curve's (its field constants) cost every turn CPU time, although most turns
+ * never check a signature.
+ */
+function ed25519(): Curve {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  loadedCurve ??= (require('@noble/curves/ed25519') as typeof import('@noble/curves/ed25519')).ed25519;
+  return loadedCurve;
+}
 
 /** The fields an approver's Ed25519 signature covers; every one is a string. */
 export interface SignedDecisionFields<Verdict extends SignedVerdict = 'approve' | 'deny'> {
@@ -86,12 +98,12 @@ export function bytesBase64(bytes: Uint8Array): string {
 
 /** The Ed25519 signature, in base64, of a decision's fields by a raw 32-byte private key. */
 export function signDecisionFields(fields: SignedDecisionFields<SignedVerdict>, privateKey: Uint8Array): string {
-  return bytesBase64(ed25519.sign(decisionSigningBytes(fields), privateKey));
+  return bytesBase64(ed25519().sign(decisionSigningBytes(fields), privateKey));
 }
 
 /** The raw public key of a raw 32-byte Ed25519 private key. */
 export function publicKeyOf(privateKey: Uint8Array): Uint8Array {
-  return ed25519.getPublicKey(privateKey);
+  return ed25519().getPublicKey(privateKey);
 }
 
 /** What a turn needs to check a signed decision: its approvers' public keys, its id and its clock. */
@@ -121,7 +133,7 @@ const SIGNED_FIELDS_TEXT = '{ callId, decision, argsDigest, approver, signedAt, 
 /** Strict RFC 8032 verification, so that what verifies here verifies with any other Ed25519 library; false on malformed keys. */
 function verifies(signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean {
   try {
-    return ed25519.verify(signature, message, publicKey, { zip215: false });
+    return ed25519().verify(signature, message, publicKey, { zip215: false });
   } catch {
     return false;
   }

@@ -31,6 +31,41 @@ const scriptSchema = z.array(
   ]),
 );
 
+/** How often, at most, the live text goes to the heartbeat after the first chunk (the server receives heartbeats less often still). */
+const LIVE_BEAT_MS = 250;
+
+/**
+ * Paces one activity's heartbeats: `now` beats at once, `soon` beats at most every LIVE_BEAT_MS
+ * (the latest progress, at the end of the interval), `flush` sends what `soon` still holds back.
+ * A stream sends a chunk per token; beating per chunk redacted and encoded the whole text each time.
+ */
+function heartbeatPacer(beat: () => void) {
+  let lastAt = Number.NEGATIVE_INFINITY;
+  let pending: NodeJS.Timeout | undefined;
+  const now = () => {
+    clearTimeout(pending);
+    pending = undefined;
+    lastAt = performance.now();
+    beat();
+  };
+  return {
+    now,
+    soon() {
+      if (pending) return;
+      const wait = lastAt + LIVE_BEAT_MS - performance.now();
+      if (wait <= 0) now();
+      else pending = setTimeout(now, wait);
+    },
+    flush() {
+      if (pending) now();
+    },
+    stop() {
+      clearTimeout(pending);
+      pending = undefined;
+    },
+  };
+}
+
 function nonRetryable(type: string, message: string): ApplicationFailure {
   return ApplicationFailure.create({ type, message, nonRetryable: true });
 }
@@ -157,13 +192,17 @@ export function createModelStep({
     });
     if (span && telemetry.recordContent) span.setAttribute('gen_ai.input.messages', redactor.text(JSON.stringify(input.messages)));
     // The live view reads the heartbeat details: the text is redacted whole first, so no secret is cut in two and kept.
-    const beat = () => context.heartbeat({ chunks: progress.chunks, text: redactor.text(progress.text).slice(-LIVE_TEXT_CHARS) });
+    const beats = heartbeatPacer(() =>
+      context.heartbeat({ chunks: progress.chunks, text: redactor.text(progress.text).slice(-LIVE_TEXT_CHARS) }),
+    );
     const chunk = () => {
       firstChunkAt ??= performance.now();
       progress.chunks++;
-      beat();
+      // The first chunk is recorded at once: the rule that a step is not replayed once a chunk went out rests on it.
+      if (progress.chunks === 1) beats.now();
+      else beats.soon();
     };
-    const keepAlive = setInterval(beat, KEEP_ALIVE_MS);
+    const keepAlive = setInterval(beats.now, KEEP_ALIVE_MS);
     const requested: Array<{ toolName: string; input: string }> = [];
     let usage: LanguageModelV3Usage | undefined;
     let finishReason: string | undefined;
@@ -192,6 +231,7 @@ export function createModelStep({
         } else if (part.type === 'response-metadata') responseModel = part.modelId ?? responseModel;
         else if (part.type === 'error') throw part.error;
       }
+      beats.flush();
     } catch (error) {
       const failure = classifyModelError(error);
       endChatSpan(span, { error: failure.retryable ? { type: MODEL_FAILURES.unavailable } : error });
@@ -215,6 +255,7 @@ export function createModelStep({
       throw nonRetryable(MODEL_FAILURES.error, failure.message);
     } finally {
       clearInterval(keepAlive);
+      beats.stop();
     }
 
     const toolCalls: CheckedToolCall[] = requested.map(({ toolName, input: rawInput }, index) => {

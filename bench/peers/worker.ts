@@ -38,10 +38,11 @@ async function main(): Promise<void> {
     plugins: [new AiSdkPlugin({ modelProvider: createOpenAICompatible({ name: 'loopback', baseURL: settings.baseURL }) })],
   });
   process.on('message', (message) => {
-    if (message !== 'cpu' && message !== 'measure') return;
+    if (message !== 'cpu' && message !== 'measure' && message !== 'mark') return;
     const cpu = process.cpuUsage();
     const cpuMs = (cpu.user + cpu.system) / 1000;
     if (message === 'cpu') return void process.send?.({ cpuMs });
+    if (message === 'mark') return void process.send?.({ cpuMs, monotonicUs: Number(process.hrtime.bigint() / 1000n) });
     const gc = (globalThis as { gc?: () => void }).gc;
     gc?.();
     gc?.();

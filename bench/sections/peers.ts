@@ -4,7 +4,8 @@
 // calls over HTTP. Each variant's worker runs in its own process, so its CPU time and memory are
 // its own; the dev server's CPU time comes from /proc. Rounds alternate the variants.
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { startLoopbackModelServer } from '../../client/demo/loopback-model-server';
@@ -65,7 +66,11 @@ function node24(): string {
   return executable;
 }
 
-/** BENCH_PEERS_CPU_PROF=<folder>: the Tollgate and bare workers write V8 CPU profiles there when they exit. */
+/**
+ * BENCH_PEERS_CPU_PROF=<folder>: every worker writes V8 CPU profiles there when it exits (one per
+ * thread), and `marks.json` gives each worker's monotonic clock when the warm-up ended, so that
+ * `bench/profile-summary.ts` counts only the samples after it.
+ */
 function profileFlags(): string[] {
   const folder = process.env.BENCH_PEERS_CPU_PROF;
   return folder ? ['--cpu-prof', '--cpu-prof-dir', path.resolve(folder)] : [];
@@ -120,8 +125,8 @@ class WorkerProcess {
     }
   }
 
-  /** "cpu": its CPU time; "measure": CPU time, RSS and heap after a garbage collection. */
-  ask(question: 'cpu' | 'measure'): Promise<VariantReading> {
+  /** "cpu": its CPU time; "measure": CPU time, RSS and heap after a garbage collection; "mark": CPU time and its monotonic clock. */
+  ask(question: 'cpu' | 'measure' | 'mark'): Promise<VariantReading> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`the ${LABELS[this.variant]} worker did not answer "${question}"`)), 60_000);
       this.replies.push((reading) => {
@@ -130,6 +135,10 @@ class WorkerProcess {
       });
       this.child.send(question);
     });
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
   }
 
   async stop(): Promise<void> {
@@ -240,7 +249,7 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
         {
           execPath: nodeForPeer,
           cwd: PEERS_FOLDER,
-          execArgv: ['--expose-gc', '--import', 'tsx'],
+          execArgv: ['--expose-gc', '--import', 'tsx', ...profileFlags()],
           stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
         },
       ),
@@ -293,7 +302,13 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
     const history = async (id: string): Promise<HistoryFigures> => {
       const handle = client.workflow.getHandle(id);
       const description = await handle.describe();
-      const events = (await handle.fetchHistory()).events ?? [];
+      const fetched = await handle.fetchHistory();
+      const events = fetched.events ?? [];
+      const keep = process.env.BENCH_PEERS_HISTORY_DIR;
+      if (keep) {
+        mkdirSync(keep, { recursive: true });
+        writeFileSync(path.join(keep, `${id}.json`), historyToJSON(fetched));
+      }
       const types = temporal.api.enums.v1.EventType;
       return {
         events: description.historyLength,
@@ -306,6 +321,13 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
 
     // Warm-up: every worker loads its workflow code, providers and store before anything counts.
     for (const variant of VARIANTS) for (let index = 0; index < 2; index++) await runTurn(variant, `peers-warm-${variant}-${index}`);
+    const profiles = process.env.BENCH_PEERS_CPU_PROF;
+    if (profiles) {
+      const marks = await Promise.all(
+        VARIANTS.map(async (variant) => [workers[variant].pid, { variant: LABELS[variant], monotonicUs: (await workers[variant].ask('mark')).monotonicUs }]),
+      );
+      writeFileSync(path.join(path.resolve(profiles), 'marks.json'), JSON.stringify(Object.fromEntries(marks), null, 2));
+    }
 
     const runs: Record<PeerVariant, Run[][]> = { tollgate: [], ai_sdk: [], bare_loop: [] };
     const sampleIds: Record<PeerVariant, string[]> = { tollgate: [], ai_sdk: [], bare_loop: [] };
