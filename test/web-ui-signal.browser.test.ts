@@ -1,13 +1,10 @@
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { openConfiguredStore } from '../activities/intents/open-store';
-import type { TurnHandle } from '../client/tollgate-client';
 import { builtInTools } from '../tools/built-in';
 import { defineTool } from '../tools/define-tool';
-import { untilShown, useWebUi, WEB_UI_OUTPUT as OUTPUT } from './helpers/web-ui';
+import { openDetails, sendFromUi, shownSignalJson, untilShown, useWebUi, WEB_UI_OUTPUT as OUTPUT } from './helpers/web-ui';
 import { scripted, waitForState } from './helpers/turn-runner';
 
 /**
@@ -40,54 +37,6 @@ const ui = useWebUi({
   tools: (config) => [...builtInTools(config), payInvoice],
 });
 
-/** The turn's workflow page, open on its details (the waiting items with the JSON each signal takes). */
-async function openDetails(handle: TurnHandle): Promise<Page> {
-  const page = await ui.browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  await page.goto(ui.client.uiLink(ui.server.uiUrl!, handle), { waitUntil: 'domcontentloaded' });
-  await page.getByText('User Metadata', { exact: true }).click();
-  return page;
-}
-
-/** The JSON the details tell a person to send with `signal`, as the page shows it (the first such line). */
-async function shownSignalJson(page: Page, signal: 'approval' | 'resolve'): Promise<Record<string, unknown>> {
-  const pattern = new RegExp(`the ${signal} signal with (\\{[^\\n]*?\\}) \\(`);
-  const text = await untilShown(page, (shown) => pattern.test(shown), `the JSON of the ${signal} signal`);
-  return JSON.parse(pattern.exec(text)![1]) as Record<string, unknown>;
-}
-
-/**
- * Sends `signal` with `payload` (JSON text) as an operator does in the Web UI: More Actions → Send a
- * Signal, the signal chosen from the turn's list, the JSON typed into the input, Submit. Returns once
- * the UI's request was answered and its dialog closed; `shot` names the screenshot of the filled dialog.
- */
-async function sendFromUi(page: Page, signal: 'approval' | 'resolve', payload: string, shot: string): Promise<void> {
-  await page.getByRole('button', { name: 'More Actions' }).click();
-  await page.getByRole('menuitem', { name: 'Send a Signal' }).click();
-  // The page holds two copies of the dialog; the open one is the one shown.
-  const dialog = page.locator('dialog[open][data-testid=signal-confirmation-modal]');
-  await dialog.getByTestId('signal-select-button').click();
-  await dialog.getByRole('option', { name: signal, exact: true }).click();
-  // The first text box is the select's; the second is the payload editor.
-  const editor = dialog.getByRole('textbox').nth(1);
-  await editor.fill(payload);
-  // Leaving the editor reformats its JSON over more lines, which moves Submit down: a click that
-  // leaves it (its press on the old place, its release on the new) reaches no button, as a person
-  // would see. So the focus moves on first, and the click finds Submit where it then is.
-  const submit = dialog.getByTestId('confirm-modal-button');
-  await submit.focus();
-  await expect.poll(async () => (await editor.innerText()).split('\n').length).toBeGreaterThan(1);
-  mkdirSync(OUTPUT, { recursive: true });
-  await page.screenshot({ path: path.join(OUTPUT, shot), fullPage: true });
-  const answered = page.waitForResponse(
-    (response) => response.request().method() === 'POST' && response.url().includes(`/signal/${signal}`),
-  );
-  await submit.click();
-  const response = await answered;
-  expect(response.status(), `the Web UI's ${signal} request was answered ${response.status()}`).toBe(200);
-  expect(JSON.parse(response.request().postData() ?? '{}')).toMatchObject({ signalName: signal });
-  await dialog.waitFor({ state: 'detached', timeout: 10_000 }).catch(() => dialog.waitFor({ state: 'hidden', timeout: 10_000 }));
-}
-
 /** The signals the turn's history recorded, by name, with the JSON each carried. */
 async function signalsInHistory(workflowId: string): Promise<Array<{ name: string; payload: unknown }>> {
   const history = await ui.client.client.workflow.getHandle(workflowId).fetchHistory();
@@ -107,7 +56,7 @@ describe('deciding from the Temporal Web UI with its signal action', () => {
       ui.client.client.workflow.getHandle(handle.workflowId),
       (state) => state.pendingApprovals.length > 0,
     );
-    const page = await openDetails(handle);
+    const page = await openDetails(ui, handle);
     const shown = await shownSignalJson(page, 'approval');
     expect(shown).toEqual({ callId: 'call-3-0', decision: 'approve', argsDigest: waiting.pendingApprovals[0].argsDigest });
 
@@ -139,7 +88,7 @@ describe('deciding from the Temporal Web UI with its signal action', () => {
       (state) => (state.pendingResolutions?.length ?? 0) > 0,
     );
     expect(waiting.phase).toBe('awaiting_resolution');
-    const page = await openDetails(handle);
+    const page = await openDetails(ui, handle);
     const shown = await shownSignalJson(page, 'resolve');
     expect(shown).toEqual({ callId: 'call-0-0', outcome: 'applied', argsDigest: waiting.pendingResolutions![0].argsDigest, note: '…' });
     expect(payments.executions).toBe(1);
@@ -175,7 +124,7 @@ describe('deciding from the Temporal Web UI with its signal action', () => {
     const handle = await ui.client.startTurn({ taskId: 'web-ui-wrong-digest', prompt: 'Who must approve a refund above 2,000 EUR?' });
     const turn = ui.client.client.workflow.getHandle(handle.workflowId);
     await waitForState(turn, (state) => state.pendingApprovals.length > 0);
-    const page = await openDetails(handle);
+    const page = await openDetails(ui, handle);
     const shown = await shownSignalJson(page, 'approval');
     const digest = String(shown.argsDigest);
     const other = `${digest.slice(0, -1)}${digest.endsWith('0') ? '1' : '0'}`;

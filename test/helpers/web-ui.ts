@@ -1,10 +1,10 @@
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { NativeConnection } from '@temporalio/worker';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { afterAll, beforeAll } from 'vitest';
-import { TollgateClient } from '../../client/tollgate-client';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { TollgateClient, type TurnHandle } from '../../client/tollgate-client';
 import type { TollgateConfig } from '../../config/config-schema';
 import { PROJECT_ROOT } from '../../config/load-config';
 import { freePort } from '../../connection/ports';
@@ -113,4 +113,52 @@ export async function untilShown(page: Page, ready: (text: string) => boolean, w
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   throw new Error(`the Web UI never showed ${what}; it showed:\n${text.slice(0, 2000)}`);
+}
+
+/** The turn's workflow page, open on its details (the waiting items with the JSON each signal takes). */
+export async function openDetails(ui: WebUiEnvironment, handle: TurnHandle): Promise<Page> {
+  const page = await ui.browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  await page.goto(ui.client.uiLink(ui.server.uiUrl!, handle), { waitUntil: 'domcontentloaded' });
+  await page.getByText('User Metadata', { exact: true }).click();
+  return page;
+}
+
+/** The JSON the details tell a person to send with `signal`, as the page shows it (the first such line). */
+export async function shownSignalJson(page: Page, signal: 'approval' | 'resolve'): Promise<Record<string, unknown>> {
+  const pattern = new RegExp(`the ${signal} signal with (\\{[^\\n]*?\\}) \\(`);
+  const text = await untilShown(page, (shown) => pattern.test(shown), `the JSON of the ${signal} signal`);
+  return JSON.parse(pattern.exec(text)![1]) as Record<string, unknown>;
+}
+
+/**
+ * Sends `signal` with `payload` (JSON text) as an operator does in the Web UI: More Actions → Send a
+ * Signal, the signal chosen from the turn's list, the JSON typed into the input, Submit. Returns once
+ * the UI's request was answered and its dialog closed; `shot` names the screenshot of the filled dialog.
+ */
+export async function sendFromUi(page: Page, signal: 'approval' | 'resolve', payload: string, shot: string): Promise<void> {
+  await page.getByRole('button', { name: 'More Actions' }).click();
+  await page.getByRole('menuitem', { name: 'Send a Signal' }).click();
+  // The page holds two copies of the dialog; the open one is the one shown.
+  const dialog = page.locator('dialog[open][data-testid=signal-confirmation-modal]');
+  await dialog.getByTestId('signal-select-button').click();
+  await dialog.getByRole('option', { name: signal, exact: true }).click();
+  // The first text box is the select's; the second is the payload editor.
+  const editor = dialog.getByRole('textbox').nth(1);
+  await editor.fill(payload);
+  // Leaving the editor reformats its JSON over several lines, which moves Submit down while the
+  // button is held: a click straight from the editor presses at Submit's old place, releases at its
+  // new one and sends nothing. So the focus moves on first; the click finds Submit where it then is.
+  const submit = dialog.getByTestId('confirm-modal-button');
+  await submit.focus();
+  await expect.poll(async () => (await editor.innerText()).split('\n').length).toBeGreaterThan(1);
+  mkdirSync(WEB_UI_OUTPUT, { recursive: true });
+  await page.screenshot({ path: path.join(WEB_UI_OUTPUT, shot), fullPage: true });
+  const answered = page.waitForResponse(
+    (response) => response.request().method() === 'POST' && response.url().includes(`/signal/${signal}`),
+  );
+  await submit.click();
+  const response = await answered;
+  expect(response.status(), `the Web UI's ${signal} request was answered ${response.status()}`).toBe(200);
+  expect(JSON.parse(response.request().postData() ?? '{}')).toMatchObject({ signalName: signal });
+  await dialog.waitFor({ state: 'detached', timeout: 10_000 });
 }
