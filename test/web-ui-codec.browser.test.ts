@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AesGcmCodec, parseKeyring } from '../codec/aes-gcm-codec';
+import { AesGcmCodec, ENCRYPTED_ENCODING, parseKeyring } from '../codec/aes-gcm-codec';
 import { codecEndpointWithToken, startCodecServer, type CodecServer } from '../codec/codec-server';
 import { freePort } from '../connection/ports';
-import { pageText, untilShown, useWebUi, WEB_UI_OUTPUT as OUTPUT } from './helpers/web-ui';
+import { openDetails, pageText, sendFromUi, shownSignalJson, untilShown, useWebUi, WEB_UI_OUTPUT as OUTPUT } from './helpers/web-ui';
 import { waitForState } from './helpers/turn-runner';
 
 const KEYS_ENV = 'TOLLGATE_TEST_UI_CODEC_KEYS';
@@ -35,6 +35,12 @@ const ui = useWebUi({
   uiCodecEndpoint: () => codecEndpointWithToken(`http://127.0.0.1:${codecPort}`, token),
 });
 
+/** `tollgate codec-server` for the UI's origin, started once it is needed. */
+async function runCodecServer(): Promise<void> {
+  const codec = new AesGcmCodec(parseKeyring(keyring, KEYS_ENV));
+  codecServer ??= await startCodecServer({ codec, token, port: codecPort, origins: [new URL(ui.server.uiUrl!).origin] });
+}
+
 describe('the dev server Web UI with encrypted payloads', () => {
   it('decodes through the token-protected codec server, and shows nothing readable without it', async () => {
     const handle = await ui.client.startTurn({ taskId: 'web-ui-codec', prompt: `Who must approve a refund above 2,000 EUR?\n${SECRET}` });
@@ -49,8 +55,7 @@ describe('the dev server Web UI with encrypted payloads', () => {
     expect(await pageText(page)).not.toContain(SECRET);
 
     // With `tollgate codec-server` running for the UI's origin, the same page decodes.
-    const codec = new AesGcmCodec(parseKeyring(keyring, KEYS_ENV));
-    codecServer = await startCodecServer({ codec, token, port: codecPort, origins: [new URL(ui.server.uiUrl!).origin] });
+    await runCodecServer();
     await page.reload({ waitUntil: 'domcontentloaded' });
     const decoded = await untilShown(page, (text) => text.includes(SECRET), 'the decoded input');
     expect(decoded).toContain('web-ui-codec');
@@ -60,5 +65,31 @@ describe('the dev server Web UI with encrypted payloads', () => {
     const waiting = (await ui.client.state(handle.workflowId)).pendingApprovals[0];
     await ui.client.deny(handle.workflowId, waiting.callId, { reason: 'browser test', argsDigest: waiting.argsDigest });
     expect((await ui.client.result(handle.workflowId)).toolCalls.at(-1)).toMatchObject({ status: 'denied', attempts: 0 });
+  });
+
+  it('takes an approval sent from the Web UI, which encodes it through the codec server', async () => {
+    await runCodecServer();
+    const handle = await ui.client.startTurn({ taskId: 'web-ui-codec-signal', prompt: 'Who must approve a refund above 2,000 EUR?' });
+    await waitForState(ui.client.client.workflow.getHandle(handle.workflowId), (state) => state.pendingApprovals.length > 0);
+    const page = await openDetails(ui, handle);
+    const decision = { ...(await shownSignalJson(page, 'approval')), approver: 'maria' };
+    await sendFromUi(page, 'approval', JSON.stringify(decision), 'signal-approval-encrypted.png');
+    await page.close();
+
+    expect((await ui.client.result(handle.workflowId)).toolCalls.at(-1)).toMatchObject({
+      tool: 'send_message',
+      status: 'success',
+      attempts: 1,
+    });
+    const state = await ui.client.state(handle.workflowId);
+    expect(state.decisions).toEqual([{ callId: 'call-3-0', decision: 'approve', approver: 'maria' }]);
+    expect(state.rejectedDecisions).toEqual([]);
+    // The server recorded the signal encrypted: the UI had the codec server encode it.
+    const history = await ui.client.client.workflow.getHandle(handle.workflowId).fetchHistory();
+    const signaled = (history.events ?? []).flatMap((event) => event.workflowExecutionSignaledEventAttributes ?? []);
+    expect(signaled).toHaveLength(1);
+    const payload = signaled[0].input!.payloads![0];
+    expect(Buffer.from(payload.metadata!.encoding!).toString()).toBe(ENCRYPTED_ENCODING);
+    expect(Buffer.from(payload.data!).toString('latin1')).not.toContain('maria');
   });
 });
