@@ -10,6 +10,9 @@ export const PLAN_CORPUS = path.join(PROJECT_ROOT, 'examples', 'corpus');
 /** The model name the peer benchmark's turns ask for. */
 export const PLAN_MODEL = 'loopback';
 
+/** The same loopback model with `stream: false`: the whole reply at once, as the peers ask for it. */
+export const PLAN_MODEL_WHOLE = 'loopback-whole';
+
 /** A Tollgate config for the peer benchmark's Tollgate variant. */
 export function planConfig({
   folder,
@@ -29,7 +32,11 @@ export function planConfig({
       store: { sqliteFile: path.join(folder, 'intents.db') },
       corpus: PLAN_CORPUS,
       model: {
-        models: { scripted: { provider: 'scripted' }, [PLAN_MODEL]: { provider: 'openai-compatible', model: 'scripted', baseURL } },
+        models: {
+          scripted: { provider: 'scripted' },
+          [PLAN_MODEL]: { provider: 'openai-compatible', model: 'scripted', baseURL },
+          [PLAN_MODEL_WHOLE]: { provider: 'openai-compatible', model: 'scripted', baseURL, stream: false },
+        },
       },
     },
     { source: 'bench', baseDir: PROJECT_ROOT, env: {} },

@@ -59,6 +59,12 @@ const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected the name 
 const httpUrl = z.string().regex(/^https?:\/\/\S+$/, 'expected an http(s) URL');
 /** The most tokens one model step may generate; sent to the provider with every request. */
 const maxOutputTokens = z.number().int().min(1);
+/**
+ * Whether a step streams (the default: the live view sees its text; a stream cut off after a chunk
+ * went out is never replayed unasked), or asks for the whole reply at once (`false`: no live text,
+ * and a failed request is retried like any other, since nothing of it went out).
+ */
+const stream = z.boolean().optional();
 
 /** The providers Tollgate names itself; any other `provider` is the name of an AI SDK provider package. */
 export const BUILT_IN_PROVIDERS = ['scripted', 'openai', 'anthropic', 'openai-compatible'] as const;
@@ -72,6 +78,7 @@ export const builtInModelEntrySchema = z.discriminatedUnion('provider', [
     apiKeyEnv: envName.default('OPENAI_API_KEY'),
     baseURL: httpUrl.optional(),
     maxOutputTokens: maxOutputTokens.optional(),
+    stream,
   }),
   z.strictObject({
     provider: z.literal('anthropic'),
@@ -80,6 +87,7 @@ export const builtInModelEntrySchema = z.discriminatedUnion('provider', [
     baseURL: httpUrl.optional(),
     /** Anthropic's API requires a cap on every request. */
     maxOutputTokens: maxOutputTokens.default(DEFAULT_ANTHROPIC_MAX_OUTPUT_TOKENS),
+    stream,
   }),
   z.strictObject({
     provider: z.literal('openai-compatible'),
@@ -88,6 +96,7 @@ export const builtInModelEntrySchema = z.discriminatedUnion('provider', [
     /** Local servers (Ollama, vLLM, llama.cpp) usually need no key. */
     apiKeyEnv: envName.optional(),
     maxOutputTokens: maxOutputTokens.optional(),
+    stream,
   }),
 ]);
 
@@ -119,6 +128,7 @@ export const packageModelEntrySchema = z.strictObject({
     .refine((options) => !('apiKey' in options), 'a key never goes into the config: name its environment variable in apiKeyEnv')
     .default({}),
   maxOutputTokens: maxOutputTokens.optional(),
+  stream,
 });
 
 /**

@@ -10,7 +10,7 @@ import { keptArguments } from '../common/call-arguments';
 import { toModelPrompt } from '../activities/models/model-prompt';
 import { argsDigest } from '../tools/canonical-json';
 import { ConfigError } from '../config/load-config';
-import { anthropicStream, openaiStream, startFakeProvider, type FakeProvider } from './helpers/fake-provider';
+import { anthropicStream, openaiReply, openaiStream, startFakeProvider, type FakeProvider } from './helpers/fake-provider';
 import { testConfig } from './helpers/test-config';
 
 let provider: FakeProvider;
@@ -25,7 +25,7 @@ afterAll(async () => {
 
 const env = { OPENAI_API_KEY: 'sk-test-openai-key', ANTHROPIC_API_KEY: 'sk-ant-test' };
 
-function modelStepFor(modelName: 'gpt' | 'claude' | 'local') {
+function modelStepFor(modelName: 'gpt' | 'claude' | 'local' | 'batch') {
   const config = testConfig({
     model: {
       default: modelName,
@@ -34,6 +34,7 @@ function modelStepFor(modelName: 'gpt' | 'claude' | 'local') {
         gpt: { provider: 'openai', model: 'gpt-test', baseURL: provider.baseURL, maxOutputTokens: 321 },
         claude: { provider: 'anthropic', model: 'claude-test', baseURL: provider.baseURL },
         local: { provider: 'openai-compatible', model: 'llama-test', baseURL: provider.baseURL },
+        batch: { provider: 'openai-compatible', model: 'batch-test', baseURL: provider.baseURL, stream: false },
       },
     },
   });
@@ -42,11 +43,14 @@ function modelStepFor(modelName: 'gpt' | 'claude' | 'local') {
 
 const input: ModelStepInput = { taskId: 'task-m', step: 0, messages: [{ role: 'user', content: 'What is the refund policy?' }] };
 
-async function run(modelName: 'gpt' | 'claude' | 'local', environment = new MockActivityEnvironment()): Promise<ModelStepResult> {
+async function run(modelName: 'gpt' | 'claude' | 'local' | 'batch', environment = new MockActivityEnvironment()): Promise<ModelStepResult> {
   return environment.run(modelStepFor(modelName), input);
 }
 
-async function failure(modelName: 'gpt' | 'claude' | 'local', environment = new MockActivityEnvironment()): Promise<ApplicationFailure> {
+async function failure(
+  modelName: 'gpt' | 'claude' | 'local' | 'batch',
+  environment = new MockActivityEnvironment(),
+): Promise<ApplicationFailure> {
   return run(modelName, environment).then(
     () => {
       throw new Error('the model step did not fail');
@@ -160,6 +164,48 @@ describe('modelStep with AI SDK providers', () => {
     expect(error).toMatchObject({ type: 'stream_interrupted', nonRetryable: true });
     expect(error.message).toMatch(/after 3 chunks had gone out/);
     expect(provider.requests.length - before).toBe(1);
+  });
+
+  it('asks a model configured stream: false for the whole reply at once: text, tool calls and usage, no live text', async () => {
+    const before = provider.requests.length;
+    provider.enqueue(
+      openaiReply({
+        text: 'Looking it up.',
+        toolCalls: [{ name: 'get_document', args: { id: 'refund-policy' } }],
+        usage: { prompt_tokens: 40, completion_tokens: 9 },
+      }),
+    );
+    const environment = new MockActivityEnvironment();
+    const beats: StreamProgress[] = [];
+    environment.on('heartbeat', (details: StreamProgress) => beats.push(details));
+    const result = await run('batch', environment);
+    expect(result.text).toBe('Looking it up.');
+    expect(result.usage).toEqual({ inputTokens: 40, outputTokens: 9 });
+    expect(result.toolCalls).toEqual([
+      expect.objectContaining({
+        callId: 'call-0-0',
+        tool: 'get_document',
+        args: { id: 'refund-policy' },
+        policy: expect.objectContaining({ effect: 'read' }),
+      }),
+    ]);
+    expect(result.toolCalls[0].refusal).toBeUndefined();
+    expect(provider.requests.length - before).toBe(1);
+    expect(provider.requests.at(-1)!.body).not.toMatchObject({ stream: true });
+    // Nothing went out before the reply was whole: no heartbeat ever counted a chunk.
+    expect(beats.filter((beat) => beat.chunks > 0)).toEqual([]);
+  });
+
+  it('retries a stream: false reply cut off halfway, since none of it went out, and never calls it interrupted', async () => {
+    const before = provider.requests.length;
+    provider.enqueue({ ...openaiReply({ text: 'A long answer that is cut off halfway through its body.' }), resetAfterBytes: 60 });
+    const error = await failure('batch');
+    expect(error).toMatchObject({ type: 'model_unavailable', nonRetryable: false });
+    expect(provider.requests.length - before).toBe(1);
+    // The next attempt asks again and gets the whole reply.
+    provider.enqueue(openaiReply({ text: 'The whole answer.' }));
+    await expect(run('batch', new MockActivityEnvironment({ attempt: 2 }))).resolves.toMatchObject({ text: 'The whole answer.' });
+    expect(provider.requests.length - before).toBe(2);
   });
 
   it('does not replay a step whose earlier attempt (on a worker that died) had streamed chunks', async () => {

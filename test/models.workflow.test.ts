@@ -6,7 +6,7 @@ import type { AgentTurnResult, TurnMessage } from '../common/types';
 import type { ModelStepInput } from '../common/activity-types';
 import { createWorker } from '../worker/create-worker';
 import { historyQuery, sendUpdate, closeConversationSignal } from '../workflows/messages';
-import { openaiStream, startFakeProvider, type FakeProvider } from './helpers/fake-provider';
+import { openaiReply, openaiStream, startFakeProvider, type FakeProvider } from './helpers/fake-provider';
 import { testConfig } from './helpers/test-config';
 import { scripted, useTurnRunner, useTimeSkippingEnvironment } from './helpers/turn-runner';
 
@@ -73,6 +73,28 @@ describe('agentTurn with a streaming provider', () => {
     const waited = retryWait(history);
     expect(waited).toBeGreaterThanOrEqual(5_000);
     expect(waited).toBeLessThan(6_000);
+  });
+
+  it('with stream: false, retries a whole reply cut off on the way (none of it went out) and completes, nobody asked', async () => {
+    const before = provider.requests.length;
+    provider.enqueue(
+      { ...openaiReply({ text: 'An answer whose body breaks off before it is whole.' }), resetAfterBytes: 80 },
+      openaiReply({ text: 'The whole answer.', usage: { prompt_tokens: 20, completion_tokens: 4 } }),
+    );
+    const config = testConfig({
+      retry: { initialInterval: '100ms', maximumInterval: '1s' },
+      model: {
+        default: 'batch',
+        models: { batch: { provider: 'openai-compatible', model: 'batch-test', baseURL: provider.baseURL, stream: false } },
+      },
+    });
+    const { result, history } = await runTurn({ config, modelEnvironment, input: { prompt: 'hello' } });
+    expect(result).toMatchObject({ status: 'completed', answer: 'The whole answer.', modelInterruptions: [] });
+    expect(provider.requests.length - before).toBe(2);
+    expect(retryWait(history)).toBeGreaterThanOrEqual(100);
+    // No wait for a person: no timer was started for a resume decision, and no partial text was kept.
+    expect(result.partialText).toBeUndefined();
+    expect((history.events ?? []).filter((event) => event.timerStartedEventAttributes)).toEqual([]);
   });
 
   // The waits for a person (model.onInterruptedStream "ask", the default) are tested in interrupted-streams.workflow.test.ts.

@@ -6,7 +6,9 @@ export type FakeReply =
   /** An HTTP error with a JSON body and optional headers (Retry-After, say). */
   | { kind: 'error'; status: number; headers?: Record<string, string>; body: unknown }
   /** A streamed answer: server-sent events, optionally cut off (socket destroyed) after `resetAfter` events, or left hanging after `stallAfter`. */
-  | { kind: 'stream'; events: string[]; resetAfter?: number; stallAfter?: number };
+  | { kind: 'stream'; events: string[]; resetAfter?: number; stallAfter?: number }
+  /** A whole reply as one JSON body (a request that does not stream), optionally cut off (socket destroyed) after `resetAfterBytes`. */
+  | { kind: 'json'; body: unknown; resetAfterBytes?: number };
 
 /** The request header that names the queue a request is answered from (the testing kit sends a turn's workflow id). */
 export const FAKE_PROVIDER_QUEUE_HEADER = 'x-tollgate-fake-queue';
@@ -54,6 +56,17 @@ export async function startFakeProvider(): Promise<FakeProvider> {
       if (reply.kind === 'error') {
         response.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
         response.end(JSON.stringify(reply.body));
+        return;
+      }
+      if (reply.kind === 'json') {
+        const text = JSON.stringify(reply.body);
+        if (reply.resetAfterBytes === undefined) {
+          response.writeHead(200, { 'content-type': 'application/json' }).end(text);
+          return;
+        }
+        response.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) });
+        response.write(text.slice(0, reply.resetAfterBytes));
+        setTimeout(() => request.socket.destroy(), 20);
         return;
       }
       response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
@@ -139,6 +152,40 @@ export const openaiStream = {
     ];
   },
 };
+
+/** OpenAI Chat Completions without streaming: one whole completion with text and tool calls (for models configured `stream: false`). */
+export function openaiReply({
+  text,
+  toolCalls = [],
+  usage = { prompt_tokens: 12, completion_tokens: 6 },
+}: {
+  text?: string;
+  toolCalls?: Array<{ name: string; args: unknown }>;
+  usage?: { prompt_tokens: number; completion_tokens: number };
+}): { kind: 'json'; body: unknown } {
+  const calls = toolCalls.map(({ name, args }, index) => ({
+    id: `call_${index}`,
+    type: 'function',
+    function: { name, arguments: JSON.stringify(args) },
+  }));
+  return {
+    kind: 'json',
+    body: {
+      id: 'chatcmpl-3',
+      object: 'chat.completion',
+      created: 1_700_000_000,
+      model: 'gpt-test',
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: text ?? null, ...(calls.length > 0 ? { tool_calls: calls } : {}) },
+          finish_reason: calls.length > 0 ? 'tool_calls' : 'stop',
+        },
+      ],
+      usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+    },
+  };
+}
 
 /** Anthropic Messages streaming: text deltas, or one tool_use block whose input arrives as partial JSON. */
 export const anthropicStream = {

@@ -49,6 +49,11 @@ export function parseRetryAfter(headers: Record<string, string> | undefined, now
 export function classifyModelError(error: unknown): ModelFailure {
   if (APICallError.isInstance(error)) {
     const status = error.statusCode;
+    const cause = systemCode(error.cause);
+    // A successful answer whose body broke off while it was read (a reply asked for whole, say).
+    if (status !== undefined && status < 300 && cause && CONNECTION_CODES.has(cause)) {
+      return { retryable: true, status, message: `the connection to the model provider broke while its answer was read (${cause})` };
+    }
     const retryable = (status !== undefined && RETRYABLE_STATUS.has(status)) || (status === undefined && error.isRetryable);
     return {
       retryable,

@@ -84,6 +84,8 @@ function interrupted(message: string, progress: StreamProgress): ApplicationFail
 interface ResolvedModel {
   model: LanguageModelV3;
   maxOutputTokens?: number;
+  /** False when the entry asks for the whole reply at once (`stream: false`). */
+  stream: boolean;
 }
 
 function resolveModel(
@@ -102,17 +104,18 @@ function resolveModel(
     return {
       model: configured.model,
       maxOutputTokens: configured.entry && 'maxOutputTokens' in configured.entry ? configured.entry.maxOutputTokens : undefined,
+      stream: !(configured.entry && 'stream' in configured.entry && configured.entry.stream === false),
     };
   }
   if (chosen?.provider !== 'scripted')
     throw nonRetryable(MODEL_FAILURES.invalidModel, `model must be a configured name or { provider: 'scripted', script? }`);
-  if (chosen.script === undefined) return { model: scriptedModel() };
+  if (chosen.script === undefined) return { model: scriptedModel(), stream: true };
   const parsed = scriptSchema.safeParse(chosen.script);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw nonRetryable(MODEL_FAILURES.invalidModel, `model.script.${issue.path.map(String).join('.')}: ${issue.message}`);
   }
-  return { model: scriptedModel(parsed.data) };
+  return { model: scriptedModel(parsed.data), stream: true };
 }
 
 function totalUsage(usage: LanguageModelV3Usage | undefined): Usage {
@@ -169,7 +172,7 @@ export function createModelStep({
         { chunks: earlier.chunks, text: earlier.text ?? '' },
       );
     }
-    const { model, maxOutputTokens } = resolveModel(input.model, config, models);
+    const { model, maxOutputTokens, stream: streaming } = resolveModel(input.model, config, models);
     const tools: LanguageModelV3FunctionTool[] = registry
       .list()
       .filter((tool) => !input.allowedTools || input.allowedTools.includes(tool.name))
@@ -208,14 +211,27 @@ export function createModelStep({
     let finishReason: string | undefined;
     let responseModel: string | undefined;
     try {
-      const { stream } = await model.doStream({
+      const options = {
         prompt: toModelPrompt(input.messages),
         tools,
         maxOutputTokens,
         // The task id travels as data; the scripted model reads it here, providers ignore a namespace that is not theirs.
         providerOptions: { tollgate: { taskId: input.taskId } },
         abortSignal: context.cancellationSignal,
-      });
+      };
+      if (!streaming) {
+        // The whole reply at once: no chunk goes out before it is complete, so a failure is retried like any other.
+        const reply = await model.doGenerate(options);
+        for (const part of reply.content) {
+          if (part.type === 'text') progress.text += part.text;
+          else if (part.type === 'tool-call') requested.push({ toolName: part.toolName, input: part.input });
+        }
+        usage = reply.usage;
+        finishReason = reply.finishReason.unified;
+        responseModel = reply.response?.modelId;
+        firstChunkAt = performance.now();
+      }
+      const { stream } = streaming ? await model.doStream(options) : { stream: [] };
       for await (const part of stream) {
         if (part.type === 'text-delta') {
           if (part.delta === '') continue;

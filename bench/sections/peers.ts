@@ -13,14 +13,19 @@ import { TollgateClient } from '../../client/tollgate-client';
 import type { AgentTurnResult } from '../../common/types';
 import { PROJECT_ROOT } from '../../config/load-config';
 import type { BenchContext } from '../context';
-import { inLanes, median, percentile, ratio, sleep, table, type SectionResult } from '../lib';
-import { PLAN_CORPUS, PLAN_MODEL, planConfig } from '../plan-config';
+import { inLanes, median, percentile, sleep, table, type SectionResult } from '../lib';
+import { PLAN_CORPUS, PLAN_MODEL, PLAN_MODEL_WHOLE, planConfig } from '../plan-config';
 import type { VariantReading } from '../variant-worker';
 
-export type PeerVariant = 'tollgate' | 'ai_sdk' | 'bare_loop';
-const VARIANTS: PeerVariant[] = ['tollgate', 'ai_sdk', 'bare_loop'];
+export type PeerVariant = 'tollgate' | 'tollgate_whole' | 'ai_sdk' | 'bare_loop';
+const VARIANTS: PeerVariant[] = ['tollgate', 'tollgate_whole', 'ai_sdk', 'bare_loop'];
+/** The two Tollgate variants: its default (the model step streams) and `stream: false` (the whole reply at once, as the peers ask). */
+const TOLLGATE_VARIANTS = ['tollgate', 'tollgate_whole'] as const;
+const isTollgate = (variant: PeerVariant): variant is (typeof TOLLGATE_VARIANTS)[number] =>
+  variant === 'tollgate' || variant === 'tollgate_whole';
 const LABELS: Record<PeerVariant, string> = {
-  tollgate: 'Tollgate',
+  tollgate: 'Tollgate (streaming, the default)',
+  tollgate_whole: 'Tollgate (model stream: false)',
   ai_sdk: '@temporalio/ai-sdk 1.23 (AI SDK 7)',
   bare_loop: 'bare agent loop',
 };
@@ -180,7 +185,9 @@ function eventKind(event: temporal.api.history.v1.IHistoryEvent, activityOf: Map
     event.activityTaskFailedEventAttributes?.scheduledEventId;
   if (scheduledId !== undefined && scheduledId !== null) {
     const name = activityOf.get(String(scheduledId)) ?? '?';
-    return event.activityTaskCompletedEventAttributes ? `activity ${name} result` : `activity ${name} ${type.replace(/^activity_task_/, '')}`;
+    return event.activityTaskCompletedEventAttributes
+      ? `activity ${name} result`
+      : `activity ${name} ${type.replace(/^activity_task_/, '')}`;
   }
   if (event.markerRecordedEventAttributes) return `marker ${event.markerRecordedEventAttributes.markerName}`;
   return type;
@@ -214,7 +221,13 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
   const folder = path.join(context.folder, 'peers');
   const bundleFile = path.join(context.folder, 'peers-workflow-bundle.js');
   writeFileSync(bundleFile, context.workflowBundle.code);
-  const queues: Record<PeerVariant, string> = { tollgate: 'peers-tollgate', ai_sdk: 'peers-ai-sdk', bare_loop: 'peers-bare' };
+  // Both Tollgate variants run on one worker: they differ only in the model entry their turns name.
+  const queues: Record<PeerVariant, string> = {
+    tollgate: 'peers-tollgate',
+    tollgate_whole: 'peers-tollgate',
+    ai_sdk: 'peers-ai-sdk',
+    bare_loop: 'peers-bare',
+  };
   const spawnRoot = (variant: 'tollgate' | 'bare') =>
     fork(
       path.join(__dirname, '..', 'variant-worker.ts'),
@@ -230,8 +243,10 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
       ],
       { execArgv: ['--expose-gc', '--import', 'tsx', ...profileFlags()], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
     );
+  const tollgateWorker = new WorkerProcess('tollgate', spawnRoot('tollgate'));
   const workers: Record<PeerVariant, WorkerProcess> = {
-    tollgate: new WorkerProcess('tollgate', spawnRoot('tollgate')),
+    tollgate: tollgateWorker,
+    tollgate_whole: tollgateWorker,
     bare_loop: new WorkerProcess('bare_loop', spawnRoot('bare')),
     ai_sdk: new WorkerProcess(
       'ai_sdk',
@@ -274,9 +289,10 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
         );
     };
     const startTurn = async (variant: PeerVariant, id: string, waiting: boolean) => {
-      if (variant === 'tollgate') {
+      if (isTollgate(variant)) {
         const tools = waiting ? [...PLAN_TOOLS, 'send_message'] : PLAN_TOOLS;
-        await tollgate.startTurn({ taskId: id, prompt: PROMPT, model: PLAN_MODEL, tools }, { workflowId: id });
+        const model = variant === 'tollgate' ? PLAN_MODEL : PLAN_MODEL_WHOLE;
+        await tollgate.startTurn({ taskId: id, prompt: PROMPT, model, tools }, { workflowId: id });
         return;
       }
       const [type, input] =
@@ -288,7 +304,7 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
     const runTurn = async (variant: PeerVariant, id: string): Promise<number> => {
       const started = performance.now();
       await startTurn(variant, id, false);
-      if (variant === 'tollgate') {
+      if (isTollgate(variant)) {
         const result: AgentTurnResult = await tollgate.result(id);
         if (result.status !== 'completed' || result.toolCalls.some((event) => event.status !== 'success'))
           throw new Error(`peer turn ${id} (Tollgate) ended ${result.status}`);
@@ -324,13 +340,19 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
     const profiles = process.env.BENCH_PEERS_CPU_PROF;
     if (profiles) {
       const marks = await Promise.all(
-        VARIANTS.map(async (variant) => [workers[variant].pid, { variant: LABELS[variant], monotonicUs: (await workers[variant].ask('mark')).monotonicUs }]),
+        (['tollgate', 'ai_sdk', 'bare_loop'] as const).map(async (variant) => [
+          workers[variant].pid,
+          {
+            variant: variant === 'tollgate' ? 'Tollgate (both variants)' : LABELS[variant],
+            monotonicUs: (await workers[variant].ask('mark')).monotonicUs,
+          },
+        ]),
       );
       writeFileSync(path.join(path.resolve(profiles), 'marks.json'), JSON.stringify(Object.fromEntries(marks), null, 2));
     }
 
-    const runs: Record<PeerVariant, Run[][]> = { tollgate: [], ai_sdk: [], bare_loop: [] };
-    const sampleIds: Record<PeerVariant, string[]> = { tollgate: [], ai_sdk: [], bare_loop: [] };
+    const runs: Record<PeerVariant, Run[][]> = { tollgate: [], tollgate_whole: [], ai_sdk: [], bare_loop: [] };
+    const sampleIds: Record<PeerVariant, string[]> = { tollgate: [], tollgate_whole: [], ai_sdk: [], bare_loop: [] };
     for (const [levelIndex, concurrency] of CONCURRENCY.entries()) {
       for (const variant of VARIANTS) runs[variant][levelIndex] = [];
       const turns = Math.max(1, Math.round(levels[levelIndex] / rounds));
@@ -360,20 +382,19 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
       await inLanes(ids.length, 20, (index) => startTurn(variant, ids[index], true));
       const deadline = Date.now() + 300_000;
       for (;;) {
-        const count =
-          variant === 'tollgate'
-            ? (await client.workflow.count(`TaskQueue = '${queues.tollgate}' AND TollgateAwaitingApproval = true`)).count
-            : (
-                await Promise.all(
-                  ids.map((id) =>
-                    // A turn whose first workflow task has not finished yet cannot answer; it is not waiting yet.
-                    client.workflow
-                      .getHandle(id)
-                      .query<boolean>(variant === 'ai_sdk' ? 'peerWaiting' : 'bareWaitingWrite')
-                      .catch(() => false),
-                  ),
-                )
-              ).filter(Boolean).length;
+        const count = isTollgate(variant)
+          ? (await client.workflow.count(`TaskQueue = '${queues.tollgate}' AND TollgateAwaitingApproval = true`)).count
+          : (
+              await Promise.all(
+                ids.map((id) =>
+                  // A turn whose first workflow task has not finished yet cannot answer; it is not waiting yet.
+                  client.workflow
+                    .getHandle(id)
+                    .query<boolean>(variant === 'ai_sdk' ? 'peerWaiting' : 'bareWaitingWrite')
+                    .catch(() => false),
+                ),
+              )
+            ).filter(Boolean).length;
         if (count >= waitingTurns) break;
         if (Date.now() > deadline)
           throw new Error(`only ${count} of ${waitingTurns} ${LABELS[variant]} turns reached their wait in 5 minutes`);
@@ -438,7 +459,7 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
     };
   } finally {
     await tollgate.close();
-    await Promise.all(VARIANTS.map((variant) => workers[variant].stop()));
+    await Promise.all([...new Set(VARIANTS.map((variant) => workers[variant]))].map((worker) => worker.stop()));
     await model.close();
   }
 }
@@ -513,31 +534,37 @@ function peerMarkdown(
       ];
     }),
   );
-  const { tollgate, ai_sdk: peer, bare_loop: bare } = figures;
+  const { ai_sdk: peer, bare_loop: bare } = figures;
+  const rows: Array<{ goal: string; measure: (tollgate: PeerFigures) => [number, boolean] }> = [
+    {
+      goal: 'latency ≤ ×1.0 of @temporalio/ai-sdk (median)',
+      measure: (tollgate) => [tollgate.latencyMedianMs / peer.latencyMedianMs, tollgate.latencyMedianMs <= peer.latencyMedianMs],
+    },
+    ...CONCURRENCY.map((concurrency, index) => ({
+      goal: `throughput ≥ ×1.0 of @temporalio/ai-sdk at ${concurrency} in flight`,
+      measure: (tollgate: PeerFigures): [number, boolean] => [
+        tollgate.perLevel[index].rate / peer.perLevel[index].rate,
+        tollgate.perLevel[index].rate >= peer.perLevel[index].rate,
+      ],
+    })),
+    {
+      goal: 'throughput ≥ ×0.9 of the bare loop at 100 in flight',
+      measure: (tollgate) => [tollgate.perLevel[2].rate / bare.perLevel[2].rate, tollgate.perLevel[2].rate >= 0.9 * bare.perLevel[2].rate],
+    },
+    {
+      goal: 'history bytes ≤ ×1.2 of the bare loop',
+      measure: (tollgate) => [tollgate.historyBytes / bare.historyBytes, tollgate.historyBytes <= 1.2 * bare.historyBytes],
+    },
+  ];
   const goals = table(
-    ['goal', 'measured', 'verdict'],
-    [
-      [
-        'latency ≤ ×1.0 of @temporalio/ai-sdk (median)',
-        ratio(tollgate.latencyMedianMs, peer.latencyMedianMs),
-        verdict(tollgate.latencyMedianMs <= peer.latencyMedianMs),
-      ],
-      ...CONCURRENCY.map((concurrency, index) => [
-        `throughput ≥ ×1.0 of @temporalio/ai-sdk at ${concurrency} in flight`,
-        ratio(tollgate.perLevel[index].rate, peer.perLevel[index].rate),
-        verdict(tollgate.perLevel[index].rate >= peer.perLevel[index].rate),
-      ]),
-      [
-        'throughput ≥ ×0.9 of the bare loop at 100 in flight',
-        ratio(tollgate.perLevel[2].rate, bare.perLevel[2].rate),
-        verdict(tollgate.perLevel[2].rate >= 0.9 * bare.perLevel[2].rate),
-      ],
-      [
-        'history bytes ≤ ×1.2 of the bare loop',
-        ratio(tollgate.historyBytes, bare.historyBytes),
-        verdict(tollgate.historyBytes <= 1.2 * bare.historyBytes),
-      ],
-    ],
+    ['goal', ...TOLLGATE_VARIANTS.map((variant) => LABELS[variant])],
+    rows.map(({ goal, measure }) => [
+      goal,
+      ...TOLLGATE_VARIANTS.map((variant) => {
+        const [value, met] = measure(figures[variant]);
+        return `×${value.toFixed(2)} ${verdict(met)}`;
+      }),
+    ]),
   );
   return [
     main,

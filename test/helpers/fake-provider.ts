@@ -3,6 +3,7 @@ export {
   anthropicStream,
   geminiStream,
   mistralStream,
+  openaiReply,
   openaiStream,
   startFakeProvider,
   type FakeProvider,
