@@ -66,7 +66,10 @@ export function addSamples(profile: CpuProfile, fromUs: number, into: WorkerProf
 
 /** Reads the folder: each worker's profiles, counted from its mark. */
 export function summarize(folder: string): WorkerProfile[] {
-  const marks = JSON.parse(readFileSync(path.join(folder, 'marks.json'), 'utf8')) as Record<string, { variant: string; monotonicUs: number }>;
+  const marks = JSON.parse(readFileSync(path.join(folder, 'marks.json'), 'utf8')) as Record<
+    string,
+    { variant: string; monotonicUs: number }
+  >;
   const workers = new Map<number, WorkerProfile>();
   for (const file of readdirSync(folder).filter((name) => name.endsWith('.cpuprofile'))) {
     // CPU.<date>.<time>.<pid>.<thread>.<sequence>.cpuprofile
@@ -97,7 +100,9 @@ function main(): void {
   const workers = summarize(path.resolve(folder));
   if (workers.length === 0) throw new Error(`${folder} holds no CPU profile of a worker named in its marks.json`);
   for (const worker of workers) {
-    console.log(`\n## ${worker.variant} (worker ${worker.pid}): ${(worker.totalUs / 1000).toFixed(0)} ms on the CPU after the warm-up, ${worker.threads} threads\n`);
+    console.log(
+      `\n## ${worker.variant} (worker ${worker.pid}): ${(worker.totalUs / 1000).toFixed(0)} ms on the CPU after the warm-up, ${worker.threads} threads\n`,
+    );
     console.log('| place | self ms | share |\n|---|---|---|');
     console.log(top(worker.byPlace, worker.totalUs, count).join('\n'));
     console.log('\n| function | self ms | share |\n|---|---|---|');

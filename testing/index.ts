@@ -22,4 +22,12 @@ export { testConfig } from './config';
 /** The servers alone: the time-skipping test server and the dev server from the installed binaries, and the bundled workflows. */
 export { bundleWorkflows, quietRuntime, startDevServerEnvironment, startTimeSkippingServer } from './servers';
 /** A loopback model provider answering from queued replies in OpenAI's and Anthropic's streaming formats. */
-export { anthropicStream, openaiReply, openaiStream, startFakeProvider, type FakeProvider, type FakeReply, type FakeRequest } from './fake-provider';
+export {
+  anthropicStream,
+  openaiReply,
+  openaiStream,
+  startFakeProvider,
+  type FakeProvider,
+  type FakeReply,
+  type FakeRequest,
+} from './fake-provider';
