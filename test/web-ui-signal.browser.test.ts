@@ -1,9 +1,5 @@
-import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
-import { bundleWorkflows } from './helpers/servers';
 import { z } from 'zod';
 import { openConfiguredStore } from '../activities/intents/open-store';
 import { builtInTools } from '../tools/built-in';
@@ -106,13 +102,6 @@ describe('deciding from the Temporal Web UI with its signal action', () => {
       expect.objectContaining({ callId: 'call-0-0', tool: 'pay_invoice', status: 'success', attempts: 1 }),
     ]);
     expect(payments).toEqual({ executions: 1, lookups: 2 });
-    // The turn replays from its history as any worker that lost it from its cache would.
-    const history = await ui.client.client.workflow.getHandle(handle.workflowId).fetchHistory();
-    writeFileSync(path.join(OUTPUT, 'resolve-history.json'), historyToJSON(history));
-    await Worker.runReplayHistory({ workflowBundle: await bundleWorkflows() }, history, handle.workflowId);
-    const state = await ui.client.state(handle.workflowId);
-    expect(state.pendingResolutions).toEqual([]);
-    expect(state.resolutions).toEqual([expect.objectContaining({ callId: 'call-0-0', outcome: 'applied', resolver: 'maria' })]);
     // The intent is committed with the person's word as its receipt.
     const store = openConfiguredStore(ui.config);
     try {
