@@ -124,3 +124,45 @@ describe('replay of recorded turns', () => {
     );
   });
 });
+
+describe('replay of a resolution wait whose status lookup ended a workflow task', () => {
+  type Recorded = {
+    events: Array<{
+      eventType: string;
+      markerRecordedEventAttributes?: { markerName: string; details?: Record<string, { payloads: Array<{ data: string }> }> };
+    }>;
+  };
+  const read = (file: string) => JSON.parse(readFileSync(path.join(HISTORY_FOLDER, file), 'utf8')) as Recorded;
+  const patchesAfterLookup = (recorded: Recorded) => {
+    const types = recorded.events.map((event) => event.eventType.replace(/^EVENT_TYPE_/, ''));
+    const lookup = recorded.events.findIndex((event) => {
+      const result = event.markerRecordedEventAttributes?.details?.result?.payloads[0]?.data;
+      return result !== undefined && Buffer.from(result, 'base64').toString('utf8').includes('"unknown"');
+    });
+    return { lookup, types };
+  };
+
+  it('replays the turn when the lookup marker ends one workflow task and the wait begins in the next: the patches were asked before the lookup', async () => {
+    quietRuntime();
+    // Recorded from a Web UI resolution turn and given the shape a loaded worker records now and then:
+    // the lookup's marker closes its workflow task, the rest follows in a new one.
+    const { lookup, types } = patchesAfterLookup(read('resolution-lookup-ended-workflow-task.json'));
+    expect(lookup).toBeGreaterThan(0);
+    expect(types.slice(lookup + 1, lookup + 4)).toEqual(['WORKFLOW_TASK_SCHEDULED', 'WORKFLOW_TASK_STARTED', 'WORKFLOW_TASK_COMPLETED']);
+    // The patches stand before the lookup, after the failed write.
+    const patchesBefore = types.slice(0, lookup).filter((type) => type === 'MARKER_RECORDED').length;
+    expect(patchesBefore).toBeGreaterThanOrEqual(5);
+    const workflowBundle = await bundleWorkflows();
+    const recorded = read('resolution-lookup-ended-workflow-task.json');
+    await expect(Worker.runReplayHistory({ workflowBundle }, recorded, 'lookup-ended-task')).resolves.toBeUndefined();
+  });
+
+  it('replays a resolution recorded when the patches were asked right after the lookup', async () => {
+    quietRuntime();
+    const recorded = read('resolution-patches-after-lookup.json');
+    const { lookup, types } = patchesAfterLookup(recorded);
+    expect(types[lookup + 1]).toBe('MARKER_RECORDED');
+    const workflowBundle = await bundleWorkflows();
+    await expect(Worker.runReplayHistory({ workflowBundle }, recorded, 'patches-after-lookup')).resolves.toBeUndefined();
+  });
+});

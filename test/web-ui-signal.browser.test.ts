@@ -102,6 +102,9 @@ describe('deciding from the Temporal Web UI with its signal action', () => {
       expect.objectContaining({ callId: 'call-0-0', tool: 'pay_invoice', status: 'success', attempts: 1 }),
     ]);
     expect(payments).toEqual({ executions: 1, lookups: 2 });
+    const state = await ui.client.state(handle.workflowId);
+    expect(state.pendingResolutions).toEqual([]);
+    expect(state.resolutions).toEqual([expect.objectContaining({ callId: 'call-0-0', outcome: 'applied', resolver: 'maria' })]);
     // The intent is committed with the person's word as its receipt.
     const store = openConfiguredStore(ui.config);
     try {

@@ -9,7 +9,7 @@ import type { PendingResolution, ResolutionDecision, ToolResult, TurnState } fro
 import { unencryptedMode } from '../common/unencrypted';
 import type { ApprovalBook } from './approval-book';
 import type { EffectContext } from './effects/effect-strategy';
-import { waitingFor } from './waiting-for';
+import { WAITING_FOR_PATCH, waitingFor } from './waiting-for';
 
 /**
  * Turns recorded before this patch gave the model `outcome_unknown` at once; every turn since
@@ -202,6 +202,21 @@ export async function resolveUnknown(
  * in flight; every turn since first waits for that attempt's lease to end and looks up once more.
  */
 export const WAIT_OUT_LEASE_PATCH = 'wait-out-lease-before-asking';
+
+/**
+ * Asks, ahead of the status lookup that follows a cut-off write, the patches a lookup that cannot
+ * tell leads to (waiting out a lease, a person's resolution, the inbox). Asked first right after the
+ * lookup, a local activity, they were at risk: a worker may record the lookup's marker at the end of
+ * one workflow task and go on in the next, and a replay, which hands the result over one task
+ * earlier, would then ask them before their markers are known and take the old path. Asked here,
+ * after an activity's outcome, they land where every replay finds them; the later asks only read them.
+ */
+export function askPatchesBeforeLookup(resolutions: ResolutionBook | undefined): void {
+  patched(WAIT_OUT_LEASE_PATCH);
+  if (resolutions?.mode !== 'ask') return;
+  patched(RESOLVE_UNKNOWN_PATCH);
+  patched(WAITING_FOR_PATCH);
+}
 
 /** How long to wait before looking up again, when a lookup found an attempt still in flight and this call has not waited yet. */
 export function leaseWait(status: StatusLookup, waitedAlready: boolean): number | undefined {

@@ -1,7 +1,7 @@
 import { condition, patched, sleep, workflowInfo } from '@temporalio/workflow';
 import type { BoundaryResult } from '../../common/activity-types';
 import { BoundaryResults } from '../../common/boundary-results';
-import { leaseWait, releaseNotApplied, resolveUnknown } from '../resolutions';
+import { askPatchesBeforeLookup, leaseWait, releaseNotApplied, resolveUnknown } from '../resolutions';
 import { interruption, neverStarted, readBoundaryResult } from './activity-results';
 import { runToolInput, type EffectContext, type EffectStrategy, type RunnableCall } from './effect-strategy';
 import { lookupActivity, writeActivity } from './write-activities';
@@ -87,6 +87,7 @@ function approvedCall({ call, approvals }: EffectContext): { runnable: RunnableC
 async function reconcile(context: EffectContext, reason: string, executions: number): Promise<BoundaryResult | undefined> {
   const { taskId, call } = context;
   if (!patched(RECONCILE_IRREVERSIBLE_PATCH)) return BoundaryResults.outcomeUnknown(reason, executions);
+  askPatchesBeforeLookup(context.resolutions);
   const lookup = () => lookupActivity(call)({ taskId, callId: call.callId, tool: call.tool, args: call.args });
   let status = await lookup();
   const wait = leaseWait(status, false);

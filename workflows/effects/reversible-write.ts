@@ -2,7 +2,7 @@ import { patched, sleep } from '@temporalio/workflow';
 import { BoundaryResults } from '../../common/boundary-results';
 import { interruption, readBoundaryResult } from './activity-results';
 import { runToolInput, type EffectStrategy } from './effect-strategy';
-import { leaseWait, resolveUnknown } from '../resolutions';
+import { askPatchesBeforeLookup, leaseWait, resolveUnknown } from '../resolutions';
 import { lookupActivity, writeActivity } from './write-activities';
 
 /**
@@ -38,6 +38,8 @@ export const reversibleWriteStrategy: EffectStrategy = {
     let personSaysNotApplied = false;
     let waitedOutLease = false;
     for (let round = 0; ; round++) {
+      // A later round follows a write that failed or was cut off: its lookup may well be unable to tell.
+      if (round > 0) askPatchesBeforeLookup(resolutions);
       const backoffFirst = round > 0 && patched(LOOKUP_AFTER_BACKOFF_PATCH);
       if (backoffFirst) await sleep(backoffMs(policy.retry, round));
       const status = await lookupStatus({ taskId, callId: call.callId, tool: call.tool, args: call.args });
