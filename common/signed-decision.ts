@@ -34,13 +34,31 @@ export interface SignedDecisionFields<Verdict extends SignedVerdict = 'approve' 
    * call runs with). Only then is it part of the signed text, between `decision` and `signedAt`.
    */
   editedArgsDigest?: string;
+  /**
+   * The wait decided on, when the call (or step) waits for the second time or later (`round` of the
+   * pending entry): then it is part of the signed text, as a decimal string between `editedArgsDigest`
+   * and `signedAt`, so that a signature made for one wait never counts for another. Round 1 leaves it out.
+   */
+  round?: number;
 }
 
-/** What a signature may vouch for: an approval's decision or a resolution's outcome (they never look alike, so one cannot pass for the other). */
-export type SignedVerdict = 'approve' | 'deny' | 'applied' | 'not_applied';
+/**
+ * What a signature may vouch for: an approval's decision, a resolution's outcome or a resume
+ * decision (they never look alike, so one cannot pass for another).
+ */
+export type SignedVerdict = 'approve' | 'deny' | 'applied' | 'not_applied' | 'retry' | 'stop';
 
 /** The fields in the order the signed text lists them: sorted by name. */
-const SIGNED_FIELD_ORDER = ['approver', 'argsDigest', 'callId', 'decision', 'editedArgsDigest', 'signedAt', 'workflowId'] as const;
+const SIGNED_FIELD_ORDER = ['approver', 'argsDigest', 'callId', 'decision', 'editedArgsDigest', 'round', 'signedAt', 'workflowId'] as const;
+
+/**
+ * The `callId` and `argsDigest` a signed `resume` decision covers: the step's name (`resume:<step>`,
+ * which no tool call id looks like) and the empty digest (a resume runs no tool; the step and round
+ * name the wait).
+ */
+export function resumeSigningSubject(step: number): { callId: string; argsDigest: string } {
+  return { callId: `resume:${step}`, argsDigest: '' };
+}
 
 /** How far ahead of the turn's clock a `signedAt` may be (clocks of clients and servers differ a little). */
 export const SIGNED_AT_MAX_AHEAD_MS = 2 * 60 * 1000;
@@ -58,7 +76,9 @@ const BASE64_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
  * "decision":"approve","signedAt":"2026-01-01T12:00:00.000Z","workflowId":"turn-…"}`, signed as UTF-8.
  */
 export function decisionSigningText(fields: SignedDecisionFields<SignedVerdict>): string {
-  const present = SIGNED_FIELD_ORDER.filter((name) => name !== 'editedArgsDigest' || fields.editedArgsDigest !== undefined);
+  const present = SIGNED_FIELD_ORDER.filter(
+    (name) => (name !== 'editedArgsDigest' || fields.editedArgsDigest !== undefined) && (name !== 'round' || (fields.round ?? 1) > 1),
+  );
   return `{${present.map((name) => `${JSON.stringify(name)}:${JSON.stringify(String(fields[name]))}`).join(',')}}`;
 }
 
@@ -67,9 +87,18 @@ export function decisionSigningBytes(fields: SignedDecisionFields<SignedVerdict>
   return new TextEncoder().encode(decisionSigningText(fields));
 }
 
-/** The bytes of standard, padded base64, or undefined when the text is not that. */
+/**
+ * The bytes of standard, padded base64, or undefined when the text is not that. Strict: the unused
+ * low bits of the last character must be zero, so that each byte string has exactly one text (a
+ * text that does not re-encode to itself is refused, and no two texts name one signature).
+ */
 export function base64Bytes(text: string): Uint8Array | undefined {
   if (!BASE64.test(text)) return undefined;
+  const bytes = looseBase64Bytes(text);
+  return bytesBase64(bytes) === text ? bytes : undefined;
+}
+
+function looseBase64Bytes(text: string): Uint8Array {
   const bytes: number[] = [];
   let bits = 0;
   let value = 0;
@@ -126,6 +155,8 @@ export interface SignatureParts {
   signature?: unknown;
   /** An approval with edited arguments: their digest, which the signature covers too. */
   editedArgsDigest?: string;
+  /** The wait decided on, from its second round on (the signature covers it then). */
+  round?: number;
 }
 
 const SIGNED_FIELDS_TEXT = '{ callId, decision, argsDigest, approver, signedAt, workflowId }';
@@ -173,7 +204,7 @@ export function signatureProblem(parts: SignatureParts, check: SignatureCheck): 
   if (signatureBytes?.length !== ED25519_BYTES.signature) {
     return `signature must be base64 of the ${ED25519_BYTES.signature}-byte Ed25519 signature`;
   }
-  const { callId, decision, argsDigest, editedArgsDigest } = parts;
+  const { callId, decision, argsDigest, editedArgsDigest, round } = parts;
   const fields: SignedDecisionFields<SignedVerdict> = {
     callId,
     decision,
@@ -182,10 +213,13 @@ export function signatureProblem(parts: SignatureParts, check: SignatureCheck): 
     signedAt,
     workflowId: check.workflowId,
     ...(editedArgsDigest !== undefined ? { editedArgsDigest } : {}),
+    ...(round !== undefined && round > 1 ? { round } : {}),
   };
-  if (!verifies(signatureBytes, decisionSigningBytes(fields), base64Bytes(check.publicKeys[keyId])!)) {
+  const publicKey = looseBase64Bytes(check.publicKeys[keyId]);
+  if (!verifies(signatureBytes, decisionSigningBytes(fields), publicKey)) {
     const edited = editedArgsDigest !== undefined ? ' with editedArgsDigest' : '';
-    return `signature does not verify with key "${keyId}" over ${SIGNED_FIELDS_TEXT}${edited} of this turn`;
+    const inRound = round !== undefined && round > 1 ? ` and round ${round}` : '';
+    return `signature does not verify with key "${keyId}" over ${SIGNED_FIELDS_TEXT}${edited}${inRound} of this turn`;
   }
   return undefined;
 }

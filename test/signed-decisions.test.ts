@@ -91,6 +91,76 @@ describe('the signed text of a decision', () => {
     }
     for (const bad of ['abc', 'ab=c', 'a===', 'ab cd', '_-__', 'YQ']) expect(base64Bytes(bad), bad).toBeUndefined();
   });
+
+  it('refuses every other spelling of a signature: the unused low bits of its last character must be zero', () => {
+    const pair = generateApproverKeyPair('alice');
+    const fields: SignedDecisionFields = {
+      callId: 'call-0-0',
+      decision: 'approve',
+      argsDigest: 'a'.repeat(64),
+      approver: 'alice',
+      signedAt: '2026-01-01T12:00:00.000Z',
+      workflowId: 'turn-1',
+    };
+    const signature = signDecisionFields(fields, parseApproverSigningKey(pair.privateEntry, 'key').privateKey);
+    const check = {
+      publicKeys: parseApproverPublicKeys(pair.publicEntry, 'keys'),
+      workflowId: 'turn-1',
+      now: Date.parse(fields.signedAt),
+      maxAgeMs: 60_000,
+    };
+    const sent = {
+      callId: fields.callId,
+      decision: fields.decision,
+      argsDigest: fields.argsDigest,
+      keyId: 'alice',
+      signedAt: fields.signedAt,
+    };
+    expect(signatureProblem({ ...sent, signature }, check)).toBeUndefined();
+    // 64 bytes are 86 characters and '==': the last character carries 2 bits, so 15 other characters decode alike loosely.
+    const last = signature.length - 3;
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+    const variants = [...alphabet]
+      .filter((char) => char !== signature[last])
+      .map((char) => signature.slice(0, last) + char + signature.slice(last + 1))
+      .filter((variant) => Buffer.from(variant, 'base64').equals(Buffer.from(signature, 'base64')));
+    expect(variants).toHaveLength(15);
+    for (const variant of variants) {
+      expect(base64Bytes(variant), variant).toBeUndefined();
+      expect(signatureProblem({ ...sent, signature: variant }, check)).toBe('signature must be base64 of the 64-byte Ed25519 signature');
+    }
+  });
+
+  it('signs the round of a wait from the second on, so that a signature for one wait never verifies for another', () => {
+    const base: SignedDecisionFields = {
+      callId: 'call-0-0',
+      decision: 'approve',
+      argsDigest: 'b'.repeat(64),
+      approver: 'alice',
+      signedAt: '2026-01-01T12:00:00.000Z',
+      workflowId: 'turn-1',
+    };
+    expect(decisionSigningText({ ...base, round: 1 })).toBe(decisionSigningText(base));
+    expect(decisionSigningText({ ...base, round: 2 })).toBe(
+      `{"approver":"alice","argsDigest":"${'b'.repeat(64)}","callId":"call-0-0","decision":"approve","round":"2","signedAt":"2026-01-01T12:00:00.000Z","workflowId":"turn-1"}`,
+    );
+    const pair = generateApproverKeyPair('alice');
+    const privateKey = parseApproverSigningKey(pair.privateEntry, 'key').privateKey;
+    const check = {
+      publicKeys: parseApproverPublicKeys(pair.publicEntry, 'keys'),
+      workflowId: 'turn-1',
+      now: Date.parse(base.signedAt),
+      maxAgeMs: 60_000,
+    };
+    const sent = { callId: base.callId, decision: base.decision, argsDigest: base.argsDigest, keyId: 'alice', signedAt: base.signedAt };
+    const firstRound = signDecisionFields(base, privateKey);
+    const secondRound = signDecisionFields({ ...base, round: 2 }, privateKey);
+    expect(signatureProblem({ ...sent, signature: firstRound }, check)).toBeUndefined();
+    expect(signatureProblem({ ...sent, signature: firstRound, round: 2 }, check)).toMatch(/does not verify .* and round 2 of this turn$/);
+    expect(signatureProblem({ ...sent, signature: secondRound, round: 2 }, check)).toBeUndefined();
+    expect(signatureProblem({ ...sent, signature: secondRound, round: 3 }, check)).toMatch(/does not verify/);
+    expect(signatureProblem({ ...sent, signature: secondRound }, check)).toMatch(/does not verify/);
+  });
 });
 
 describe('approver keys', () => {
