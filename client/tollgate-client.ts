@@ -24,7 +24,7 @@ import type { agentTurn } from '../workflows';
 import { decideUpdate, resolveUpdate, resumeUpdate, stateQuery } from '../workflows/messages';
 import { ACTIVITY_NAMES, type StreamProgress } from '../common/activity-types';
 import { approverSigningKeyFromEnvironment, type ApproverSigningKey } from '../common/approver-keys';
-import { signDecisionFields } from '../common/signed-decision';
+import { resumeSigningSubject, signDecisionFields } from '../common/signed-decision';
 import { approvalDigest } from '../tools/canonical-json';
 
 /** A decision was sent to a turn that is no longer running. */
@@ -72,6 +72,8 @@ export interface ResolveOptions {
   note?: string;
   /** The digest of the arguments the person saw (pendingResolutions in the state query). */
   argsDigest: string;
+  /** The wait the person decides on (`round` of the pending resolution); the one open now when left out. */
+  round?: number;
 }
 
 /** Who decided, why, and the digest of the arguments they saw. */
@@ -85,6 +87,8 @@ export interface DecisionOptions {
    * arguments shown. The turn checks them like a model's call; an invalid edit is rejected (WorkflowUpdateFailedError).
    */
   args?: unknown;
+  /** The wait the person decides on (`round` of the pending approval); the one open now when left out. */
+  round?: number;
 }
 
 /** A started turn: enough to find it again from any Temporal client. */
@@ -234,16 +238,23 @@ export class TollgateClient {
       const state = await this.client.workflow.getHandle(execution.workflowId, execution.runId).query(stateQuery);
       const place = { workflowId: execution.workflowId, runId: execution.runId, taskId: state.taskId };
       for (const pending of state.pendingApprovals) {
-        const json = { callId: pending.callId, decision: 'approve', argsDigest: pending.shownDigest ?? pending.argsDigest };
+        const round = pending.round > 1 ? { round: pending.round } : {};
+        const json = { callId: pending.callId, decision: 'approve', argsDigest: pending.shownDigest ?? pending.argsDigest, ...round };
         entries.push({ kind: 'approval', ...place, ...pending, needs: { update: 'decide', signal: 'approval', json } });
       }
       for (const pending of state.pendingResolutions ?? []) {
-        const json = { callId: pending.callId, outcome: 'applied | not_applied', argsDigest: pending.shownDigest ?? pending.argsDigest };
+        const round = pending.round > 1 ? { round: pending.round } : {};
+        const json = {
+          callId: pending.callId,
+          outcome: 'applied | not_applied',
+          argsDigest: pending.shownDigest ?? pending.argsDigest,
+          ...round,
+        };
         entries.push({ kind: 'resolution', ...place, ...pending, needs: { update: 'resolve', signal: 'resolve', json } });
       }
       const resume = state.pendingResume;
       if (resume) {
-        const json = { step: resume.step, decision: 'retry' };
+        const json = { step: resume.step, decision: 'retry', ...(resume.round > 1 ? { round: resume.round } : {}) };
         entries.push({ kind: 'resume', ...place, ...resume, needs: { update: 'resume', signal: 'resume', json } });
       }
     }
@@ -259,10 +270,18 @@ export class TollgateClient {
     workflowId: string,
     callId: string,
     outcome: 'applied' | 'not_applied',
-    { resolver, note, argsDigest }: ResolveOptions,
+    { resolver, note, argsDigest, round: given }: ResolveOptions,
   ): Promise<ResolutionReceipt> {
     const handle = await this.runningHandle(workflowId, 'a resolution');
-    const resolution: ResolutionDecision = { callId, outcome, argsDigest, ...(resolver ? { resolver } : {}), ...(note ? { note } : {}) };
+    const round = given ?? (await handle.query(stateQuery)).pendingResolutions?.find((entry) => entry.callId === callId)?.round;
+    const resolution: ResolutionDecision = {
+      callId,
+      outcome,
+      argsDigest,
+      ...(resolver ? { resolver } : {}),
+      ...(note ? { note } : {}),
+      ...(round !== undefined && round > 1 ? { round } : {}),
+    };
     if (!this.signingKey) return handle.executeUpdate(resolveUpdate, { args: [resolution] });
     const { keyId, privateKey } = this.signingKey;
     if (resolver !== undefined && resolver !== keyId) {
@@ -271,7 +290,10 @@ export class TollgateClient {
       );
     }
     const signedAt = new Date(await this.clock()).toISOString();
-    const signature = signDecisionFields({ callId, decision: outcome, argsDigest, approver: keyId, signedAt, workflowId }, privateKey);
+    const signature = signDecisionFields(
+      { callId, decision: outcome, argsDigest, approver: keyId, signedAt, workflowId, round },
+      privateKey,
+    );
     return handle.executeUpdate(resolveUpdate, { args: [{ ...resolution, resolver: keyId, keyId, signedAt, signature }] });
   }
 
@@ -294,7 +316,20 @@ export class TollgateClient {
     const { status } = await handle.describe();
     if (status.name !== 'RUNNING')
       throw new TurnEndedError(`turn ${workflowId} has already ended (${status.name}); no model step waits for a resume decision`);
-    return handle.executeUpdate(resumeUpdate, { args: [decision] });
+    const pending = (await handle.query(stateQuery)).pendingResume;
+    const round = decision.round ?? (pending?.step === decision.step ? pending.round : undefined);
+    const named: ResumeDecision = { ...decision, ...(round !== undefined && round > 1 ? { round } : {}) };
+    if (!this.signingKey) return handle.executeUpdate(resumeUpdate, { args: [named] });
+    const { keyId, privateKey } = this.signingKey;
+    if (decision.by !== undefined && decision.by !== keyId) {
+      throw new Error(
+        `by "${decision.by}" differs from the signing key "${keyId}" (approvals.privateKeyEnv): a signed decision's decider is its key's name`,
+      );
+    }
+    const signedAt = new Date(await this.clock()).toISOString();
+    const fields = { ...resumeSigningSubject(decision.step), decision: decision.decision, approver: keyId, signedAt, workflowId, round };
+    const signature = signDecisionFields(fields, privateKey);
+    return handle.executeUpdate(resumeUpdate, { args: [{ ...named, by: keyId, keyId, signedAt, signature }] });
   }
 
   /** Approves one pending call; rejected at once (WorkflowUpdateFailedError) when the call is unknown, decided, or the digest differs. */
@@ -312,15 +347,14 @@ export class TollgateClient {
     const { status } = await handle.describe();
     if (status.name !== 'RUNNING')
       throw new TurnEndedError(`turn ${workflowId} has already ended (${status.name}); no call waits for a decision`);
-    if (!this.signingKey) return handle.executeUpdate(decideUpdate, { args: [decision] });
+    const pending = (await handle.query(stateQuery)).pendingApprovals.find((entry) => entry.callId === decision.callId);
+    const round = decision.round ?? pending?.round;
+    const named: ApprovalDecision = { ...decision, ...(round !== undefined && round > 1 ? { round } : {}) };
+    if (!this.signingKey) return handle.executeUpdate(decideUpdate, { args: [named] });
     const signedAt = new Date(await this.clock()).toISOString();
     // An edit's signature covers the digest of the edited arguments, computed as the worker computes it.
-    let editedArgsDigest: string | undefined;
-    if (decision.args !== undefined) {
-      const pending = (await handle.query(stateQuery)).pendingApprovals.find((entry) => entry.callId === decision.callId);
-      editedArgsDigest = approvalDigest(decision.args, pending?.definitionDigest);
-    }
-    return handle.executeUpdate(decideUpdate, { args: [this.signed(workflowId, decision, this.signingKey, signedAt, editedArgsDigest)] });
+    const editedArgsDigest = decision.args !== undefined ? approvalDigest(decision.args, pending?.definitionDigest) : undefined;
+    return handle.executeUpdate(decideUpdate, { args: [this.signed(workflowId, named, this.signingKey, signedAt, editedArgsDigest)] });
   }
 
   /** The decision signed with this client's key, for this turn and this moment. */
@@ -349,6 +383,7 @@ export class TollgateClient {
       signedAt,
       workflowId,
       ...(editedArgsDigest ? { editedArgsDigest } : {}),
+      ...(decision.round !== undefined ? { round: decision.round } : {}),
     };
     const signature = signDecisionFields(fields, privateKey);
     return { ...decision, approver: keyId, argsDigest, keyId, signedAt, signature };

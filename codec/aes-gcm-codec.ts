@@ -2,6 +2,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import { UNDECRYPTABLE_ENCODING } from '../common/undecodable';
 import { UNENCRYPTED_METADATA, type RequireEncrypted } from '../common/unencrypted';
 
 /** The metadata encoding of a payload this codec encrypted. */
@@ -74,19 +75,41 @@ export class AesGcmCodec implements PayloadCodec {
     });
   }
 
+  /**
+   * Decrypts each payload that this codec encrypted. One that cannot be decrypted (a key this keyring
+   * lacks, a broken seal) becomes a payload of encoding UNDECRYPTABLE_ENCODING carrying the reason,
+   * instead of an error that would fail the whole batch: a message handler records it as rejected,
+   * and every other decoder refuses it as an unknown encoding, as it would the sealed payload.
+   */
   async decode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((payload) => {
       const encoding = payload.metadata?.encoding ? decoder.decode(payload.metadata.encoding) : undefined;
       if (encoding !== ENCRYPTED_ENCODING) return this.flagUnencrypted(payload);
-      const keyId = payload.metadata?.[KEY_ID_METADATA] ? decoder.decode(payload.metadata[KEY_ID_METADATA]) : '';
-      const key = this.keyring.keys.get(keyId);
-      if (!key) throw new Error(`a payload is encrypted with key "${keyId}", which this keyring does not hold`);
-      const sealed = Buffer.from(payload.data ?? new Uint8Array());
+      try {
+        return this.open(payload);
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        return { metadata: { encoding: encoder.encode(UNDECRYPTABLE_ENCODING) }, data: encoder.encode(reason) };
+      }
+    });
+  }
+
+  private open(payload: Payload): Payload {
+    const keyId = payload.metadata?.[KEY_ID_METADATA] ? decoder.decode(payload.metadata[KEY_ID_METADATA]) : '';
+    const key = this.keyring.keys.get(keyId);
+    if (!key) throw new Error(`a payload is encrypted with key "${keyId.slice(0, 64)}", which this keyring does not hold`);
+    const sealed = Buffer.from(payload.data ?? new Uint8Array());
+    if (sealed.length < IV_BYTES + TAG_BYTES) throw new Error(`an encrypted payload of ${sealed.length} bytes is too short to be sealed`);
+    try {
       const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV_BYTES));
       decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
       const plain = Buffer.concat([decipher.update(sealed.subarray(IV_BYTES, sealed.length - TAG_BYTES)), decipher.final()]);
       return temporal.api.common.v1.Payload.decode(plain) as Payload;
-    });
+    } catch {
+      throw new Error(
+        `an encrypted payload (key "${keyId.slice(0, 64)}") does not open: its seal is broken or it was not made with that key`,
+      );
+    }
   }
 
   private flagUnencrypted(payload: Payload): Payload {

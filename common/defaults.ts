@@ -82,6 +82,15 @@ export const REJECTED_DECISION_BOUNDS = { kept: 20, decisionChars: 1_024, whyCha
  */
 export const MAX_DECISION_CHARS = 256 * 1024;
 
+/**
+ * The largest payload a message handler (signal or update) decodes, in bytes; a larger one is
+ * recorded as a rejected decision without being parsed.
+ */
+export const MAX_MESSAGE_BYTES = 1024 * 1024;
+
+/** How deep the arrays and objects of a message may nest; a deeper one is recorded as rejected without being parsed. */
+export const MAX_MESSAGE_DEPTH = 32;
+
 /** The longest text one conversation `send` takes, in characters. */
 export const MAX_SEND_TEXT_CHARS = 100_000;
 

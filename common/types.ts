@@ -141,6 +141,11 @@ export interface PendingApproval {
    * to the real arguments just as well, since the worker recorded both.
    */
   shownDigest?: string;
+  /**
+   * Which wait of this call this is: 1, then 2 and on when the call waits again (its write found not
+   * applied). From round 2 on, a decision must name it (`round`), and a signed one signs it.
+   */
+  round: number;
   requestedAt: string;
   expiresAt: string;
 }
@@ -160,6 +165,8 @@ export interface ApprovalDecision {
   args?: unknown;
   /** Recorded on an accepted edit: the digest of the edited arguments, which the call runs with. */
   editedDigest?: string;
+  /** The wait decided on (`pendingApprovals[].round`); required from round 2 on. */
+  round?: number;
   /** Signed decisions (required when the worker has approver keys): the signing key's name, recorded as the approver. */
   keyId?: string;
   /** When the decision was signed, an ISO 8601 UTC time. */
@@ -180,6 +187,8 @@ export interface PendingResolution {
   shownDigest?: string;
   /** Why nobody can tell whether it took effect. */
   reason: string;
+  /** Which wait for a resolution of this call this is (see PendingApproval's `round`). */
+  round: number;
   since: string;
   expiresAt: string;
 }
@@ -192,6 +201,8 @@ export interface ResolutionDecision {
   argsDigest: string;
   resolver?: string;
   note?: string;
+  /** The wait decided on (`pendingResolutions[].round`); required from round 2 on. */
+  round?: number;
   /** Signed resolutions (required when the worker has approver keys), as for approvals (docs/approvals.md). */
   keyId?: string;
   signedAt?: string;
@@ -240,6 +251,8 @@ export interface PendingResume {
   chunks: number;
   /** The text that had streamed (redacted, its last 8,000 characters). */
   partialText: string;
+  /** Which wait of this step this is: 2 and on when a retried stream broke again (see PendingApproval's `round`). */
+  round: number;
   since: string;
   /** When the turn stops if nobody decided (config `model.resumeTimeout`). */
   expiresAt: string;
@@ -251,8 +264,14 @@ export interface ResumeDecision {
   step: number;
   /** `retry` asks the model again for the same step; `stop` ends the turn `model_failed`. */
   decision: 'retry' | 'stop';
-  /** Who decided, for the record. */
+  /** Who decided, for the record; a signed decision's is the name of its key. */
   by?: string;
+  /** The wait decided on (`pendingResume.round`); required from round 2 on. */
+  round?: number;
+  /** Signed decisions (required when the worker has approver keys), as for approvals (docs/approvals.md). */
+  keyId?: string;
+  signedAt?: string;
+  signature?: string;
 }
 
 /** What the `resume` update returns for an accepted decision. */

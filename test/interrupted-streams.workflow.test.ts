@@ -241,6 +241,7 @@ describe('the one inbox: TollgateWaitingFor', () => {
         step: 2,
         chunks: 5,
         partialText: 'The plan ```is',
+        round: 1,
         since: '2026-01-01T00:00:00.000Z',
         expiresAt: '2026-01-01T00:15:00.000Z',
       },

@@ -293,6 +293,7 @@ describe('redaction', () => {
       argsDigest: argsDigest({ account: ACCOUNT, memo: 'x' }),
       redactedValues: 1,
       shownDigest: argsDigest(shownArgs),
+      round: 1,
       requestedAt: '2026-01-01T00:00:00.000Z',
       expiresAt: '2026-01-02T00:00:00.000Z',
     };

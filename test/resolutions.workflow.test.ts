@@ -85,7 +85,9 @@ async function pendingResolution(handle: WorkflowHandle) {
 async function approveFirst(handle: WorkflowHandle, seen = 0): Promise<TurnState> {
   const state = await waitForState(handle, (current) => current.pendingApprovals.length > 0 && current.decisions.length === seen);
   const [pending] = state.pendingApprovals;
-  await handle.signal(approvalSignal, { callId: pending.callId, decision: 'approve', argsDigest: pending.argsDigest });
+  // As a person sends it from what the turn shows: from the second wait of a call on, its round too.
+  const round = pending.round > 1 ? { round: pending.round } : {};
+  await handle.signal(approvalSignal, { callId: pending.callId, decision: 'approve', argsDigest: pending.argsDigest, ...round });
   return state;
 }
 

@@ -4,11 +4,9 @@ import {
   patched,
   proxyActivities,
   proxyLocalActivities,
-  setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { SignalDefinition, UpdateDefinition } from '@temporalio/common';
 import type { Activities } from '../activities';
 import {
   MODEL_FAILURES,
@@ -26,7 +24,6 @@ import type {
   AgentTurnResult,
   ResolvedTurnLimits,
   ModelInterruption,
-  DecisionReceipt,
   ToolEvent,
   TurnLimits,
   TurnMessage,
@@ -37,9 +34,9 @@ import type { TurnStatus } from '../common/codes';
 import { unencryptedMode } from '../common/unencrypted';
 import { ApprovalBook } from './approval-book';
 import { EFFECT_STRATEGIES } from './effects';
-import { approvalSignal, decideUpdate, resolveSignal, resolveUpdate, resumeSignal, resumeUpdate, stateQuery } from './messages';
 import { ResolutionBook } from './resolutions';
 import { ResumeGate } from './resume-gate';
+import { takeTurnMessages } from './turn-messages';
 import { TurnTelemetry } from './turn-telemetry';
 
 /**
@@ -113,51 +110,11 @@ async function settingsFor(own: TurnLimits | undefined): Promise<{
   return { limits, requireDigest, signing, streams, metrics: settings.telemetry?.metrics, outcomes: settings.outcomes };
 }
 
-/** Whether a decision as sent carries edited arguments. */
-function hasEditedArgs(decision: unknown): boolean {
-  return typeof decision === 'object' && decision !== null && (decision as { args?: unknown }).args !== undefined;
-}
-
 /** What had streamed before the break, from the failure's details (activities older than them send none). */
 function streamProgress(error: unknown): StreamProgress {
   const details = error instanceof ActivityFailure && error.cause instanceof ApplicationFailure ? error.cause.details?.[0] : undefined;
   const { chunks, text } = (details ?? {}) as Partial<StreamProgress>;
   return { chunks: typeof chunks === 'number' ? chunks : 0, text: typeof text === 'string' ? text : '' };
-}
-
-/** What judges and takes one kind of a person's decision (a resolution, a resume decision). */
-interface DecisionBook<D> {
-  judge(decision: unknown): string | undefined;
-  offer(decision: D): unknown;
-  accept(decision: D): void;
-}
-
-/**
- * Takes one kind of decision by signal and by update: the signal records an invalid one as
- * rejected, the update's validator refuses it to its caller and leaves no event.
- */
-function takeDecisions<D, R>(
-  signal: SignalDefinition<[D]>,
-  update: UpdateDefinition<R, [D]>,
-  book: DecisionBook<D>,
-  receipt: (decision: D) => R,
-): void {
-  setHandler(signal, (decision) => {
-    book.offer(decision);
-  });
-  setHandler(
-    update,
-    (decision) => {
-      book.accept(decision);
-      return receipt(decision);
-    },
-    {
-      validator: (decision) => {
-        const why = book.judge(decision);
-        if (why) throw new Error(why);
-      },
-    },
-  );
 }
 
 /** Why a model step failed for good; an invalid model fails the workflow instead (the caller's mistake). */
@@ -248,40 +205,9 @@ async function runTurn(input: AgentTurnInput, telemetry: TurnTelemetry): Promise
   };
   const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   const approvals = new ApprovalBook(state);
-  const resumes = new ResumeGate(
-    state,
-    (decision, why) => approvals.reject(decision, why),
-    () => approvals.publish(),
-  );
-  setHandler(stateQuery, () => state);
-  setHandler(approvalSignal, (decision) => {
-    // Edited arguments are checked (a local activity) before the decision is taken or recorded as rejected.
-    return hasEditedArgs(decision) ? approvals.offerEdited(decision) : void approvals.offer(decision);
-  });
-  setHandler(
-    decideUpdate,
-    async (decision): Promise<DecisionReceipt> => {
-      const receipt = { callId: decision.callId, decision: decision.decision, accepted: true as const };
-      if (!hasEditedArgs(decision)) {
-        approvals.accept(decision);
-        return receipt;
-      }
-      const checked = await approvals.checkEdit(decision);
-      if (checked.why !== undefined) throw ApplicationFailure.create({ type: 'invalid_edit', message: checked.why, nonRetryable: true });
-      approvals.accept(decision, checked.call);
-      return { ...receipt, editedDigest: checked.call.argsDigest };
-    },
-    {
-      validator: (decision) => {
-        const why = approvals.judge(decision);
-        if (why) throw new Error(why);
-      },
-    },
-  );
-
+  const resumes = new ResumeGate(state, approvals);
   const resolutions = new ResolutionBook(state, approvals);
-  takeDecisions(resolveSignal, resolveUpdate, resolutions, ({ callId, outcome }) => ({ callId, outcome, accepted: true as const }));
-  takeDecisions(resumeSignal, resumeUpdate, resumes, ({ step, decision }) => ({ step, decision, accepted: true as const }));
+  takeTurnMessages({ state, approvals, resolutions, resumes });
 
   const keepsBudget = patched(TOKEN_BUDGET_PATCH);
   const { limits, requireDigest, signing, streams, metrics, outcomes } = await settingsFor(input.limits);

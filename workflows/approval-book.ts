@@ -8,6 +8,7 @@ import type { ApprovalDecision, PendingApproval, PendingResume, TruncatedDecisio
 import { signatureProblem } from '../common/signed-decision';
 import { unencryptedMode } from '../common/unencrypted';
 import { waitingFor } from './waiting-for';
+import { DecisionLedger } from './decision-ledger';
 import { TurnTelemetry } from './turn-telemetry';
 
 /**
@@ -56,8 +57,8 @@ export class ApprovalBook {
 
   /** Approved calls whose arguments a person edited, as checked, by call id. */
   private readonly edits = new Map<string, { call: CheckedToolCall; originalDigest: string; editor?: string }>();
-  /** Signatures of decisions taken: a call back in approval (its write found not applied) needs a new one. */
-  private readonly usedSignatures = new Set<string>();
+  /** Every wait's round and every signature taken, for approvals, resolutions and resumes alike. */
+  readonly ledger = new DecisionLedger();
   /** Whether a decision must name the digest of the arguments it decides on (the config's `approvals.requireDigest`). */
   requireDigest = false;
   /**
@@ -93,11 +94,12 @@ export class ApprovalBook {
     if (typeof callId !== 'string') return 'callId must be a string';
     if (verdict !== 'approve' && verdict !== 'deny') return `decision must be "approve" or "deny", got ${JSON.stringify(verdict)}`;
     if (this.decided.has(callId)) return `call ${callId} was already decided`;
-    const { signature } = decision as Partial<ApprovalDecision>;
-    if (typeof signature === 'string' && this.usedSignatures.has(signature))
-      return `this signed decision was already taken once for call ${callId}`;
+    const { signature, round } = decision as Partial<ApprovalDecision>;
+    if (this.ledger.signatureTaken(signature)) return `this signed decision was already taken once in this turn (call ${callId})`;
     const pending = this.state.pendingApprovals.find((entry) => entry.callId === callId);
     if (!pending) return `no call ${callId} waits for approval`;
+    const wrongRound = this.ledger.roundProblem(round, pending.round, `call ${callId}`);
+    if (wrongRound) return wrongRound;
     if (argsDigest === undefined && (this.requireDigest || this.signing)) {
       return `argsDigest is required: send the digest of the arguments of call ${callId} you decide on (pendingApprovals in the state query)`;
     }
@@ -118,9 +120,10 @@ export class ApprovalBook {
   private signatureReason(decision: Partial<ApprovalDecision>, editedArgsDigest: string | undefined): string | undefined {
     if (!this.signing) return undefined;
     const { callId, decision: verdict, argsDigest } = decision as ApprovalDecision;
+    const round = this.state.pendingApprovals.find((entry) => entry.callId === callId)?.round;
     // Date.now() is the workflow's clock: the same on every replay.
     const check = { ...this.signing, workflowId: workflowInfo().workflowId, now: Date.now() };
-    return signatureProblem({ ...decision, callId, decision: verdict, argsDigest: argsDigest!, editedArgsDigest }, check);
+    return signatureProblem({ ...decision, callId, decision: verdict, argsDigest: argsDigest!, editedArgsDigest, round }, check);
   }
 
   /** The turn's tool list, for checking edited arguments as the model's calls are checked. */
@@ -189,13 +192,23 @@ export class ApprovalBook {
     }
   }
 
+  /**
+   * Records a message whose payload did not decode (see decodeMessage): what is known of it, and why.
+   * Nothing else changes; the turn goes on waiting and answering queries.
+   */
+  rejectUndecodable(payload: { encoding: string; bytes: number }, why: string): void {
+    this.reject({ undecodable: payload }, clip(why, REJECTED_DECISION_BOUNDS.whyChars));
+  }
+
   /** Takes a decision already judged valid; an approval with edited arguments comes with the call as checked (`checkEdit`). */
   accept(decision: ApprovalDecision, edited?: CheckedToolCall): void {
     const { callId, decision: verdict, approver, reason, keyId, signedAt } = decision;
+    const round = this.state.pendingApprovals.find((entry) => entry.callId === callId)?.round ?? 1;
     // A signed decision's approver is the name of the key that signed it.
     const taken: ApprovalDecision = this.signing
       ? { callId, decision: verdict, approver: keyId, reason, keyId, signedAt }
       : { callId, decision: verdict, approver, reason };
+    if (round > 1) taken.round = round;
     if (edited) {
       // What the record shows of the edit is redacted like a waiting call's arguments.
       Object.assign(taken, { argsDigest: decision.argsDigest, args: edited.redactedValues ? edited.shownArgs : edited.args });
@@ -204,7 +217,7 @@ export class ApprovalBook {
     }
     this.decided.set(callId, taken);
     this.state.decisions.push(taken);
-    if (this.signing && decision.signature) this.usedSignatures.add(decision.signature);
+    this.ledger.takeSignature(decision.signature);
   }
 
   /** Forgets the decision on a call that goes back to waiting for approval (its write was found not applied); the record stays in `decisions`. */
@@ -225,8 +238,9 @@ export class ApprovalBook {
     return this.decided.get(callId);
   }
 
-  /** Shows a call as waiting for approval. */
-  open(pending: PendingApproval): void {
+  /** Shows a call as waiting for approval, in the next round of its waits. */
+  open(waiting: Omit<PendingApproval, 'round'>): void {
+    const pending: PendingApproval = { ...waiting, round: this.ledger.nextRound('approval', waiting.callId) };
     this.state.pendingApprovals.push(pending);
     this.telemetry.approvalOpened({
       callId: pending.callId,
@@ -273,7 +287,8 @@ function shownJson(args: unknown): string {
 
 /** The details of a model step waiting for a `resume` decision: what had streamed, and the exact JSON of each decision. */
 function resumeDetails(pending: PendingResume): string[] {
-  const send = (decision: 'retry' | 'stop') => JSON.stringify({ step: pending.step, decision });
+  const round = pending.round > 1 ? { round: pending.round } : {};
+  const send = (decision: 'retry' | 'stop') => JSON.stringify({ step: pending.step, decision, ...round });
   const text = pending.partialText.replace(/`/g, "'");
   const shown = text.length <= DETAILS_ARGS_CHARS ? text : `…${text.slice(-DETAILS_ARGS_CHARS)}`;
   return [
@@ -305,7 +320,8 @@ export function renderDetails(state: TurnState): string {
     for (const pending of state.pendingApprovals) {
       const digest = pending.shownDigest ?? pending.argsDigest;
       lines.push(`- **${pending.callId}** · ${pending.tool} · expires ${pending.expiresAt} · argsDigest \`${digest}\``);
-      const send = JSON.stringify({ callId: pending.callId, decision: 'approve', argsDigest: digest }).replace(/`/g, '\\u0060');
+      const round = pending.round > 1 ? { round: pending.round } : {};
+      const send = JSON.stringify({ callId: pending.callId, decision: 'approve', argsDigest: digest, ...round }).replace(/`/g, '\\u0060');
       lines.push(`  To approve, send the \`approval\` signal with \`${send}\` (\`"deny"\` to deny)`);
       if (pending.redactedValues)
         lines.push(
@@ -333,7 +349,8 @@ export function renderDetails(state: TurnState): string {
     for (const pending of state.pendingResolutions!) {
       const digest = pending.shownDigest ?? pending.argsDigest;
       lines.push(`- **${pending.callId}** · ${pending.tool} · expires ${pending.expiresAt} · ${cell(pending.reason)}`, '');
-      const json = JSON.stringify({ callId: pending.callId, outcome: 'applied', argsDigest: digest, note: '…' });
+      const round = pending.round > 1 ? { round: pending.round } : {};
+      const json = JSON.stringify({ callId: pending.callId, outcome: 'applied', argsDigest: digest, ...round, note: '…' });
       lines.push(`  Send the \`resolve\` signal with \`${json}\` (or \`"outcome": "not_applied"\`), or \`tollgate resolve\`.`, '');
     }
   }

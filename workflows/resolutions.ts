@@ -60,7 +60,7 @@ export class ResolutionBook {
     if (unencryptedMode(resolution)) {
       return 'the resolution arrived unencrypted; with payload encryption on, resolutions must come from a client holding the keyring';
     }
-    const { callId, outcome, argsDigest, note } = resolution as Partial<ResolutionDecision>;
+    const { callId, outcome, argsDigest, note, signature, round } = resolution as Partial<ResolutionDecision>;
     if (typeof callId !== 'string') return 'callId must be a string';
     if (outcome !== 'applied' && outcome !== 'not_applied') {
       return `outcome must be "applied" or "not_applied", got ${JSON.stringify(outcome)}`;
@@ -69,6 +69,10 @@ export class ResolutionBook {
     const pending = this.pendingResolutions().find((entry) => entry.callId === callId);
     if (!pending) return `no call ${callId} waits for a resolution`;
     if (this.decided.has(callId)) return `call ${callId} was already resolved`;
+    const ledger = this.approvals.ledger;
+    if (ledger.signatureTaken(signature)) return `this signed decision was already taken once in this turn (call ${callId})`;
+    const wrongRound = ledger.roundProblem(round, pending.round, `call ${callId}`);
+    if (wrongRound) return wrongRound;
     if (typeof argsDigest !== 'string') {
       return `argsDigest is required: send the digest of the arguments of call ${callId} (pendingResolutions in the state query)`;
     }
@@ -79,7 +83,7 @@ export class ResolutionBook {
     if (!signing) return undefined;
     const check = { ...signing, workflowId: workflowInfo().workflowId, now: Date.now() };
     const { resolver, ...rest } = resolution as Partial<ResolutionDecision>;
-    return signatureProblem({ ...rest, approver: resolver, callId, decision: outcome, argsDigest }, check);
+    return signatureProblem({ ...rest, approver: resolver, callId, decision: outcome, argsDigest, round: pending.round }, check);
   }
 
   /** Takes a resolution if it is valid, or records it as rejected; returns why it was rejected. */
@@ -99,6 +103,9 @@ export class ResolutionBook {
     const taken: ResolutionDecision = this.approvals.signing
       ? { callId, outcome, argsDigest, resolver: keyId, note, keyId, signedAt }
       : { callId, outcome, argsDigest, resolver, note };
+    const round = this.pendingResolutions().find((entry) => entry.callId === callId)?.round ?? 1;
+    if (round > 1) taken.round = round;
+    this.approvals.ledger.takeSignature(resolution.signature);
     this.decided.set(callId, taken);
     this.state.resolutions!.push(taken);
   }
@@ -114,8 +121,9 @@ export class ResolutionBook {
     return (this.state.pendingResolutions ??= []);
   }
 
-  /** Shows a write as waiting for a resolution. */
-  open(pending: PendingResolution): void {
+  /** Shows a write as waiting for a resolution, in the next round of its waits. */
+  open(waiting: Omit<PendingResolution, 'round'>): void {
+    const pending: PendingResolution = { ...waiting, round: this.approvals.ledger.nextRound('resolution', waiting.callId) };
     this.pendingResolutions().push(pending);
     this.state.phase = 'awaiting_resolution';
     this.publish();

@@ -12,7 +12,15 @@ const ACTIVE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a
 const EXPIRES = '2026-01-02T00:00:00.000Z';
 
 function pending(args: unknown, digest = argsDigest(args)): PendingApproval {
-  return { callId: 'call-3-0', tool: 'send_message', args, argsDigest: digest, requestedAt: '2026-01-01T00:00:00Z', expiresAt: EXPIRES };
+  return {
+    callId: 'call-3-0',
+    tool: 'send_message',
+    args,
+    argsDigest: digest,
+    round: 1,
+    requestedAt: '2026-01-01T00:00:00Z',
+    expiresAt: EXPIRES,
+  };
 }
 
 describe('text from a model, made safe for the terminal', () => {
