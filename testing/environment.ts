@@ -310,7 +310,14 @@ function kitEnvironment({
     const pending = await pendingApproval(turn, callId);
     return turn.handle.executeUpdate(decideUpdate, {
       args: [
-        { callId: pending.callId, decision, argsDigest: pending.argsDigest, approver: options.approver ?? 'test', reason: options.reason },
+        {
+          callId: pending.callId,
+          decision,
+          argsDigest: pending.argsDigest,
+          approver: options.approver ?? 'test',
+          reason: options.reason,
+          ...(pending.round > 1 ? { round: pending.round } : {}),
+        },
       ],
     });
   };
@@ -347,6 +354,7 @@ function kitEnvironment({
         argsDigest: options.argsDigest ?? pending.shownDigest ?? pending.argsDigest,
         resolver: options.resolver ?? 'test',
         ...(options.note ? { note: options.note } : {}),
+        ...(pending.round > 1 ? { round: pending.round } : {}),
       };
       return turn.handle.executeUpdate(resolveUpdate, { args: [resolution] });
     },
@@ -354,8 +362,10 @@ function kitEnvironment({
     resume: async (turn, decision, options = {}) => {
       if (decision !== 'retry' && decision !== 'stop')
         throw new Error(`resume: decision must be 'retry' or 'stop', got ${JSON.stringify(decision)}`);
-      const step = options.step ?? (await waitForState(turn.handle, (current) => current.pendingResume !== undefined)).pendingResume!.step;
-      return turn.handle.executeUpdate(resumeUpdate, { args: [{ step, decision, by: 'test' }] });
+      const pending = (await waitForState(turn.handle, (current) => current.pendingResume !== undefined)).pendingResume!;
+      const step = options.step ?? pending.step;
+      const round = pending.step === step && pending.round > 1 ? { round: pending.round } : {};
+      return turn.handle.executeUpdate(resumeUpdate, { args: [{ step, decision, by: 'test', ...round }] });
     },
     skip: async (duration) => {
       if (mode !== 'time-skipping') throw new Error("skip: the server's clock can only be moved in mode 'time-skipping'");
