@@ -1,6 +1,7 @@
 import {
   closeSync,
   constants,
+  existsSync,
   fstatSync,
   lstatSync,
   opendirSync,
@@ -161,7 +162,7 @@ export function lstatTreeFile(tree: Tree, relative: string): { stats?: Stats; re
   return {};
 }
 
-/** Whether the open descriptor names a path inside the root; true where the system cannot say (no /proc). */
+/** Whether the open descriptor names the root or a path inside it; true where the system cannot say (no /proc). */
 function descriptorInside(descriptor: number, root: string): boolean {
   let target: string;
   try {
@@ -169,7 +170,7 @@ function descriptorInside(descriptor: number, root: string): boolean {
   } catch {
     return true;
   }
-  return target.startsWith(root.endsWith('/') ? root : `${root}/`);
+  return target === root || target.startsWith(root.endsWith('/') ? root : `${root}/`);
 }
 
 /** Reads at most `maxBytes + 1` bytes of an open file, in pieces: the one byte more tells a file over the cap. */
@@ -238,18 +239,38 @@ export function readTreeFile(tree: Tree, relative: string, { maxBytes }: { maxBy
   }
 }
 
-/** Up to `limit` names of a folder's entries, read one at a time so that a huge folder is never listed whole. */
-function someNames(folder: string, limit: number): { names: string[]; more: boolean } {
-  const directory = opendirSync(folder);
-  const names: string[] = [];
+/** The flags a folder is opened with before it is listed: a folder, and not through a link at the last step. */
+const FOLDER_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+
+/**
+ * Up to `limit` names of a folder's entries, read one at a time so that a huge folder is never
+ * listed whole. The folder is opened first (no link at the last step) and must be the very folder
+ * `expected` describes and lie inside the root; it is then listed through its open descriptor
+ * where the system shows one (`/proc/self/fd`), so a folder swapped for a link after its check
+ * lists nothing outside. `undefined` names when the folder changed.
+ */
+function someNames({ folder, root, expected, limit }: { folder: string; root: string; expected: Stats; limit: number }): {
+  names?: string[];
+  more: boolean;
+} {
+  const descriptor = openSync(folder, FOLDER_FLAGS);
   try {
-    for (let entry = directory.readSync(); entry !== null; entry = directory.readSync()) {
-      if (names.length === limit) return { names, more: true };
-      names.push(entry.name);
+    const stats = fstatSync(descriptor);
+    if (stats.dev !== expected.dev || stats.ino !== expected.ino || !descriptorInside(descriptor, root)) return { more: false };
+    const byDescriptor = `${DESCRIPTOR_LINKS}/${descriptor}`;
+    const directory = opendirSync(existsSync(byDescriptor) ? byDescriptor : folder);
+    const names: string[] = [];
+    try {
+      for (let entry = directory.readSync(); entry !== null; entry = directory.readSync()) {
+        if (names.length === limit) return { names, more: true };
+        names.push(entry.name);
+      }
+      return { names, more: false };
+    } finally {
+      directory.closeSync();
     }
-    return { names, more: false };
   } finally {
-    directory.closeSync();
+    closeSync(descriptor);
   }
 }
 
@@ -269,14 +290,23 @@ export function walkTree(tree: Tree, { maxEntries, maxDepth, ignore }: TreeWalkO
     refused.push(refusal(relative === '' ? '.' : relative, 'too_many_entries', `the walk stopped after ${maxEntries} entries`));
     stopped = true;
   };
-  const walk = (relative: string, depth: number) => {
+  const walk = (relative: string, depth: number, expected: Stats) => {
     const folder = relative === '' ? tree.root : path.join(tree.root, relative);
-    let listed: { names: string[]; more: boolean };
+    let listed: { names?: string[]; more: boolean };
     try {
-      listed = someNames(folder, maxEntries - seen);
+      listed = someNames({ folder, root: tree.root, expected, limit: maxEntries - seen });
     } catch (error) {
       if (relative === '') throw new Error(`folder ${tree.folder} cannot be read: ${(error as Error).message}`, { cause: error });
-      refused.push(refusal(relative, 'unreadable', `a folder that cannot be listed (${errorCode(error)})`));
+      const reason = errorCode(error) === 'ELOOP' ? 'symbolic_link' : 'unreadable';
+      refused.push(
+        refusal(relative, reason, reason === 'symbolic_link' ? LINK_DETAIL : `a folder that cannot be listed (${errorCode(error)})`),
+      );
+      return;
+    }
+    if (!listed.names) {
+      refused.push(
+        refusal(relative === '' ? '.' : relative, 'changed_while_read', 'a folder replaced between its examination and its listing'),
+      );
       return;
     }
     for (const name of listed.names.sort((left, right) => (left < right ? -1 : left > right ? 1 : 0))) {
@@ -293,7 +323,7 @@ export function walkTree(tree: Tree, { maxEntries, maxDepth, ignore }: TreeWalkO
       }
       if (stats.isDirectory()) {
         if (depth + 1 > maxDepth) refused.push(refusal(child, 'too_deep', `a folder more than ${maxDepth} folders deep`));
-        else walk(child, depth + 1);
+        else walk(child, depth + 1, stats);
         if (stopped) return;
         continue;
       }
@@ -303,6 +333,12 @@ export function walkTree(tree: Tree, { maxEntries, maxDepth, ignore }: TreeWalkO
     }
     if (listed.more) stop(relative);
   };
-  walk('', 0);
+  let rootStats: Stats;
+  try {
+    rootStats = lstatSync(tree.root);
+  } catch (error) {
+    throw new Error(`folder ${tree.folder} cannot be read: ${(error as Error).message}`, { cause: error });
+  }
+  walk('', 0, rootStats);
   return { files, refused };
 }
