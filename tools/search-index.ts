@@ -178,6 +178,9 @@ function openDatabase(file: string): Database.Database {
   db.pragma('busy_timeout = 10000');
   // The index can always be rebuilt from the files: a commit need not wait for the disk, only stay atomic.
   db.pragma('synchronous = NORMAL');
+  // Deleted text is overwritten, not left in free pages: a document dropped because its file became a link, or a
+  // whole index of an older version rebuilt, leaves none of its text in the file.
+  db.pragma('secure_delete = ON');
   const create = db.transaction(() => {
     db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
     const version = db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'schema'").get()?.value;

@@ -16,13 +16,14 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createRunTool } from '../../activities/boundary/run-tool';
 import { openSqliteStore } from '../../activities/intents/sqlite-store';
-import { openCorpus } from '../../tools/corpus';
+import { indexFileFor, openCorpus } from '../../tools/corpus';
 import { getDocumentTool } from '../../tools/built-in/get-document';
 import { searchLocalSourcesTool } from '../../tools/built-in/search-local-sources';
-import { MAX_CORPUS_DEPTH } from '../../tools/search-index';
+import { MAX_CORPUS_DEPTH, openSearchIndex } from '../../tools/search-index';
 import { createToolRegistry } from '../../tools/tool-registry';
 import { eventLoopProbe } from '../helpers/event-loop-probe';
 import { runToolOnce } from '../helpers/run-tool-once';
@@ -189,6 +190,38 @@ describe('a corpus full of hostile files, through the real tools and their bound
     expectNothingOutside(JSON.stringify(after), 'get_document');
     expect(corpus.index().list()).toEqual([]);
     expect(logLines).toEqual([expect.stringContaining('"notes.md": a symbolic link')]);
+  });
+});
+
+describe('an index written by an older version of the corpus reader', () => {
+  it('is rebuilt, and keeps none of the text it held in its file, when its file is now a link to a secret', () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'tollgate-hostile-upgrade-'));
+    const outside = mkdtempSync(path.join(os.tmpdir(), 'tollgate-hostile-secrets-'));
+    const stateFolder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-hostile-state-'));
+    writeFileSync(path.join(root, 'notes.md'), '# Notes\n\nThe heater was repaired.\n');
+    // What an older reader left behind: the secret's text indexed under a name of the corpus, in a table of another version.
+    writeFileSync(path.join(root, 'key.md'), `# Key\n\n${KEY_CANARY}\n`);
+    const older = openSearchIndex(root, indexFileFor(stateFolder, root));
+    older.refresh();
+    older.close();
+    const database = new Database(indexFileFor(stateFolder, root));
+    database.prepare("UPDATE meta SET value = '3' WHERE key = 'schema'").run();
+    database.close();
+    expect(indexBytes(stateFolder)).toContain(KEY_CANARY);
+    writeFileSync(path.join(outside, 'id_rsa.md'), `# Key\n\n${KEY_CANARY}\n`);
+    rmSync(path.join(root, 'key.md'));
+    symlinkSync(path.join(outside, 'id_rsa.md'), path.join(root, 'key.md'));
+
+    const corpus = openCorpus(root, { stateFolder, log: () => undefined });
+    expect(
+      corpus
+        .index()
+        .list()
+        .map((entry) => entry.id),
+    ).toEqual(['notes']);
+    expect(corpus.index().search(KEY_CANARY, { limit: 5 })).toEqual([]);
+    corpus.index().close();
+    expectNothingOutside(indexBytes(stateFolder), 'the rebuilt index files');
   });
 });
 
