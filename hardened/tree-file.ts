@@ -80,10 +80,6 @@ const DESCRIPTOR_LINKS = '/proc/self/fd';
 
 const LINK_DETAIL = 'a symbolic link; files of the tree are read only where they lie, and no link is followed';
 
-function refusal(relative: string, reason: TreeRefusalReason, detail: string): TreeRefusal {
-  return { path: relative, reason, detail };
-}
-
 /** What kind of special file `stats` describes, in words. */
 function kindOf(stats: Stats): string {
   if (stats.isFIFO()) return 'a FIFO';
@@ -96,10 +92,10 @@ function kindOf(stats: Stats): string {
 
 /** The refusal of an entry by its `lstat`, or nothing for a regular file with one link. */
 function entryRefusal(relative: string, stats: Stats): TreeRefusal | undefined {
-  if (stats.isSymbolicLink()) return refusal(relative, 'symbolic_link', LINK_DETAIL);
-  if (!stats.isFile()) return refusal(relative, 'special_file', `${kindOf(stats)}; only regular files are read`);
+  if (stats.isSymbolicLink()) return { path: relative, reason: 'symbolic_link', detail: LINK_DETAIL };
+  if (!stats.isFile()) return { path: relative, reason: 'special_file', detail: `${kindOf(stats)}; only regular files are read` };
   if (stats.nlink > 1) {
-    return refusal(relative, 'hard_link', `a file with ${stats.nlink} hard links; one of them may lie outside the tree`);
+    return { path: relative, reason: 'hard_link', detail: `a file with ${stats.nlink} hard links; one of them may lie outside the tree` };
   }
   return undefined;
 }
@@ -140,7 +136,7 @@ function segmentsOf(relative: string): string[] | string {
  */
 export function lstatTreeFile(tree: Tree, relative: string): { stats?: Stats; refusal?: TreeRefusal } {
   const segments = segmentsOf(relative);
-  if (typeof segments === 'string') return { refusal: refusal(relative, 'bad_path', segments) };
+  if (typeof segments === 'string') return { refusal: { path: relative, reason: 'bad_path', detail: segments } };
   let current = tree.root;
   for (const [position, segment] of segments.entries()) {
     current = path.join(current, segment);
@@ -150,13 +146,13 @@ export function lstatTreeFile(tree: Tree, relative: string): { stats?: Stats; re
       stats = lstatSync(current);
     } catch (error) {
       if (errorCode(error) === 'ENOENT' || errorCode(error) === 'ENOTDIR') return {};
-      return { refusal: refusal(relative, 'unreadable', `cannot be examined (${errorCode(error)})`) };
+      return { refusal: { path: relative, reason: 'unreadable', detail: `cannot be examined (${errorCode(error)})` } };
     }
     if (position === segments.length - 1) {
       const refused = entryRefusal(relative, stats);
       return refused ? { refusal: refused } : { stats };
     }
-    if (stats.isSymbolicLink()) return { refusal: refusal(relative, 'symbolic_link', `${reached} is ${LINK_DETAIL}`) };
+    if (stats.isSymbolicLink()) return { refusal: { path: relative, reason: 'symbolic_link', detail: `${reached} is ${LINK_DETAIL}` } };
     if (!stats.isDirectory()) return {};
   }
   return {};
@@ -198,40 +194,49 @@ function readCapped(descriptor: number, maxBytes: number): Buffer {
 export function readTreeFile(tree: Tree, relative: string, { maxBytes }: { maxBytes: number }): TreeRead {
   const examined = lstatTreeFile(tree, relative);
   if (examined.refusal) return { ok: false, refusal: examined.refusal };
-  if (!examined.stats) return { ok: false, refusal: refusal(relative, 'unreadable', 'is not there (ENOENT)') };
+  if (!examined.stats) return { ok: false, refusal: { path: relative, reason: 'unreadable', detail: 'is not there (ENOENT)' } };
   if (examined.stats.size > maxBytes) {
-    return { ok: false, refusal: refusal(relative, 'too_large', `larger than ${maxBytes} bytes (${examined.stats.size})`) };
+    return {
+      ok: false,
+      refusal: { path: relative, reason: 'too_large', detail: `larger than ${maxBytes} bytes (${examined.stats.size})` },
+    };
   }
   let descriptor: number;
   try {
     descriptor = openSync(path.join(tree.root, relative), READ_FLAGS);
   } catch (error) {
-    if (errorCode(error) === 'ELOOP') return { ok: false, refusal: refusal(relative, 'symbolic_link', LINK_DETAIL) };
-    return { ok: false, refusal: refusal(relative, 'unreadable', `cannot be opened (${errorCode(error)})`) };
+    if (errorCode(error) === 'ELOOP') return { ok: false, refusal: { path: relative, reason: 'symbolic_link', detail: LINK_DETAIL } };
+    return { ok: false, refusal: { path: relative, reason: 'unreadable', detail: `cannot be opened (${errorCode(error)})` } };
   }
   try {
     const stats = fstatSync(descriptor);
     const refused = entryRefusal(relative, stats);
     if (refused) return { ok: false, refusal: refused };
     if (stats.dev !== examined.stats.dev || stats.ino !== examined.stats.ino) {
-      return { ok: false, refusal: refusal(relative, 'changed_while_read', 'was replaced between its examination and its opening') };
+      return {
+        ok: false,
+        refusal: { path: relative, reason: 'changed_while_read', detail: 'was replaced between its examination and its opening' },
+      };
     }
     if (!descriptorInside(descriptor, tree.root)) {
       return {
         ok: false,
-        refusal: refusal(relative, 'outside_the_tree', 'opens a file outside the tree (a folder on its way was replaced)'),
+        refusal: { path: relative, reason: 'outside_the_tree', detail: 'opens a file outside the tree (a folder on its way was replaced)' },
       };
     }
     if (stats.size > maxBytes)
-      return { ok: false, refusal: refusal(relative, 'too_large', `larger than ${maxBytes} bytes (${stats.size})`) };
+      return { ok: false, refusal: { path: relative, reason: 'too_large', detail: `larger than ${maxBytes} bytes (${stats.size})` } };
     let bytes: Buffer;
     try {
       bytes = readCapped(descriptor, maxBytes);
     } catch (error) {
-      return { ok: false, refusal: refusal(relative, 'unreadable', `cannot be read (${errorCode(error)})`) };
+      return { ok: false, refusal: { path: relative, reason: 'unreadable', detail: `cannot be read (${errorCode(error)})` } };
     }
     if (bytes.length > maxBytes) {
-      return { ok: false, refusal: refusal(relative, 'too_large', `reads more than ${maxBytes} bytes (its stat size says ${stats.size})`) };
+      return {
+        ok: false,
+        refusal: { path: relative, reason: 'too_large', detail: `reads more than ${maxBytes} bytes (its stat size says ${stats.size})` },
+      };
     }
     return { ok: true, bytes, stats };
   } finally {
@@ -287,7 +292,11 @@ export function walkTree(tree: Tree, { maxEntries, maxDepth, ignore }: TreeWalkO
   let seen = 0;
   let stopped = false;
   const stop = (relative: string) => {
-    refused.push(refusal(relative === '' ? '.' : relative, 'too_many_entries', `the walk stopped after ${maxEntries} entries`));
+    refused.push({
+      path: relative === '' ? '.' : relative,
+      reason: 'too_many_entries',
+      detail: `the walk stopped after ${maxEntries} entries`,
+    });
     stopped = true;
   };
   const walk = (relative: string, depth: number, expected: Stats) => {
@@ -298,15 +307,19 @@ export function walkTree(tree: Tree, { maxEntries, maxDepth, ignore }: TreeWalkO
     } catch (error) {
       if (relative === '') throw new Error(`folder ${tree.folder} cannot be read: ${(error as Error).message}`, { cause: error });
       const reason = errorCode(error) === 'ELOOP' ? 'symbolic_link' : 'unreadable';
-      refused.push(
-        refusal(relative, reason, reason === 'symbolic_link' ? LINK_DETAIL : `a folder that cannot be listed (${errorCode(error)})`),
-      );
+      refused.push({
+        path: relative,
+        reason: reason,
+        detail: reason === 'symbolic_link' ? LINK_DETAIL : `a folder that cannot be listed (${errorCode(error)})`,
+      });
       return;
     }
     if (!listed.names) {
-      refused.push(
-        refusal(relative === '' ? '.' : relative, 'changed_while_read', 'a folder replaced between its examination and its listing'),
-      );
+      refused.push({
+        path: relative === '' ? '.' : relative,
+        reason: 'changed_while_read',
+        detail: 'a folder replaced between its examination and its listing',
+      });
       return;
     }
     for (const name of listed.names.sort((left, right) => (left < right ? -1 : left > right ? 1 : 0))) {
@@ -318,11 +331,11 @@ export function walkTree(tree: Tree, { maxEntries, maxDepth, ignore }: TreeWalkO
       try {
         stats = lstatSync(path.join(folder, name));
       } catch (error) {
-        refused.push(refusal(child, 'unreadable', `cannot be examined (${errorCode(error)})`));
+        refused.push({ path: child, reason: 'unreadable', detail: `cannot be examined (${errorCode(error)})` });
         continue;
       }
       if (stats.isDirectory()) {
-        if (depth + 1 > maxDepth) refused.push(refusal(child, 'too_deep', `a folder more than ${maxDepth} folders deep`));
+        if (depth + 1 > maxDepth) refused.push({ path: child, reason: 'too_deep', detail: `a folder more than ${maxDepth} folders deep` });
         else walk(child, depth + 1, stats);
         if (stopped) return;
         continue;
