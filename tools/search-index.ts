@@ -217,7 +217,12 @@ function inScope(documentPath: string, id: string, scope: SearchScope): boolean 
  * another's lock rather than failing.
  */
 export function openSearchIndex(folder: string, file: string): SearchIndex {
-  const tree = openTree(folder);
+  let tree: Tree;
+  try {
+    tree = openTree(folder);
+  } catch (error) {
+    throw new Error(`corpus ${(error as Error).message}`, { cause: error });
+  }
   const db = openDatabase(file);
   const selectStates = db.prepare<[], Pick<FileRow, 'path' | 'id' | 'mtime_ms' | 'size' | 'hash'>>(
     'SELECT path, id, mtime_ms, size, hash FROM files',

@@ -193,6 +193,23 @@ describe('a corpus full of hostile files, through the real tools and their bound
   });
 });
 
+describe('a corpus folder that is not there', () => {
+  it('is an error naming it at first use, and works once the folder exists', () => {
+    const parent = mkdtempSync(path.join(os.tmpdir(), 'tollgate-hostile-missing-'));
+    const folder = path.join(parent, 'corpus');
+    const corpus = openCorpus(folder, { log: () => undefined });
+    expect(() => corpus.index()).toThrow(`corpus folder ${folder} cannot be opened: ENOENT`);
+    mkdirSync(folder);
+    writeFileSync(path.join(folder, 'notes.md'), '# Notes\n');
+    expect(
+      corpus
+        .index()
+        .list()
+        .map((entry) => entry.id),
+    ).toEqual(['notes']);
+  });
+});
+
 describe('an index written by an older version of the corpus reader', () => {
   it('is rebuilt, and keeps none of the text it held in its file, when its file is now a link to a secret', () => {
     const root = mkdtempSync(path.join(os.tmpdir(), 'tollgate-hostile-upgrade-'));
