@@ -2,6 +2,14 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type net from 'node:net';
 import type { Payload, PayloadCodec } from '@temporalio/common';
+import {
+  decodePathSegment,
+  guardClientErrors,
+  parseJsonBody,
+  readRequestBody,
+  RequestRefusal,
+  requestGuard,
+} from '../hardened/request-guard';
 
 interface JsonPayload {
   metadata?: Record<string, string>;
@@ -11,11 +19,21 @@ interface JsonPayload {
 /** The largest request body the codec server reads; a bigger one is answered 413. */
 export const MAX_CODEC_REQUEST_BYTES = 16 * 1024 * 1024;
 
-function fromJson({ metadata = {}, data = '' }: JsonPayload): Payload {
-  return {
-    metadata: Object.fromEntries(Object.entries(metadata).map(([key, value]) => [key, Buffer.from(value, 'base64')])),
-    data: Buffer.from(data, 'base64'),
-  };
+/** A payload of the request's JSON, or a 400 naming which one is not `{ metadata?: { key: base64 }, data?: base64 }`. */
+function fromJson(payload: unknown, position: number): Payload {
+  const where = `payloads[${position}]`;
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload))
+    throw new RequestRefusal(400, `${where}: expected an object`);
+  const { metadata = {}, data = '' } = payload as JsonPayload;
+  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
+    throw new RequestRefusal(400, `${where}.metadata: expected an object of base64 strings`);
+  }
+  if (typeof data !== 'string') throw new RequestRefusal(400, `${where}.data: expected a base64 string`);
+  const entries = Object.entries(metadata as Record<string, unknown>).map(([key, value]) => {
+    if (typeof value !== 'string') throw new RequestRefusal(400, `${where}.metadata.${key.slice(0, 40)}: expected a base64 string`);
+    return [key, Buffer.from(value, 'base64')];
+  });
+  return { metadata: Object.fromEntries(entries), data: Buffer.from(data, 'base64') };
 }
 
 function toJson({ metadata = {}, data }: Payload): JsonPayload {
@@ -72,11 +90,12 @@ function sameToken(given: string, expected: string): boolean {
 /**
  * A request's route and the token its path carries: `/decode` has none, `/<token>/decode` has one.
  * The token in the path is for callers that cannot send a header, such as the dev server's Web UI,
- * which posts to `<endpoint>/decode` without one.
+ * which posts to `<endpoint>/decode` without one. A token that is not valid percent-encoding is
+ * a 400 (a {@link RequestRefusal}).
  */
 function routeOf(url: string | undefined): { route: string; pathToken?: string } {
   const parts = (url ?? '').split('?')[0].split('/').filter(Boolean);
-  if (parts.length === 2) return { route: `/${parts[1]}`, pathToken: decodeURIComponent(parts[0]) };
+  if (parts.length === 2) return { route: `/${parts[1]}`, pathToken: decodePathSegment(parts[0]) };
   return { route: `/${parts.join('/')}` };
 }
 
@@ -118,27 +137,19 @@ async function answer(
   request: http.IncomingMessage,
   response: http.ServerResponse,
 ): Promise<void> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_CODEC_REQUEST_BYTES) {
-      response.writeHead(413, { 'content-type': 'text/plain', connection: 'close' });
-      response.end(`request body over ${MAX_CODEC_REQUEST_BYTES} bytes\n`);
-      request.destroy();
-      return;
-    }
-    chunks.push(chunk);
+  const body = parseJsonBody(await readRequestBody(request, MAX_CODEC_REQUEST_BYTES)) as { payloads?: unknown } | null;
+  if (typeof body !== 'object' || body === null || !Array.isArray(body.payloads)) {
+    throw new RequestRefusal(400, 'expected a JSON body { "payloads": [...] }');
   }
+  const converted = body.payloads.map(fromJson);
+  let result: Payload[];
   try {
-    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { payloads?: unknown };
-    if (!Array.isArray(body?.payloads)) throw new Error('expected a JSON body { "payloads": [...] }');
-    const converted = (body.payloads as JsonPayload[]).map(fromJson);
-    const result = route === '/encode' ? await codec.encode(converted) : await codec.decode(converted);
-    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ payloads: result.map(toJson) }));
+    result = route === '/encode' ? await codec.encode(converted) : await codec.decode(converted);
   } catch (error) {
-    response.writeHead(400, { 'content-type': 'text/plain' }).end(`${(error as Error).message}\n`);
+    // A payload the codec cannot decode (another key, a damaged ciphertext) is the caller's error.
+    throw new RequestRefusal(400, `${route.slice(1)}: ${(error as Error).message}`);
   }
+  response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ payloads: result.map(toJson) }));
 }
 
 /**
@@ -148,14 +159,17 @@ async function answer(
  * refused) and, when it has an `Origin`, one of `origins` (403 and no body otherwise); `/encode`
  * and `/decode` also need the token, as `Authorization: Bearer <token>` or as the first path segment
  * (`/<token>/decode`, for the Web UI; see {@link codecEndpointWithToken}), 401 otherwise. A CORS preflight from an
- * allowed origin is answered 204 without a token, as browsers send it without one.
+ * allowed origin is answered 204 without a token, as browsers send it without one. A malformed
+ * request is answered, never thrown: a path token that is not valid percent-encoding, a body that
+ * is not JSON or not `{ payloads }`, or that the codec cannot decode, 400; another route 404;
+ * another method 405; a body over {@link MAX_CODEC_REQUEST_BYTES} 413 (counted while read).
  */
 export async function startCodecServer(options: CodecServerOptions): Promise<CodecServer> {
   const { codec, token, port = 0, host = '127.0.0.1', origins, hosts } = options;
   if (!token) throw new Error('startCodecServer: a bearer token is required');
   const sockets = new Set<net.Socket>();
   let allowedHosts = (hosts ?? []).map((name) => name.toLowerCase());
-  const server = http.createServer((request, response) => {
+  const handle = (request: http.IncomingMessage, response: http.ServerResponse): Promise<void> | undefined => {
     const refused = refusal(request, { token, origins, hosts: allowedHosts });
     const origin = request.headers.origin;
     if (refused === 403) {
@@ -172,12 +186,12 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
       return;
     }
     const { route } = routeOf(request.url);
-    if (request.method !== 'POST' || (route !== '/encode' && route !== '/decode')) {
-      response.writeHead(404, { 'content-type': 'text/plain' }).end('POST /encode or /decode\n');
-      return;
-    }
-    void answer(codec, route, request, response);
-  });
+    if (route !== '/encode' && route !== '/decode') throw new RequestRefusal(404, 'POST /encode or /decode');
+    if (request.method !== 'POST') throw new RequestRefusal(405, `${route} takes POST`, { allow: 'POST, OPTIONS' });
+    return answer(codec, route, request, response);
+  };
+  const server = http.createServer(requestGuard({ name: 'codec server', handle }));
+  guardClientErrors(server);
   server.on('connection', (socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));

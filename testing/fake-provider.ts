@@ -1,5 +1,9 @@
 import http from 'node:http';
 import { listenOnLoopback } from '../client/demo/loopback-http';
+import { guardClientErrors, parseJsonBody, readRequestBody, requestGuard } from '../hardened/request-guard';
+
+/** The largest request body the fake provider reads; a bigger one is answered 413 and not recorded. */
+export const MAX_FAKE_REQUEST_BYTES = 32 * 1024 * 1024;
 
 /** One scripted answer of the fake provider to one request. */
 export type FakeReply =
@@ -38,47 +42,47 @@ export async function startFakeProvider(): Promise<FakeProvider> {
   const queue: FakeReply[] = [];
   const named = new Map<string, FakeReply[]>();
   const requests: FakeRequest[] = [];
-  const server = http.createServer((request, response) => {
-    let raw = '';
-    request.on('data', (chunk) => (raw += chunk));
-    request.on('end', () => {
-      const header = request.headers[FAKE_PROVIDER_QUEUE_HEADER];
-      const name = typeof header === 'string' ? header : undefined;
-      const body = raw ? JSON.parse(raw) : undefined;
-      requests.push({ at: Date.now(), path: request.url ?? '', body, headers: request.headers, ...(name ? { queue: name } : {}) });
-      const reply = (name === undefined ? queue : named.get(name))?.shift();
-      if (!reply) {
-        response.writeHead(500, { 'content-type': 'application/json' });
-        const which = name === undefined ? '' : ` for ${name}`;
-        response.end(JSON.stringify({ error: { message: `the fake provider has no reply queued${which}` } }));
+  const handle = async (request: http.IncomingMessage, response: http.ServerResponse): Promise<void> => {
+    const raw = await readRequestBody(request, MAX_FAKE_REQUEST_BYTES);
+    const header = request.headers[FAKE_PROVIDER_QUEUE_HEADER];
+    const name = typeof header === 'string' ? header : undefined;
+    // A body that is not JSON is answered 400 (in the providers' error shape) and takes no queued reply.
+    const body = raw.length > 0 ? parseJsonBody(raw) : undefined;
+    requests.push({ at: Date.now(), path: request.url ?? '', body, headers: request.headers, ...(name ? { queue: name } : {}) });
+    const reply = (name === undefined ? queue : named.get(name))?.shift();
+    if (!reply) {
+      response.writeHead(500, { 'content-type': 'application/json' });
+      const which = name === undefined ? '' : ` for ${name}`;
+      response.end(JSON.stringify({ error: { message: `the fake provider has no reply queued${which}` } }));
+      return;
+    }
+    if (reply.kind === 'error') {
+      response.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
+      response.end(JSON.stringify(reply.body));
+      return;
+    }
+    if (reply.kind === 'json') {
+      const text = JSON.stringify(reply.body);
+      if (reply.resetAfterBytes === undefined) {
+        response.writeHead(200, { 'content-type': 'application/json' }).end(text);
         return;
       }
-      if (reply.kind === 'error') {
-        response.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
-        response.end(JSON.stringify(reply.body));
-        return;
-      }
-      if (reply.kind === 'json') {
-        const text = JSON.stringify(reply.body);
-        if (reply.resetAfterBytes === undefined) {
-          response.writeHead(200, { 'content-type': 'application/json' }).end(text);
-          return;
-        }
-        response.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) });
-        response.write(text.slice(0, reply.resetAfterBytes));
-        setTimeout(() => request.socket.destroy(), 20);
-        return;
-      }
-      response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-      const cut = reply.resetAfter ?? reply.stallAfter;
-      reply.events.forEach((event, index) => {
-        if (cut !== undefined && index >= cut) return;
-        response.write(event);
-      });
-      if (reply.resetAfter !== undefined) setTimeout(() => request.socket.destroy(), 20);
-      else if (reply.stallAfter === undefined) response.end();
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) });
+      response.write(text.slice(0, reply.resetAfterBytes));
+      setTimeout(() => request.socket.destroy(), 20);
+      return;
+    }
+    response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    const cut = reply.resetAfter ?? reply.stallAfter;
+    reply.events.forEach((event, index) => {
+      if (cut !== undefined && index >= cut) return;
+      response.write(event);
     });
-  });
+    if (reply.resetAfter !== undefined) setTimeout(() => request.socket.destroy(), 20);
+    else if (reply.stallAfter === undefined) response.end();
+  };
+  const server = http.createServer(requestGuard({ name: 'fake provider', handle, format: 'json' }));
+  guardClientErrors(server);
   const listener = await listenOnLoopback(server);
   return {
     baseURL: `http://127.0.0.1:${listener.port}/v1`,

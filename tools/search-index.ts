@@ -1,15 +1,24 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
+import { mkdirSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { lstatTreeFile, openTree, readTreeFile, walkTree, type Tree, type TreeRefusal } from '../hardened/tree-file';
 import { documentText, formatOf, indexedBody, type DocumentFormat, type DocumentSection } from './document-text';
 
-/** Bumped when the tables or what they hold change; an index of another version is rebuilt. */
-const SCHEMA_VERSION = '3';
+/**
+ * Bumped when the tables or what they hold change; an index of another version is rebuilt. Version
+ * 4 is the first that reads no file through a link, so an older index, which may hold the text of
+ * a file outside the corpus reached through one, is never served.
+ */
+const SCHEMA_VERSION = '4';
 /** BM25 weights of the columns title, heading and body: a title or heading word counts for more than a body word. */
 export const COLUMN_WEIGHTS = { title: 8, heading: 4, body: 1 } as const;
-/** Files larger than this are skipped (and counted), not read. */
+/** Files larger than this are refused (and counted): never more than one byte past it is read, whatever the file's stat says. */
 export const MAX_FILE_BYTES = 8 * 1024 * 1024;
+/** A refresh looks at most at this many entries (files, folders, anything) of the folder; the rest is refused and counted. */
+export const MAX_CORPUS_ENTRIES = 20_000;
+/** A refresh goes at most this many folders deep; deeper folders are refused and counted. */
+export const MAX_CORPUS_DEPTH = 16;
 /**
  * A section's rowid in the FTS5 table is its document's number times this plus its index, so that a
  * document's sections are one rowid range: found and deleted without scanning the table.
@@ -59,6 +68,8 @@ export interface IndexStats {
   skipped: number;
   /** A few of them with the reason, for a message. */
   skippedExamples: Array<{ path: string; reason: string }>;
+  /** Of the skipped files, those the tree refused to read (links, special files, too large, past the walk's bounds). */
+  refused: number;
   /** Documents this handle parsed and wrote (first build, changed files); 0 when it reused the index as found. */
   indexedByThisHandle: number;
   /** Documents this handle removed because their file was gone. */
@@ -75,6 +86,10 @@ export interface SearchIndex {
   search(query: string, options: SearchScope & { limit: number }): SearchHit[];
   /** One document by id. */
   document(id: string): IndexedDocument | undefined;
+  /** Why the last refresh refused the file a document id would name (a link, a FIFO, too large…), or nothing. */
+  refusalOf(id: string): TreeRefusal | undefined;
+  /** Every file the last refresh refused to read, with its reason: never any of its content. */
+  refusals(): TreeRefusal[];
   /** Every document's id, path and title, in path order. */
   list(scope?: SearchScope): Array<{ id: string; path: string; title: string; size: number }>;
   stats(): IndexStats;
@@ -95,7 +110,6 @@ interface FileRow {
 
 interface ScannedFile {
   path: string;
-  absolute: string;
   stats: Stats;
   format: DocumentFormat;
 }
@@ -124,40 +138,32 @@ function looksBinary(bytes: Buffer): boolean {
   return bytes.subarray(0, 8192).includes(0);
 }
 
-/** Every file under the folder (dot-files and dot-folders left out), split into those the index reads and those it skips. */
-function scanFolder(folder: string): { files: ScannedFile[]; skipped: Array<{ path: string; reason: string }> } {
+/**
+ * Every file under the folder (dot-files and dot-folders left out), split into those the index
+ * reads, those it skips (other formats) and those the tree refuses (links, special files, past
+ * the walk's bounds), each refusal with its path and reason.
+ */
+function scanFolder(tree: Tree): { files: ScannedFile[]; skipped: Array<{ path: string; reason: string }>; refused: TreeRefusal[] } {
+  const walked = walkTree(tree, { maxEntries: MAX_CORPUS_ENTRIES, maxDepth: MAX_CORPUS_DEPTH, ignore: (name) => name.startsWith('.') });
   const files: ScannedFile[] = [];
-  const skipped: Array<{ path: string; reason: string }> = [];
-  const walk = (relative: string) => {
-    const entries = readdirSync(path.join(folder, relative), { withFileTypes: true });
-    for (const entry of entries.sort((left, right) => (left.name < right.name ? -1 : 1))) {
-      if (entry.name.startsWith('.')) continue;
-      const child = relative === '' ? entry.name : `${relative}/${entry.name}`;
-      const absolute = path.join(folder, child);
-      if (entry.isDirectory()) {
-        walk(child);
-        continue;
-      }
-      let stats: Stats;
-      try {
-        stats = statSync(absolute);
-      } catch (error) {
-        skipped.push({ path: child, reason: `cannot be read: ${(error as Error).message}` });
-        continue;
-      }
-      const format = formatOf(path.extname(entry.name));
-      if (!stats.isFile()) skipped.push({ path: child, reason: 'not a regular file' });
-      else if (!format) skipped.push({ path: child, reason: 'not markdown, text or html' });
-      else if (stats.size > MAX_FILE_BYTES) skipped.push({ path: child, reason: `larger than ${MAX_FILE_BYTES} bytes` });
-      else files.push({ path: child, absolute, stats, format });
-    }
-  };
-  try {
-    walk('');
-  } catch (error) {
-    throw new Error(`corpus folder ${folder} cannot be read: ${(error as Error).message}`, { cause: error });
+  const skipped: Array<{ path: string; reason: string }> = walked.refused.map(({ path: where, detail }) => ({
+    path: where,
+    reason: detail,
+  }));
+  for (const entry of walked.files) {
+    const format = formatOf(path.extname(entry.path));
+    if (!format) skipped.push({ path: entry.path, reason: 'not markdown, text or html' });
+    else if (entry.stats.size > MAX_FILE_BYTES) {
+      const refusal: TreeRefusal = {
+        path: entry.path,
+        reason: 'too_large',
+        detail: `larger than ${MAX_FILE_BYTES} bytes (${entry.stats.size})`,
+      };
+      walked.refused.push(refusal);
+      skipped.push({ path: entry.path, reason: refusal.detail });
+    } else files.push({ path: entry.path, stats: entry.stats, format });
   }
-  return { files, skipped };
+  return { files, skipped, refused: walked.refused };
 }
 
 /** A document's id: its path with `.md` left off (`refund-policy.md` → `refund-policy`), other extensions kept. */
@@ -172,6 +178,9 @@ function openDatabase(file: string): Database.Database {
   db.pragma('busy_timeout = 10000');
   // The index can always be rebuilt from the files: a commit need not wait for the disk, only stay atomic.
   db.pragma('synchronous = NORMAL');
+  // Deleted text is overwritten, not left in free pages: a document dropped because its file became a link, or a
+  // whole index of an older version rebuilt, leaves none of its text in the file.
+  db.pragma('secure_delete = ON');
   const create = db.transaction(() => {
     db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
     const version = db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'schema'").get()?.value;
@@ -208,6 +217,12 @@ function inScope(documentPath: string, id: string, scope: SearchScope): boolean 
  * another's lock rather than failing.
  */
 export function openSearchIndex(folder: string, file: string): SearchIndex {
+  let tree: Tree;
+  try {
+    tree = openTree(folder);
+  } catch (error) {
+    throw new Error(`corpus ${(error as Error).message}`, { cause: error });
+  }
   const db = openDatabase(file);
   const selectStates = db.prepare<[], Pick<FileRow, 'path' | 'id' | 'mtime_ms' | 'size' | 'hash'>>(
     'SELECT path, id, mtime_ms, size, hash FROM files',
@@ -237,6 +252,7 @@ export function openSearchIndex(folder: string, file: string): SearchIndex {
     'SELECT id, path, title, length(text) AS size FROM files ORDER BY path',
   );
   let skipped: Array<{ path: string; reason: string }> = [];
+  let refused: TreeRefusal[] = [];
   let indexed = 0;
   let removed = 0;
 
@@ -280,26 +296,27 @@ export function openSearchIndex(folder: string, file: string): SearchIndex {
     deleteSections(relative);
     if (deleteFile.run(relative).changes > 0) removed++;
   };
-  /** Removes a document whose file is gone, unless the file is back by now. */
+  /** Removes a document whose file is gone (or is no longer a regular file the tree reads), unless it is back by now. */
   const forget = db.transaction((relative: string) => {
-    if (!existsSync(path.join(folder, relative))) remove(relative);
+    if (!lstatTreeFile(tree, relative).stats) remove(relative);
   });
   const forgetNow = db.transaction(remove);
 
   function refresh(): void {
-    const scan = scanFolder(folder);
+    const scan = scanFolder(tree);
     const known = new Map(selectStates.all().map((row) => [row.path, row]));
     for (const scanned of scan.files) {
       const row = known.get(scanned.path);
       known.delete(scanned.path);
       if (row && row.mtime_ms === scanned.stats.mtimeMs && row.size === scanned.stats.size) continue;
-      let bytes: Buffer;
-      try {
-        bytes = readFileSync(scanned.absolute);
-      } catch (error) {
-        scan.skipped.push({ path: scanned.path, reason: `cannot be read: ${(error as Error).message}` });
+      const read = readTreeFile(tree, scanned.path, { maxBytes: MAX_FILE_BYTES });
+      if (!read.ok) {
+        scan.refused.push(read.refusal);
+        scan.skipped.push({ path: scanned.path, reason: read.refusal.detail });
+        if (row) forgetNow.immediate(scanned.path);
         continue;
       }
+      const { bytes } = read;
       if (looksBinary(bytes)) {
         scan.skipped.push({ path: scanned.path, reason: 'binary content' });
         if (row) forgetNow.immediate(scanned.path);
@@ -309,8 +326,10 @@ export function openSearchIndex(folder: string, file: string): SearchIndex {
       if (row && row.hash === hash) touchOnly.immediate(scanned.path, scanned.stats);
       else replace.immediate(scanned, bytes, hash);
     }
+    // Whatever the walk did not hand over (gone, refused, past its bounds) leaves the index.
     for (const gone of known.keys()) forget.immediate(gone);
     skipped = scan.skipped;
+    refused = scan.refused;
   }
 
   const rowToDocument = (row: FileRow): IndexedDocument => ({
@@ -379,6 +398,10 @@ export function openSearchIndex(folder: string, file: string): SearchIndex {
       const row = selectById.get(id);
       return row ? rowToDocument(row) : undefined;
     },
+    refusalOf(id) {
+      return refused.find((entry) => entry.path === id || documentId(entry.path) === id);
+    },
+    refusals: () => refused,
     list(scope = {}) {
       return listRows.all().filter((row) => inScope(row.path, row.id, scope));
     },
@@ -387,6 +410,7 @@ export function openSearchIndex(folder: string, file: string): SearchIndex {
         ...counts.get()!,
         skipped: skipped.length,
         skippedExamples: skipped.slice(0, 5),
+        refused: refused.length,
         indexedByThisHandle: indexed,
         removedByThisHandle: removed,
       };

@@ -111,7 +111,8 @@ function documentAnswer(document: IndexedDocument, args: z.output<typeof getDocu
 /**
  * The `get_document` read tool: a whole document by id, one of its sections, or a range of
  * characters, within the output bound (a longer text is read in parts with `start`); an unknown
- * id is an error that says what exists.
+ * id is an error that says what exists, and the id of a file the corpus refused to read (a link,
+ * a special file, too large) is `forbidden` with the reason, never the file's content.
  */
 export function getDocumentTool(corpus: Corpus): ToolDefinition {
   return defineTool({
@@ -130,6 +131,11 @@ export function getDocumentTool(corpus: Corpus): ToolDefinition {
       if (document) {
         const answer = documentAnswer(document, args);
         return ToolOutcome.is(answer) ? answer : ToolOutcome.ok(answer);
+      }
+      // A file the corpus refused (a link, a special file, too large) gets a stable code and its reason, never its content.
+      const refused = corpus.refusalOf(args.id);
+      if (refused) {
+        return ToolOutcome.error(`${refused.path} is not served: ${refused.detail}`, { code: 'forbidden', retryable: false });
       }
       const similar = closeIds(
         args.id,

@@ -1,6 +1,7 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { guardClientErrors, RequestRefusal, requestGuard } from '../../hardened/request-guard';
 
 /** A running `/metrics` endpoint. */
 export interface MetricsServer {
@@ -10,7 +11,8 @@ export interface MetricsServer {
 }
 
 /**
- * Serves `/metrics`: Tollgate's registry, followed by the Temporal runtime's own metrics when
+ * Serves `GET /metrics` (another path is 404, another method 405, a malformed request 400, never
+ * a crash): Tollgate's registry, followed by the Temporal runtime's own metrics when
  * `coreMetricsUrl` names the loopback endpoint the runtime's exporter listens on, so Prometheus
  * scrapes one endpoint per worker. A runtime endpoint that does not answer leaves its part out
  * (and says so in a comment line) rather than failing the scrape.
@@ -26,16 +28,20 @@ export async function startMetricsServer({
   registry: Registry;
   coreMetricsUrl?: string;
 }): Promise<MetricsServer> {
-  const server = createServer((request, response) => {
-    if (request.method !== 'GET' || (request.url ?? '').split('?')[0] !== '/metrics') {
-      response.writeHead(404, { 'content-type': 'text/plain' }).end('only GET /metrics is served here\n');
+  const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    if ((request.url ?? '').split('?')[0] !== '/metrics') throw new RequestRefusal(404, 'only GET /metrics is served here');
+    if (request.method !== 'GET' && request.method !== 'HEAD') throw new RequestRefusal(405, '/metrics takes GET', { allow: 'GET, HEAD' });
+    let text: string;
+    try {
+      text = await exposition(registry, coreMetricsUrl);
+    } catch (error) {
+      response.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics: ${String(error)}\n`);
       return;
     }
-    exposition(registry, coreMetricsUrl).then(
-      (text) => response.writeHead(200, { 'content-type': registry.contentType }).end(text),
-      (error: unknown) => response.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics: ${String(error)}\n`),
-    );
-  });
+    response.writeHead(200, { 'content-type': registry.contentType }).end(request.method === 'HEAD' ? undefined : text);
+  };
+  const server = createServer(requestGuard({ name: 'metrics endpoint', handle }));
+  guardClientErrors(server);
   await listen(server, host, port);
   const { port: bound } = server.address() as AddressInfo;
   return {
