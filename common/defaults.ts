@@ -45,6 +45,14 @@ export const DEFAULT_APPROVED_SCHEDULE_TO_START_MS = 3_600_000;
  */
 export const OUTCOME_DEFAULTS = { onUnknown: 'ask', resolveTimeoutMs: 24 * 3_600_000 } as const;
 
+/**
+ * How a write's boundary retries an idempotency store that failed before the handler ran (the claim,
+ * and the lookup's read): for at most `windowMs` (inside the activity's grace beyond the tool's
+ * timeout, so the handler's own timeout still fits), backing off from `initialIntervalMs` up to
+ * `maximumIntervalMs`. A store still failing after it leaves the call `not_run`: nothing happened.
+ */
+export const STORE_FAULT_RETRY = { windowMs: 2_500, initialIntervalMs: 100, maximumIntervalMs: 800 } as const;
+
 /** The backoff between attempts of a retried call when the config's `retry` sets none. */
 export const DEFAULT_RETRY_BACKOFF = { initialIntervalMs: 200, backoffCoefficient: 2, maximumIntervalMs: 5_000 } as const;
 

@@ -3,6 +3,7 @@ import type { ResolveIntentInput, ResolveIntentResult } from '../../common/activ
 import { argsDigest } from '../../tools/canonical-json';
 import { intentKey } from '../../tools/intent-key';
 import type { ToolRegistry } from '../../tools/tool-registry';
+import { guardStore } from '../intents/guard-store';
 import type { IdempotencyStore } from '../intents/intent-store';
 
 /**
@@ -12,7 +13,9 @@ import type { IdempotencyStore } from '../intents/intent-store';
  * again (a reversible write behind a fresh status lookup, an irreversible one only after a new
  * approval). The worker's log records who gave it up.
  */
-export function createResolveIntent({ registry, store }: { registry: ToolRegistry; store: IdempotencyStore }) {
+export function createResolveIntent({ registry, store: given }: { registry: ToolRegistry; store: IdempotencyStore }) {
+  // Whatever a store throws reaches the local activity's retry as an IntentStoreError naming the operation.
+  const store = guardStore(given);
   return async function resolveIntent(input: ResolveIntentInput): Promise<ResolveIntentResult> {
     const tool = registry.get(input.tool);
     if (!tool) throw new Error(`resolveIntent: no tool named "${input.tool}" on this worker`);
