@@ -6,7 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createLookupStatus } from '../activities/boundary/lookup-status';
 import { createRunTool } from '../activities/boundary/run-tool';
-import { IntentStoreError, type IdempotencyStore } from '../activities/intents/intent-store';
+import Database from 'better-sqlite3';
+import { INTENT_COLUMNS_SQL, IntentStoreError, type IdempotencyStore } from '../activities/intents/intent-store';
 import { openPostgresStore } from '../activities/intents/postgres-store';
 import { openSqliteStore } from '../activities/intents/sqlite-store';
 import type { ToolResult } from '../common/types';
@@ -353,6 +354,35 @@ describe.each(backends)('a late commit on the %s store', (_name, database) => {
       receipt: { status: 'success', data: 'wrote n (execution 2)' },
     });
     expect(executions).toBe(2);
+  });
+});
+
+describe('a SQLite store opened on a file of the first release (no effect, owner or lease columns)', () => {
+  it('adds the columns, and a row of that file is never committed by a claim token nor claimed again', async () => {
+    const file = sqliteFile();
+    const old = new Database(file);
+    old.exec(`CREATE TABLE intents (${INTENT_COLUMNS_SQL})`);
+    old
+      .prepare(
+        `INSERT INTO intents (key, task_id, tool, call_id, state, started_at) VALUES ('old-key', 't', 'send_note', 'call-0-0', 'started', ?)`,
+      )
+      .run(new Date().toISOString());
+    old.close();
+    const store = openSqliteStore(file);
+    opened.push(store);
+    await expect(store.get('old-key')).resolves.toMatchObject({ state: 'started', effect: 'unknown' });
+    const claimed = await store.claim({
+      key: 'old-key',
+      taskId: 't',
+      tool: 'send_note',
+      callId: 'call-1-0',
+      argsDigest: 'd',
+      effect: 'irreversible_write',
+      leaseMs: 0,
+    });
+    expect(claimed).toMatchObject({ claimed: false, record: { state: 'started' } });
+    await expect(store.commit({ key: 'old-key', owner: 'a-token', receipt: { status: 'success' } })).resolves.toBe(false);
+    await expect(store.get('old-key')).resolves.toMatchObject({ state: 'started' });
   });
 });
 
