@@ -5,6 +5,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createLookupStatus } from '../activities/boundary/lookup-status';
+import { createResolveIntent } from '../activities/boundary/resolve-intent';
 import { createRunTool } from '../activities/boundary/run-tool';
 import Database from 'better-sqlite3';
 import { INTENT_COLUMNS_SQL, IntentStoreError, type IdempotencyStore } from '../activities/intents/intent-store';
@@ -354,6 +355,45 @@ describe.each(backends)('a late commit on the %s store', (_name, database) => {
       receipt: { status: 'success', data: 'wrote n (execution 2)' },
     });
     expect(executions).toBe(2);
+  });
+});
+
+describe('a resolution whose idempotency store fails', () => {
+  it('is answered unrecorded, whatever the store throws: the record stays started, nothing is thrown', async () => {
+    const faulty = faultyStore(openSqliteStore(sqliteFile()));
+    opened.push(faulty.store);
+    const { tool } = countedWrite('irreversible_write');
+    const registry = createToolRegistry({ tools: [tool] });
+    const resolveIntent = createResolveIntent({ registry, store: faulty.store });
+    const key = intentKey(tool, { note: 'r' }, 't7');
+    await faulty.store.claim({
+      key,
+      taskId: 't7',
+      tool: tool.name,
+      callId: 'call-0-0',
+      argsDigest: 'd',
+      effect: 'irreversible_write',
+      leaseMs: 0,
+    });
+    const resolve = (outcome: 'applied' | 'not_applied') =>
+      new MockActivityEnvironment().run(resolveIntent, {
+        taskId: 't7',
+        callId: 'call-0-0',
+        tool: tool.name,
+        args: { note: 'r' },
+        outcome,
+        resolver: 'ops',
+        ...(outcome === 'applied' ? { receipt: { status: 'success' as const, data: 'said so' } } : {}),
+      });
+    for (const [name, thrown] of thrownValues.slice(0, 3)) {
+      faulty.fail('recordApplied', { thrown });
+      await expect(resolve('applied'), name).resolves.toEqual({ key, store: 'unrecorded' });
+      faulty.fail('release', { thrown });
+      await expect(resolve('not_applied'), name).resolves.toEqual({ key, store: 'unrecorded' });
+      await expect(faulty.store.get(key)).resolves.toMatchObject({ state: 'started' });
+    }
+    faulty.heal('release');
+    await expect(resolve('not_applied')).resolves.toEqual({ key, store: 'released' });
   });
 });
 
