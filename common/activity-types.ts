@@ -218,6 +218,9 @@ export interface ResolveIntentInput {
 /** What the `resolveIntent` activity did to the intent's record. */
 export interface ResolveIntentResult {
   key: string;
-  /** `committed`: the receipt was recorded; `released`: a started record was given up; `absent`: there was nothing to give up. */
-  store: 'committed' | 'released' | 'absent';
+  /**
+   * `committed`: the receipt was recorded; `released`: a started record was given up; `absent`: there was nothing to give up;
+   * `unrecorded`: the store kept failing, and the record stays as it was.
+   */
+  store: 'committed' | 'released' | 'absent' | 'unrecorded';
 }

@@ -28,6 +28,10 @@ export const BoundaryResults = {
   outcomeUnknown(message: string, executions: number): BoundaryResult {
     return BoundaryResults.failure('outcome_unknown', message, { executions, retryable: false });
   },
+  /** A call that did not run and changed nothing (0 executions); the model may make it again. */
+  notRun(message: string): BoundaryResult {
+    return BoundaryResults.failure('not_run', message, { executions: 0, retryable: false });
+  },
   /** A person said no; its own status, spending no error budget. */
   denied(message: string): BoundaryResult {
     return { result: { status: 'denied', code: 'denied', retryable: false, message }, executions: 0, originalSize: 0, truncated: false };

@@ -14,7 +14,10 @@ export type ErrorCode =
   | 'outcome_unknown'
   | 'denied'
   | 'approval_expired'
-  /** An approved irreversible call that no worker started within its schedule-to-start bound: nothing ran. */
+  /**
+   * Nothing ran: an approved irreversible call that no worker started within its schedule-to-start
+   * bound, or a write whose intent the idempotency store could not record before its handler.
+   */
   | 'not_run';
 
 /** Every error code, also used as `ApplicationFailure` types. */

@@ -45,8 +45,25 @@ export const DEFAULT_APPROVED_SCHEDULE_TO_START_MS = 3_600_000;
  */
 export const OUTCOME_DEFAULTS = { onUnknown: 'ask', resolveTimeoutMs: 24 * 3_600_000 } as const;
 
+/**
+ * How a write's boundary retries an idempotency store that failed before the handler ran (the claim,
+ * and the lookup's read): for at most `windowMs` (inside the activity's grace beyond the tool's
+ * timeout, so the handler's own timeout still fits), backing off from `initialIntervalMs` up to
+ * `maximumIntervalMs`. A store still failing after it leaves the call `not_run`: nothing happened.
+ */
+export const STORE_FAULT_RETRY = { windowMs: 2_500, initialIntervalMs: 100, maximumIntervalMs: 800 } as const;
+
 /** The backoff between attempts of a retried call when the config's `retry` sets none. */
 export const DEFAULT_RETRY_BACKOFF = { initialIntervalMs: 200, backoffCoefficient: 2, maximumIntervalMs: 5_000 } as const;
+
+/**
+ * A conversation's size bounds, in UTF-8 bytes of JSON (as Temporal counts a payload; it refuses
+ * one over 2 MB): `inputBytes` for what it carries into continue-as-new and for the input of each
+ * turn, `messageBytes` for one message it keeps (a longer one is kept cut short), `settingsBytes`
+ * for its input apart from the carried state (model, tools, limits). Older messages that do not fit
+ * are dropped, counted, and named to the model.
+ */
+export const CONVERSATION_BOUNDS = { inputBytes: 1_048_576, messageBytes: 262_144, settingsBytes: 262_144 } as const;
 
 /** A conversation's defaults: the characters of earlier messages a turn is given, and turns per run before continue-as-new. */
 export const CONVERSATION_DEFAULTS = { contextBudgetChars: 24_000, maxTurnsPerRun: 100 } as const;

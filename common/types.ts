@@ -343,6 +343,8 @@ export interface ConversationInput {
   turns?: number;
   /** The token ledger, carried across continue-as-new. */
   tokens?: TokenLedger;
+  /** Carried across continue-as-new: the oldest messages dropped to keep the history within its bounds (CONVERSATION_BOUNDS). */
+  omittedMessages?: number;
 }
 
 /** What a conversation's turns used of its token budget. */
@@ -360,4 +362,6 @@ export interface ConversationState {
   closed: boolean;
   /** Tokens its turns used against its budget (left out by runs recorded before token budgets). */
   tokens?: TokenLedger;
+  /** The oldest messages dropped from `history` to keep it within its bounds; left out when none were. */
+  omittedMessages?: number;
 }

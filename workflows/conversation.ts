@@ -15,7 +15,11 @@ import type { AgentTurnResult, ConversationInput, ConversationState, TokenLedger
 import { unencryptedMode } from '../common/unencrypted';
 import { agentTurn } from './agent-turn';
 import { closeConversationSignal, historyQuery, raiseTokenBudgetUpdate, sendUpdate } from './messages';
-import { CONVERSATION_DEFAULTS, MAX_SEND_TEXT_CHARS } from '../common/defaults';
+import { CONVERSATION_BOUNDS, CONVERSATION_DEFAULTS, MAX_SEND_TEXT_CHARS } from '../common/defaults';
+import { cutMessage, fitHistory, jsonBytes, leftOutMarker } from './conversation-history';
+
+/** Bytes of a carried input kept free for the fields beside the history (turn count, token ledger, omitted count). */
+const CARRIED_FIELDS_BYTES = 1_024;
 
 /**
  * Patch id: each `send` takes the conversation's mutex, so sends made at once run their turns one
@@ -65,28 +69,39 @@ function refusedRaise(ledger: TokenLedger, maxTokens: unknown): string | undefin
 }
 
 /**
- * The earlier messages a turn gets: the newest ones that fit the budget, whole user/answer pairs,
- * oldest dropped first. Tool outputs of earlier turns are never carried (they stay in those turns'
- * own histories), so only the questions and final answers compete for the budget.
+ * The earlier messages a turn gets: the newest ones that fit the budget (characters of their JSON,
+ * and at most `budgetBytes` UTF-8 bytes of it), whole user/answer pairs, oldest dropped first. Tool
+ * outputs of earlier turns are never carried (they stay in those turns' own histories), so only the
+ * questions and final answers compete for the budget.
  */
-export function boundedHistory(history: TurnMessage[], budgetChars: number): TurnMessage[] {
+export function boundedHistory(history: TurnMessage[], budgetChars: number, budgetBytes = Number.POSITIVE_INFINITY): TurnMessage[] {
   const kept: TurnMessage[] = [];
   let used = 0;
+  let usedBytes = 2;
   for (let index = history.length - 2; index >= 0; index -= 2) {
     const pair = history.slice(index, index + 2);
     const size = JSON.stringify(pair).length;
-    if (used + size > budgetChars) break;
+    const bytes = jsonBytes(pair) - 1;
+    if (used + size > budgetChars || usedBytes + bytes > budgetBytes) break;
     kept.unshift(...pair);
     used += size;
+    usedBytes += bytes;
   }
   return kept;
+}
+
+/** Fails a conversation's start: its input is not one it can run. */
+function invalidInput(message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: 'invalid_input', message: `conversation input: ${message}`, nonRetryable: true });
 }
 
 /**
  * A conversation: it keeps the message history, runs one child `agentTurn` for each user message
  * (update `send`, answered with the turn's result; concurrent sends run one at a time, in the order
- * they were accepted), and continues as new when Temporal suggests it
- * (or after `maxTurnsPerRun` turns), carrying the whole history into the new run.
+ * they were accepted), and continues as new when Temporal suggests it (or after `maxTurnsPerRun`
+ * turns), carrying its history into the new run. The history stays within CONVERSATION_BOUNDS by
+ * construction: each message cut to its bound, the oldest dropped and counted (`omittedMessages`),
+ * so no carried input or turn input can reach Temporal's payload limit.
  */
 export async function conversation(input: ConversationInput): Promise<ConversationState> {
   if (!input || typeof input.conversationId !== 'string' || input.conversationId.trim() === '') {
@@ -113,7 +128,29 @@ export async function conversation(input: ConversationInput): Promise<Conversati
     maxTurnsPerRun = CONVERSATION_DEFAULTS.maxTurnsPerRun,
     contextBudgetChars = CONVERSATION_DEFAULTS.contextBudgetChars,
   } = input;
-  const state: ConversationState = { conversationId, turns: input.turns ?? 0, history: [...(input.history ?? [])], closed: false };
+  if (input.history !== undefined && !Array.isArray(input.history)) throw invalidInput('history must be a list of messages');
+  const { omittedMessages: omittedBefore = 0 } = input;
+  if (!Number.isInteger(omittedBefore) || omittedBefore < 0) throw invalidInput('omittedMessages must be a whole number of at least 0');
+  // What the conversation carries besides its state must leave room for the history in every input it builds.
+  const settings = { ...input, history: undefined, turns: undefined, tokens: undefined, omittedMessages: undefined };
+  const settingsBytes = jsonBytes(settings);
+  if (settingsBytes > CONVERSATION_BOUNDS.settingsBytes) {
+    throw invalidInput(
+      `its settings (everything but history, turns, tokens and omittedMessages) take ${settingsBytes} bytes of JSON; at most ${CONVERSATION_BOUNDS.settingsBytes} are taken`,
+    );
+  }
+  // The carried history's share of the continue-as-new input, which so stays within CONVERSATION_BOUNDS.inputBytes.
+  const historyBudgetBytes = CONVERSATION_BOUNDS.inputBytes - settingsBytes - CARRIED_FIELDS_BYTES;
+  const state: ConversationState = { conversationId, turns: input.turns ?? 0, history: [], closed: false };
+  // Keeps the history within its budget: each message cut to its bound, the oldest dropped and counted.
+  const keepWithinBounds = (history: TurnMessage[]) => {
+    const fitted = fitHistory({ history, budgetBytes: historyBudgetBytes, messageBytes: CONVERSATION_BOUNDS.messageBytes });
+    state.history = fitted.history;
+    const omitted = (state.omittedMessages ?? 0) + fitted.dropped;
+    if (omitted > 0) state.omittedMessages = omitted;
+  };
+  if (omittedBefore > 0) state.omittedMessages = omittedBefore;
+  keepWithinBounds(input.history ?? []);
   let turnsThisRun = 0;
   let busy = false;
   // The ledger: carried from the run before, or started here with the input's budget. When neither the
@@ -138,28 +175,37 @@ export async function conversation(input: ConversationInput): Promise<Conversati
       const left = state.tokens && tokensLeft(state.tokens);
       const turn = ++state.turns;
       turnsThisRun++;
+      const turnInput = {
+        taskId: conversationId,
+        prompt: text,
+        model,
+        tools,
+        limits,
+        ...(left === undefined ? {} : { tokenAllowance: left }),
+      };
+      // The turn's input stays within CONVERSATION_BOUNDS.inputBytes too, and the model is told how many earlier messages it is not given.
+      const marker = leftOutMarker(state.history.length + (state.omittedMessages ?? 0));
+      const roomBytes = CONVERSATION_BOUNDS.inputBytes - jsonBytes(turnInput) - jsonBytes(marker) - CARRIED_FIELDS_BYTES;
+      const given = boundedHistory(state.history, contextBudgetChars, roomBytes);
+      const leftOut = (state.omittedMessages ?? 0) + state.history.length - given.length;
       const result = await executeChild(agentTurn, {
         workflowId: `${workflowInfo().workflowId}-turn-${turn}`,
-        args: [
-          {
-            taskId: conversationId,
-            prompt: text,
-            model,
-            tools,
-            limits,
-            history: boundedHistory(state.history, contextBudgetChars),
-            ...(left === undefined ? {} : { tokenAllowance: left }),
-          },
-        ],
+        args: [{ ...turnInput, history: leftOut > 0 ? [leftOutMarker(leftOut), ...given] : given }],
       });
       if (state.tokens) {
         state.tokens.used.inputTokens += result.usage.inputTokens;
         state.tokens.used.outputTokens += result.usage.outputTokens;
       }
-      state.history.push(
-        { role: 'user', content: text },
-        { role: 'assistant', text: result.answer ?? `(the turn ended with status ${result.status})`, toolCalls: [] },
-      );
+      const answer: TurnMessage = {
+        role: 'assistant',
+        text: result.answer ?? `(the turn ended with status ${result.status})`,
+        toolCalls: [],
+      };
+      keepWithinBounds([
+        ...state.history,
+        cutMessage({ role: 'user', content: text }, CONVERSATION_BOUNDS.messageBytes),
+        cutMessage(answer, CONVERSATION_BOUNDS.messageBytes),
+      ]);
       return result;
     } finally {
       busy = false;
@@ -221,6 +267,9 @@ export async function conversation(input: ConversationInput): Promise<Conversati
   await condition(() => state.closed || (idle() && (workflowInfo().continueAsNewSuggested || turnsThisRun >= maxTurnsPerRun)));
   await condition(allHandlersFinished);
   if (state.closed) return state;
-  const carried = state.tokens ? { tokens: state.tokens } : {};
+  const carried = {
+    ...(state.tokens ? { tokens: state.tokens } : {}),
+    ...(state.omittedMessages ? { omittedMessages: state.omittedMessages } : {}),
+  };
   return continueAsNew<typeof conversation>({ ...input, history: state.history, turns: state.turns, ...carried });
 }

@@ -1,7 +1,9 @@
 import { Context } from '@temporalio/activity';
 import type { ToolResult } from '../../common/types';
 import type { LookupStatusInput, StatusLookup } from '../../common/activity-types';
+import { guardStore } from '../intents/guard-store';
 import { IntentStoreError, type IdempotencyStore, type IntentRecord } from '../intents/intent-store';
+import { retryStoreCall } from './retry-store-call';
 import { argsDigest } from '../../tools/canonical-json';
 import type { ToolDefinition } from '../../tools/define-tool';
 import { intentKey } from '../../tools/intent-key';
@@ -54,7 +56,8 @@ export async function askStatusCheck({
  * The `lookupStatus` activity: whether a write intent already took effect. The tool's own status
  * check decides; the store's receipt answers only when the check agrees, cannot tell, or the tool
  * has none. A started attempt still inside its lease is in flight, so "not applied" becomes
- * `unknown` for it; a store that cannot be reached is `unknown` too, never a workflow failure.
+ * `unknown` for it; a store that still fails after a short retry (STORE_FAULT_RETRY), whatever it
+ * throws, is `unknown` too, never a workflow failure.
  * It only reads (and records a receipt the check found), so it may be retried freely.
  */
 export function createLookupStatus({
@@ -67,6 +70,7 @@ export function createLookupStatus({
   /** The worker's redaction patterns, for what the log and a reason show of an error. */
   secretPatterns?: readonly RegExp[];
 }) {
+  const guarded = guardStore(store);
   return async function lookupStatus({ taskId, callId, tool: name, args }: LookupStatusInput): Promise<StatusLookup> {
     const tool = registry.get(name);
     if (!tool) return { state: 'unknown', reason: `no tool named "${name}" on this worker` };
@@ -75,9 +79,9 @@ export function createLookupStatus({
     const idempotencyKey = intentKey(tool, parsed.data, taskId);
     let record: IntentRecord | undefined;
     try {
-      record = await store.get(idempotencyKey);
+      record = await retryStoreCall({ operation: `read intent ${idempotencyKey}`, call: () => guarded.get(idempotencyKey) });
     } catch (error) {
-      if (!(error instanceof IntentStoreError)) throw error;
+      if (!IntentStoreError.isInstance(error)) throw error;
       Context.current().log.warn('idempotency store unreachable during a status lookup', {
         tool: name,
         callId,
@@ -96,7 +100,7 @@ export function createLookupStatus({
     if (checked.state === 'applied') {
       if (stored) return { state: 'applied', receipt: stored, source: 'store' };
       try {
-        await store.recordApplied({
+        await guarded.recordApplied({
           key: idempotencyKey,
           taskId,
           tool: name,
@@ -105,7 +109,7 @@ export function createLookupStatus({
         });
       } catch (error) {
         // The check is the authority; a receipt that could not be recorded costs only a later check.
-        if (!(error instanceof IntentStoreError)) throw error;
+        if (!IntentStoreError.isInstance(error)) throw error;
         Context.current().log.warn('could not record a receipt the status check found', {
           tool: name,
           callId,

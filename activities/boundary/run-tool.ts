@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { WRITE_INTERRUPTED, type BoundaryResult, type RunToolInput } from '../../common/activity-types';
 import { BoundaryResults } from '../../common/boundary-results';
@@ -13,7 +14,10 @@ import {
   type IdempotencyStore,
   type WriteEffect,
 } from '../intents/intent-store';
+import { guardStore } from '../intents/guard-store';
+import { STORE_FAULT_RETRY } from '../../common/defaults';
 import { askStatusCheck, inFlight } from './lookup-status';
+import { retryStoreCall } from './retry-store-call';
 import { argsDigest } from '../../tools/canonical-json';
 import { intentKey } from '../../tools/intent-key';
 import { DEFAULT_SECRET_PATTERNS, redactText, redactValue } from './redact';
@@ -92,6 +96,7 @@ export function createRunTool({
   store?: IdempotencyStore;
   secretPatterns?: readonly RegExp[];
 }) {
+  const guardedStore = store && guardStore(store);
   const semaphores = new Map<string, Semaphore>();
   const semaphoreFor = (tool: ToolDefinition) => {
     let semaphore = semaphores.get(tool.name);
@@ -200,12 +205,15 @@ export function createRunTool({
   }
 
   async function runWrite(tool: ToolDefinition, args: unknown, input: RunToolInput): Promise<BoundaryResult> {
-    if (!store) throw new Error(`tool ${tool.name} is a write, and this worker has no idempotency store`);
+    if (!guardedStore) throw new Error(`tool ${tool.name} is a write, and this worker has no idempotency store`);
+    const store = guardedStore;
     const context = Context.current();
     const attempt = context.info.attempt;
     const key = intentKey(tool, args, input.taskId);
     const effect = tool.effect as WriteEffect;
-    const notRun = (message: string, idempotency: IdempotencyOutcome): BoundaryResult => ({
+    // This attempt's claim token: a claim tried again after a lost answer finds its own record, and commit, release and endLease name it.
+    const token = randomUUID();
+    const unknownOutcome = (message: string, idempotency: IdempotencyOutcome): BoundaryResult => ({
       ...BoundaryResults.outcomeUnknown(message, 0),
       idempotency,
     });
@@ -213,92 +221,125 @@ export function createRunTool({
       ...BoundaryResults.fromReceipt(receipt, 0),
       idempotency,
     });
-    const check = () => askStatusCheck({ tool, args, taskId: input.taskId, idempotencyKey: key, secretPatterns });
-    const claimFor = (supersede?: string) =>
-      store.claim({
-        key,
-        taskId: input.taskId,
+    const logStoreFault = (what: string, error: unknown) =>
+      context.log.warn(what, {
         tool: tool.name,
         callId: input.callId,
-        argsDigest: argsDigest(args),
-        effect,
-        leaseMs: tool.timeoutMs,
-        supersede,
+        key,
+        message: redactText(error instanceof Error ? error.message : String(error), secretPatterns),
       });
-    let claim: ClaimResult;
-    try {
-      claim = await claimFor();
+    // A store write whose failure costs only a later lookup: the verdict in hand stands either way.
+    const bestEffort = (what: string, work: () => Promise<unknown>) =>
+      work().catch((error: unknown) => {
+        if (!IntentStoreError.isInstance(error)) throw error;
+        logStoreFault(what, error);
+      });
+    const check = () => askStatusCheck({ tool, args, taskId: input.taskId, idempotencyKey: key, secretPatterns });
+    // Whether a claim try failed: its answer may have been lost after the store took a record over, which a later try cannot see.
+    let claimTryFailed = false;
+    const claimFor = (supersede?: string) =>
+      retryStoreCall({
+        operation: `claim intent ${key}`,
+        call: () =>
+          store.claim({
+            key,
+            taskId: input.taskId,
+            tool: tool.name,
+            callId: input.callId,
+            argsDigest: argsDigest(args),
+            effect,
+            leaseMs: tool.timeoutMs,
+            supersede,
+            owner: token,
+          }),
+        onFailure: (error, tries) => {
+          claimTryFailed = true;
+          logStoreFault(`idempotency store failed a claim (try ${tries}), before the handler ran`, error);
+        },
+      });
+
+    // Before the handler: the claim, or the answer that makes running it unnecessary or unsafe.
+    const beforeHandler = async (): Promise<{ answer: BoundaryResult } | { owner: string }> => {
+      let claim: ClaimResult = await claimFor();
       // A receipt answers a reversible write only while the tool's own check agrees: the world may have changed since (X, then Y, then X again).
       if (!claim.claimed && claim.record.state === 'committed' && claim.record.owner && effect === 'reversible_write' && tool.status) {
         if ((await check()).state === 'not_applied') claim = await claimFor(claim.record.owner);
       }
       if (!claim.claimed) {
         const { record } = claim;
-        if (record.state === 'committed' && record.receipt) return fromReceipt(record.receipt);
+        if (record.state === 'committed' && record.receipt) return { answer: fromReceipt(record.receipt) };
         if (effect === 'reversible_write' && tool.status) {
           const checked = await check();
           if (checked.state === 'applied') {
-            await store.recordApplied({
-              key,
-              taskId: input.taskId,
-              tool: tool.name,
-              argsDigest: argsDigest(args),
-              receipt: checked.receipt,
-            });
-            return fromReceipt(checked.receipt, 'status_check');
+            const { receipt } = checked;
+            await bestEffort('could not record a receipt the status check found', () =>
+              store.recordApplied({ key, taskId: input.taskId, tool: tool.name, argsDigest: argsDigest(args), receipt }),
+            );
+            return { answer: fromReceipt(receipt, 'status_check') };
           }
         }
-        return inFlight(record)
-          ? notRun(
-              `${tool.name} is being run by call ${record.callId} (started ${record.startedAt}); it is not run a second time`,
-              'in_flight',
-            )
-          : notRun(`${tool.name} was started before (call ${record.callId}) and never confirmed; it is not run again`, 'unconfirmed');
+        return {
+          answer: inFlight(record)
+            ? unknownOutcome(
+                `${tool.name} is being run by call ${record.callId} (started ${record.startedAt}); it is not run a second time`,
+                'in_flight',
+              )
+            : unknownOutcome(
+                `${tool.name} was started before (call ${record.callId}) and never confirmed; it is not run again`,
+                'unconfirmed',
+              ),
+        };
       }
       // Another call's attempt whose lease ran out without a verdict: only the tool's own check may let it run again.
       // (A retry of the same call follows the workflow's own status lookup, which just asked it.)
-      if (claim.replaced?.state === 'started' && claim.replaced.callId !== input.callId) {
+      const replacedOther = claim.replaced?.state === 'started' && claim.replaced.callId !== input.callId;
+      if (replacedOther || (claimTryFailed && !claim.replaced && effect === 'reversible_write' && tool.status)) {
+        const earlier = claim.replaced?.callId ?? 'unknown, a claim try lost its answer';
         const checked = await check();
         if (checked.state === 'applied') {
-          await store.commit({ key, owner: claim.owner, receipt: checked.receipt });
-          return fromReceipt(checked.receipt, 'status_check');
+          const { receipt } = checked;
+          await bestEffort('could not commit a receipt the status check found', () => store.commit({ key, owner: claim.owner, receipt }));
+          return { answer: fromReceipt(receipt, 'status_check') };
         }
         if (checked.state === 'unknown') {
-          await store.endLease({ key, owner: claim.owner });
-          return notRun(
-            `${tool.name} was started before (call ${claim.replaced.callId}) and ${checked.reason}; it is not run again`,
-            'unconfirmed',
-          );
+          await bestEffort('could not end a lease', () => store.endLease({ key, owner: claim.owner }));
+          return {
+            answer: unknownOutcome(
+              `${tool.name} was started before (call ${earlier}) and ${checked.reason}; it is not run again`,
+              'unconfirmed',
+            ),
+          };
         }
       }
+      return { owner: claim.owner };
+    };
+
+    let before: Awaited<ReturnType<typeof beforeHandler>>;
+    try {
+      before = await beforeHandler();
     } catch (error) {
-      if (!(error instanceof IntentStoreError)) throw error;
-      context.log.warn('idempotency store failed before a write', {
-        tool: tool.name,
-        callId: input.callId,
-        message: redactText(error.message, secretPatterns),
-      });
-      return notRun(`${tool.name} was not run: ${error.message}`, 'store_failed');
+      if (!IntentStoreError.isInstance(error)) throw error;
+      // The claim failed, so the handler never ran: nothing happened. A claim that did reach the store with its answer lost is given up.
+      await bestEffort('could not give up a claim whose answer was lost', () => store.release({ key, owner: token }));
+      return {
+        ...BoundaryResults.notRun(
+          `${tool.name} did not run, nothing happened: ${error.message}; it was tried for ${STORE_FAULT_RETRY.windowMs / 1000} s, and the call may be made again`,
+        ),
+        idempotency: 'store_failed',
+      };
     }
-    const { owner } = claim;
+    if ('answer' in before) return before.answer;
+    const { owner } = before;
     const end = await runHandler(tool, args, input, key);
     if (!end.started) {
       // Nothing ran: the attempt is given up, so the next lookup finds it not applied rather than in flight.
-      await store
-        .release({ key, owner })
-        .catch((error: unknown) =>
-          context.log.warn('could not give up an attempt that never started', { key, message: redactText(String(error), secretPatterns) }),
-        );
+      await bestEffort('could not give up an attempt that never started', () => store.release({ key, owner }));
       return { ...BoundaryResults.failure('transient_failure', notStarted(tool, end.reason), { executions: 0 }), idempotency: 'claimed' };
     }
     if (end.interrupted) {
       // A handler that threw has stopped, so the attempt is no longer in flight; one cut off by the timeout may still be applying.
       if ((end.error as Error | undefined)?.name !== 'TimeoutError')
-        await store
-          .endLease({ key, owner })
-          .catch((error: unknown) =>
-            context.log.warn('could not end a lease', { key, message: redactText(String(error), secretPatterns) }),
-          );
+        await bestEffort('could not end a lease', () => store.endLease({ key, owner }));
       throw ApplicationFailure.create({
         type: WRITE_INTERRUPTED,
         message: redactText(end.outcome.ok ? 'interrupted' : end.outcome.message, secretPatterns),
@@ -309,16 +350,19 @@ export function createRunTool({
     const normalized = normalize(tool, end.outcome, Math.max(attempt, 1));
     const { result } = normalized;
     try {
-      if (result.status === 'success') await store.commit({ key, owner, receipt: result });
-      else await store.release({ key, owner });
+      if (result.status === 'success') {
+        // False: another claim holds the intent now (this attempt's lease ran out meanwhile); its record is left as it is.
+        if (!(await store.commit({ key, owner, receipt: result })))
+          context.log.warn('a late commit changed nothing: the intent is committed already or held by a newer claim', {
+            tool: tool.name,
+            callId: input.callId,
+            key,
+          });
+      } else await store.release({ key, owner });
     } catch (error) {
-      // The handler's verdict stands; the intent stays started, so a later lookup says unknown rather than not applied.
-      if (!(error instanceof IntentStoreError)) throw error;
-      context.log.warn('idempotency store failed after a write', {
-        tool: tool.name,
-        callId: input.callId,
-        message: redactText(error.message, secretPatterns),
-      });
+      // The handler ran: its verdict stands, and the intent stays started, so a later lookup says unknown rather than not applied.
+      if (!IntentStoreError.isInstance(error)) throw error;
+      logStoreFault('idempotency store failed after a write', error);
     }
     return { ...normalized, idempotency: 'claimed' };
   }

@@ -40,6 +40,13 @@ export interface ClaimRequest {
    * longer holds what it recorded): the claim replaces exactly that record, and no newer one.
    */
   supersede?: string;
+  /**
+   * The claim token the claimant chose for this attempt (the store makes one up when left out). A
+   * claim repeated with the token of a started record gets that record back as claimed: a claim
+   * whose answer was lost on the way (the connection cut after the store committed it) is found
+   * again by its own claimant rather than taken for someone else's attempt.
+   */
+  owner?: string;
 }
 
 /** Who owns the attempt after a claim. */
@@ -75,17 +82,40 @@ export interface IntentStoreOptions {
   inFlightGraceMs?: number;
 }
 
+const INTENT_STORE_ERROR = Symbol.for('tollgate.IntentStoreError');
+
 /** A store call that failed (the store cannot be reached, or answered with an error): the boundary reports it, never guesses. */
 export class IntentStoreError extends Error {
   override name = 'IntentStoreError';
+  readonly [INTENT_STORE_ERROR] = true;
   constructor(
     readonly operation: string,
     cause: unknown,
   ) {
-    super(`the idempotency store could not ${operation}: ${cause instanceof Error ? cause.message.split('\n')[0] : String(cause)}`, {
-      cause,
-    });
+    super(`the idempotency store could not ${operation}: ${describeCause(cause)}`, { cause });
   }
+
+  /** Whether a value is an IntentStoreError, also one made by another copy of this module. */
+  static isInstance(value: unknown): value is IntentStoreError {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[INTENT_STORE_ERROR] === true;
+  }
+}
+
+/** The first line of whatever a store threw (an Error, a string, or anything else), at most 300 characters. */
+function describeCause(cause: unknown): string {
+  let text: string;
+  if (cause instanceof Error) text = cause.message || cause.name;
+  else if (typeof cause === 'string') text = cause;
+  else if (cause === undefined || cause === null) text = `it threw ${String(cause)}`;
+  else {
+    try {
+      text = JSON.stringify(cause) ?? String(cause);
+    } catch {
+      text = Object.prototype.toString.call(cause);
+    }
+  }
+  const firstLine = (text.split('\n')[0] ?? '').trim() || 'it failed without a message';
+  return firstLine.length > 300 ? `${firstLine.slice(0, 299)}…` : firstLine;
 }
 
 /** Where write intents are recorded durably, so that no retry and no repeat writes twice. */
@@ -94,10 +124,17 @@ export interface IdempotencyStore {
   /**
    * Claims the attempt at an intent, atomically: exactly one of any number of concurrent claimants
    * gets `claimed: true`. An absent intent is claimable; a started reversible one only after its
-   * lease expired; a started irreversible one never again; a committed one only by `supersede`.
+   * lease expired; a started irreversible one never again; a committed one only by `supersede`. A
+   * started one whose claim token is the request's `owner` is the claimant's own: claimed again, unchanged.
    */
   claim(request: ClaimRequest): Promise<ClaimResult>;
-  /** Records that the intent took effect, with the result the model saw; false when it was already committed. */
+  /**
+   * Records that the attempt `owner` took effect, with the result the model saw. Only the started
+   * record of that very claim is committed (key and claim token both match); an absent record is
+   * written committed (the attempt did take effect). False, and nothing changed, when the intent is
+   * committed already or held by another claim: a late commit of an older attempt never lands on a
+   * newer claim of the same intent.
+   */
   commit(commit: { key: string; owner: string; receipt: ToolResult }): Promise<boolean>;
   /** Records a receipt for an intent the tool's own status check found applied; an existing started row is committed, a committed one kept. */
   recordApplied(record: { key: string; taskId: string; tool: string; argsDigest?: string; receipt: ToolResult }): Promise<void>;
@@ -177,6 +214,25 @@ export function checkClaimRequest(request: ClaimRequest): void {
   }
   if (request.effect !== 'reversible_write' && request.effect !== 'irreversible_write')
     throw new TypeError(`claim: effect must be reversible_write or irreversible_write, got "${String(request.effect)}"`);
+  if (request.owner !== undefined && (typeof request.owner !== 'string' || request.owner.length === 0))
+    throw new TypeError('claim: owner (the claim token) must be a non-empty string when given');
   if (!Number.isFinite(request.leaseMs) || request.leaseMs < 0)
     throw new TypeError(`claim: leaseMs must be a non-negative number of milliseconds, got ${String(request.leaseMs)}`);
+}
+
+/**
+ * What a claim does with the record that holds its intent (both stores decide alike, inside their
+ * lock): `own` when it is the claimant's own started claim (same token), `take_over` when it is a
+ * reversible attempt whose lease expired or the stale committed record the request supersedes,
+ * `refuse` otherwise.
+ */
+export function claimDecision(existing: IntentRow, request: ClaimRequest, now: number): 'own' | 'take_over' | 'refuse' {
+  if (existing.state === 'started' && request.owner !== undefined && existing.owner === request.owner) return 'own';
+  const leaseExpired =
+    existing.state === 'started' &&
+    existing.effect === 'reversible_write' &&
+    existing.lease_until !== null &&
+    Number(existing.lease_until) <= now;
+  const stale = existing.state === 'committed' && request.supersede !== undefined && request.supersede === existing.owner;
+  return leaseExpired || stale ? 'take_over' : 'refuse';
 }

@@ -4,6 +4,7 @@ import type { ToolResult } from '../../common/types';
 import {
   ADDED_COLUMNS,
   checkClaimRequest,
+  claimDecision,
   DEFAULT_IN_FLIGHT_GRACE_MS,
   INTENT_COLUMNS_SQL,
   IntentStoreError,
@@ -103,7 +104,7 @@ export function openPostgresStore(
     try {
       await client.query('BEGIN');
       const now = Number((await client.query<{ now: string }>(`SELECT ${NOW_MS} AS now`)).rows[0]!.now);
-      const owner = randomUUID();
+      const owner = request.owner ?? randomUUID();
       const values = [
         request.key,
         request.taskId,
@@ -130,15 +131,10 @@ export function openPostgresStore(
         return undefined;
       }
       const record = recordFromRow(existing)!;
-      const leaseExpired =
-        record.state === 'started' &&
-        record.effect === 'reversible_write' &&
-        existing.lease_until !== null &&
-        Number(existing.lease_until) <= now;
-      const stale = record.state === 'committed' && request.supersede !== undefined && request.supersede === record.owner;
-      if (!leaseExpired && !stale) {
+      const decision = claimDecision(existing, request, now);
+      if (decision !== 'take_over') {
         await client.query('COMMIT');
-        return { claimed: false, record };
+        return decision === 'own' ? { claimed: true, owner, record } : { claimed: false, record };
       }
       const updated = await client.query<IntentRow>(
         `UPDATE tollgate_intents SET task_id = $2, tool = $3, call_id = $4, state = 'started', receipt = NULL, committed_at = NULL,
@@ -178,17 +174,18 @@ export function openPostgresStore(
         throw new Error('the intent was released and claimed again five times while this claim ran');
       });
     },
-    commit({ key, receipt }) {
+    commit({ key, owner, receipt }) {
       return guarded(`commit intent ${key}`, async () => {
         const now = new Date().toISOString();
+        // Only the started record of this very claim; a record another claim holds is left as it is.
         const updated = await query(
-          `UPDATE tollgate_intents SET state = 'committed', receipt = $2, committed_at = $3 WHERE key = $1 AND state = 'started'`,
-          [key, JSON.stringify(receipt), now],
+          `UPDATE tollgate_intents SET state = 'committed', receipt = $2, committed_at = $3 WHERE key = $1 AND owner = $4 AND state = 'started'`,
+          [key, JSON.stringify(receipt), now, owner],
         );
         if (updated.rowCount === 1) return true;
         const inserted = await query(
-          `INSERT INTO tollgate_intents (key, task_id, tool, call_id, state, receipt, started_at, committed_at) VALUES ($1, '', '', '', 'committed', $2, $3, $3) ON CONFLICT (key) DO NOTHING`,
-          [key, JSON.stringify(receipt), now],
+          `INSERT INTO tollgate_intents (key, task_id, tool, call_id, state, receipt, started_at, committed_at, owner) VALUES ($1, '', '', '', 'committed', $2, $3, $3, $4) ON CONFLICT (key) DO NOTHING`,
+          [key, JSON.stringify(receipt), now, owner],
         );
         return inserted.rowCount === 1;
       });

@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import {
   ADDED_COLUMNS,
   checkClaimRequest,
+  claimDecision,
   DEFAULT_IN_FLIGHT_GRACE_MS,
   INTENT_COLUMNS_SQL,
   IntentStoreError,
@@ -44,7 +45,10 @@ export function openSqliteStore(file: string, { inFlightGraceMs = DEFAULT_IN_FLI
        started_at = @now, effect = @effect, args_digest = @argsDigest, owner = @owner, lease_until = @leaseUntil
      WHERE key = @key AND owner IS @previousOwner AND state = @previousState`,
   );
-  const commit = db.prepare(
+  const commitOwn = db.prepare(
+    `UPDATE intents SET state = 'committed', receipt = @receipt, committed_at = @now WHERE key = @key AND owner = @owner AND state = 'started'`,
+  );
+  const commitAny = db.prepare(
     `UPDATE intents SET state = 'committed', receipt = @receipt, committed_at = @now WHERE key = @key AND state = 'started'`,
   );
   const insertCommitted = db.prepare(
@@ -62,7 +66,7 @@ export function openSqliteStore(file: string, { inFlightGraceMs = DEFAULT_IN_FLI
 
   /** Decides, inside the write lock, whether this claimant owns the attempt. */
   const claimLocked = db.transaction((request: ClaimRequest, now: number): ClaimResult => {
-    const owner = randomUUID();
+    const owner = request.owner ?? randomUUID();
     const values = {
       key: request.key,
       taskId: request.taskId,
@@ -77,13 +81,9 @@ export function openSqliteStore(file: string, { inFlightGraceMs = DEFAULT_IN_FLI
     if (insertStarted.run(values).changes === 1) return { claimed: true, owner, record: recordFromRow(select.get(request.key))! };
     const existing = select.get(request.key)!;
     const record = recordFromRow(existing)!;
-    const leaseExpired =
-      record.state === 'started' &&
-      record.effect === 'reversible_write' &&
-      existing.lease_until !== null &&
-      Number(existing.lease_until) <= now;
-    const stale = record.state === 'committed' && request.supersede !== undefined && request.supersede === record.owner;
-    if (!leaseExpired && !stale) return { claimed: false, record };
+    const decision = claimDecision(existing, request, now);
+    if (decision === 'own') return { claimed: true, owner, record };
+    if (decision === 'refuse') return { claimed: false, record };
     takeOver.run({ ...values, previousOwner: existing.owner, previousState: existing.state });
     return { claimed: true, owner, record: recordFromRow(select.get(request.key))!, replaced: record };
   });
@@ -117,8 +117,8 @@ export function openSqliteStore(file: string, { inFlightGraceMs = DEFAULT_IN_FLI
           tool: '',
           argsDigest: null,
         };
-        if (commit.run(values).changes === 1) return true;
-        return insertCommitted.run(values).changes === 1;
+        // One transaction: the record cannot be claimed by someone else between the two statements.
+        return db.transaction(() => commitOwn.run(values).changes === 1 || insertCommitted.run(values).changes === 1).immediate();
       });
     },
     recordApplied({ key, taskId, tool, argsDigest, receipt }) {
@@ -132,7 +132,7 @@ export function openSqliteStore(file: string, { inFlightGraceMs = DEFAULT_IN_FLI
           tool,
           argsDigest: argsDigest ?? null,
         };
-        if (commit.run(values).changes === 0) insertCommitted.run(values);
+        if (commitAny.run(values).changes === 0) insertCommitted.run(values);
       });
     },
     endLease({ key, owner }) {

@@ -278,9 +278,11 @@ describe('a PostgreSQL outage', () => {
     const calls = duringResults.flatMap(({ result }) => result.toolCalls);
     expect(duringResults.map(({ result }) => result.status)).toEqual(Array(TURNS).fill('completed'));
     expect(calls).toHaveLength(TURNS * 5);
+    // A call the store failed before its handler ran did not run (not_run, 0 executions); one whose outcome the store could not record is unknown.
     for (const call of calls) {
       if (call.status === 'success') continue;
-      expect(call, `${call.tool} ${call.callId}`).toMatchObject({ status: 'error', code: 'outcome_unknown' });
+      if (call.code === 'not_run') expect(call, `${call.tool} ${call.callId}`).toMatchObject({ status: 'error', attempts: 0 });
+      else expect(call, `${call.tool} ${call.callId}`).toMatchObject({ status: 'error', code: 'outcome_unknown' });
     }
     const unknown = calls.filter((call) => call.status !== 'success');
     // The outage reached the running turns: some of their calls could not be recorded, and were not guessed at.
@@ -317,7 +319,8 @@ describe('a PostgreSQL outage', () => {
     console.log(
       `postgres outage: ${(outageMs / 1000).toFixed(1)} s outage under ${TURNS} running turns, all completed; ` +
         `${calls.length - unknown.length} calls succeeded, ` +
-        `${unknown.length} outcome_unknown; ${sends.filter((send) => send.status === 'success').length} of ${TURNS} messages sent, ` +
+        `${unknown.filter((call) => call.code === 'outcome_unknown').length} outcome_unknown, ` +
+        `${unknown.filter((call) => call.code === 'not_run').length} not_run; ${sends.filter((send) => send.status === 'success').length} of ${TURNS} messages sent, ` +
         `${duringResults.reduce((sum, { taskId }) => sum + messagesOf(taskId).length, 0)} in the outbox; ` +
         `${writes} draft writes for ${draftWrites.size} intents; ` +
         `${LATER_TURNS} turns after it succeeded fully`,
