@@ -17,6 +17,7 @@ import { agentTurn } from './agent-turn';
 import { closeConversationSignal, historyQuery, raiseTokenBudgetUpdate, sendUpdate } from './messages';
 import { CONVERSATION_BOUNDS, CONVERSATION_DEFAULTS, MAX_SEND_TEXT_CHARS } from '../common/defaults';
 import { cutMessage, fitHistory, jsonBytes, leftOutMarker } from './conversation-history';
+import { decodedOrRefused, decodedValue, rawQuery, rawSignal, rawUpdate } from './message-payload';
 
 /** Bytes of a carried input kept free for the fields beside the history (turn count, token ledger, omitted count). */
 const CARRIED_FIELDS_BYTES = 1_024;
@@ -214,16 +215,21 @@ export async function conversation(input: ConversationInput): Promise<Conversati
   // First in, first out: the send accepted first runs its turn first, and each turn sees the answers of all before it.
   const sendLock = new Mutex();
 
-  setHandler(historyQuery, () => state);
-  setHandler(closeConversationSignal, () => {
+  // Every handler takes its payloads raw and decodes them itself (decodeMessage): no payload can fail a workflow task.
+  setHandler(rawQuery<ConversationState>(historyQuery.name), () => state);
+  setHandler(rawSignal(closeConversationSignal.name), () => {
     state.closed = true;
   });
   setHandler(
-    sendUpdate,
-    ({ text }): Promise<AgentTurnResult> => (patched(SERIAL_SENDS_PATCH) ? sendLock.runExclusive(() => runTurn(text)) : runTurn(text)),
+    rawUpdate<AgentTurnResult>(sendUpdate.name),
+    (raw): Promise<AgentTurnResult> => {
+      const { text } = decodedValue(raw) as { text: string };
+      return patched(SERIAL_SENDS_PATCH) ? sendLock.runExclusive(() => runTurn(text)) : runTurn(text);
+    },
     {
-      validator: (message) => {
-        if (!message || typeof message.text !== 'string' || message.text.trim() === '')
+      validator: (raw) => {
+        const message = decodedOrRefused(raw, 'send') as { text?: unknown } | null;
+        if (!message || typeof message !== 'object' || typeof message.text !== 'string' || message.text.trim() === '')
           throw new Error('send: text must be a non-empty string');
         if (message.text.length > MAX_SEND_TEXT_CHARS) {
           throw new Error(`send: text is ${message.text.length} characters long; at most ${MAX_SEND_TEXT_CHARS} are taken`);
@@ -239,8 +245,9 @@ export async function conversation(input: ConversationInput): Promise<Conversati
   );
   if (keepsLedger) {
     setHandler(
-      raiseTokenBudgetUpdate,
-      async ({ maxTokens }): Promise<TokenLedger> => {
+      rawUpdate<TokenLedger>(raiseTokenBudgetUpdate.name),
+      async (raw): Promise<TokenLedger> => {
+        const { maxTokens } = decodedValue(raw) as { maxTokens: number };
         await condition(() => budgetKnown);
         const ledger = state.tokens!;
         const refused = refusedRaise(ledger, maxTokens);
@@ -249,7 +256,8 @@ export async function conversation(input: ConversationInput): Promise<Conversati
         return copyLedger(ledger);
       },
       {
-        validator: (raise) => {
+        validator: (raw) => {
+          const raise = decodedOrRefused(raw, 'raiseTokenBudget') as { maxTokens?: unknown } | null;
           if (!raise || typeof raise !== 'object') throw new Error('raiseTokenBudget: expected { maxTokens }');
           const refused = budgetKnown ? refusedRaise(state.tokens!, raise.maxTokens) : undefined;
           if (refused) throw new Error(refused);

@@ -118,3 +118,19 @@ export function decodeMessage(raw: unknown): DecodedMessage {
 export function rawQuery<Result>(name: string): QueryDefinition<Result, [unknown]> {
   return defineQuery<Result, [unknown]>(name, { typeInfo: { inputTypes: RAW_ARGUMENTS } });
 }
+
+/**
+ * The value of an update's raw argument, for its validator: an undecodable payload is refused to the
+ * caller with why (named after the update), before the update is accepted, so it leaves no event.
+ */
+export function decodedOrRefused(raw: unknown, updateName?: string): unknown {
+  const message = decodeMessage(raw);
+  if (!message.decoded) throw new Error(updateName ? `${updateName}: ${message.why}` : message.why);
+  return message.value;
+}
+
+/** The value of an accepted update's raw argument (its validator decoded the same payload already). */
+export function decodedValue(raw: unknown): unknown {
+  const message = decodeMessage(raw);
+  return message.decoded ? message.value : undefined;
+}

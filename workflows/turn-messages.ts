@@ -9,7 +9,7 @@ import type {
   TurnState,
 } from '../common/types';
 import type { ApprovalBook } from './approval-book';
-import { decodeMessage, rawQuery, rawSignal, rawUpdate } from './message-payload';
+import { decodedOrRefused, decodedValue, decodeMessage, rawQuery, rawSignal, rawUpdate } from './message-payload';
 import { approvalSignal, decideUpdate, resolveSignal, resolveUpdate, resumeSignal, resumeUpdate, stateQuery } from './messages';
 import type { ResolutionBook } from './resolutions';
 import type { ResumeGate } from './resume-gate';
@@ -24,22 +24,6 @@ interface DecisionBook<D> {
   judge(decision: unknown): string | undefined;
   offer(decision: D): unknown;
   accept(decision: D): void;
-}
-
-/**
- * The value of an update's raw argument, for its validator: an undecodable payload is refused to the
- * caller with why, before the update is accepted (so it leaves no event in the history).
- */
-function decodedOrRefused(raw: unknown): unknown {
-  const message = decodeMessage(raw);
-  if (!message.decoded) throw new Error(message.why);
-  return message.value;
-}
-
-/** The value of an accepted update's raw argument (its validator decoded the same payload already). */
-function decodedValue(raw: unknown): unknown {
-  const message = decodeMessage(raw);
-  return message.decoded ? message.value : undefined;
 }
 
 /**
