@@ -317,6 +317,23 @@ describe('an MCP stdio server that dies or goes silent mid-call', () => {
     expect(await call('hostile__probe', {})).toMatchObject({ status: 'success', data: 'alive' });
   });
 
+  it('writing one endless stderr line: the log gets its first 2,000 characters and the lines after it', async () => {
+    const server = stdioServer(recordFile());
+    const before = memoryBytes();
+    const { lines, byName } = await hostileTools({ hostile: { ...server, env: { ...server.env, HOSTILE_STDERR: 'endless-line' } } });
+    const deadline = Date.now() + 30_000;
+    while (!lines.includes('[mcp hostile] after the flood') && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(lines).toContain('[mcp hostile] after the flood');
+    expect(lines).toContain(`[mcp hostile] ${'x'.repeat(2_000)}…`);
+    expect(memoryBytes() - before).toBeLessThan(MAX_GROWTH_BYTES);
+    expect(
+      await Promise.resolve(
+        byName('hostile__probe').handler({}, { taskId: 't', callId: 'c', attempt: 1, signal: new AbortController().signal }),
+      ),
+    ).toMatchObject({ ok: true, data: 'alive' });
+  });
+
   it('never answering a read: cut off at its timeout as transient_failure, the next call served', async () => {
     const record = recordFile();
     const { tools } = await hostileTools({
