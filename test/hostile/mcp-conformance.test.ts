@@ -239,7 +239,7 @@ describe('an MCP server that lists tools without end', () => {
       'mcp server "endless" could not start: it lists its tools in more than 100 pages (mcp.servers.endless.maxListPages); it is optional, so its tools are left out',
     );
     expect(tools.every((tool) => tool.name.startsWith('hostile__'))).toBe(true);
-    expect(tools.length).toBe(8);
+    expect(tools.length).toBe(9);
   });
 
   it('refuses a write whose listing before it runs goes on without end: transient_failure, 0 executions, the intent released', async () => {
@@ -272,6 +272,22 @@ describe('an MCP server that answers with 300 MB', () => {
     expect(probe.stop(), 'the event loop was blocked this long at most').toBeLessThan(MAX_STALL_MS);
     expect(memoryBytes() - before).toBeLessThan(MAX_GROWTH_BYTES);
     expect(executions(record, 'flood')).toBe(1);
+    expect(await call('hostile__probe', {})).toMatchObject({ status: 'success', data: 'alive' });
+  });
+
+  it('over Streamable HTTP in one event of an event stream: cut at the cap, and the call fails then, not at its timeout', async () => {
+    const record = recordFile();
+    const url = await httpServer(record);
+    // A ten-minute timeout: the test would time out long before it if the cut left the request waiting.
+    const { tools } = await hostileTools({ hostile: { url, trustAnnotations: true, tools: { flood_sse: { timeout: '10m' } } } });
+    const { call } = boundary(tools);
+    const before = memoryBytes();
+    await expect(call('hostile__flood_sse', {})).rejects.toMatchObject({
+      type: 'transient_failure',
+      message: expect.stringMatching(/answer was lost: the answer of http:\/\/127\.0\.0\.1:\d+\/mcp passed 4194304 bytes/),
+    });
+    expect(memoryBytes() - before).toBeLessThan(MAX_GROWTH_BYTES);
+    expect(executions(record, 'flood_sse')).toBe(1);
     expect(await call('hostile__probe', {})).toMatchObject({ status: 'success', data: 'alive' });
   });
 

@@ -60,6 +60,39 @@ function refusedByHttp(error: unknown): error is StreamableHTTPError {
   return error instanceof StreamableHTTPError && error.code !== undefined && error.code >= 400 && error.code < 500;
 }
 
+/** A body that passes everything through and calls `onOversize` when it errors because it passed its byte cap. */
+function watchedBody(body: ReadableStream<Uint8Array>, onOversize: (error: Error) => void): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const chunk = await reader.read();
+        if (chunk.done) controller.close();
+        else controller.enqueue(chunk.value);
+      } catch (error) {
+        if (BodyTooLargeError.isInstance(error)) onOversize(error);
+        controller.error(error);
+      }
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
+}
+
+/** A fetch whose answers' bodies call `onOversize` when they pass their cap, however the SDK reads them. */
+function watchedFetch(fetch: typeof globalThis.fetch, onOversize: (error: Error) => void): typeof globalThis.fetch {
+  return async (input, init) => {
+    const response = await fetch(input, init);
+    if (!response.body) return response;
+    const watched = new Response(watchedBody(response.body, onOversize), {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+    Object.defineProperty(watched, 'url', { value: response.url });
+    return watched;
+  };
+}
+
 /** The first line of an error's message, for one-line logs and errors. */
 function firstLine(error: unknown): string {
   const text = error instanceof Error ? error.message || error.name : String(error);
@@ -243,14 +276,17 @@ export class McpConnection {
 
   private async connect(): Promise<Client> {
     const client = new Client(CLIENT_INFO, { capabilities: {}, jsonSchemaValidator: NO_SDK_VALIDATION });
-    const transport = this.transport();
+    // An answer cut at its byte cap inside an event stream leaves its request waiting (the SDK reports it only as a
+    // disconnected stream): closing the client fails it now, as lost.
+    const transport = this.transport((error) => {
+      this.transportErrors.set(client, firstLine(error));
+      this.drop(client, `closed: ${firstLine(error)}`);
+    });
     client.onclose = () => {
       if (this.client === client) this.drop(client, 'closed by the server');
     };
     client.onerror = (error) => {
-      this.transportErrors.set(client, firstLine(error));
-      // An answer cut at its byte cap inside an event stream leaves its request waiting: closing fails it now, as lost.
-      if (BodyTooLargeError.isInstance(error)) this.drop(client, `closed: ${firstLine(error)}`);
+      if (!this.transportErrors.has(client)) this.transportErrors.set(client, firstLine(error));
     };
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.changed());
     try {
@@ -262,7 +298,7 @@ export class McpConnection {
     return client;
   }
 
-  private transport(): Transport {
+  private transport(onOversize: (error: Error) => void): Transport {
     const { config } = this;
     if (config.url !== undefined) {
       const headers: Record<string, string> = {};
@@ -274,7 +310,7 @@ export class McpConnection {
       // Every body the server sends is counted while it is read and cut at the cap, whatever it declares.
       return new StreamableHTTPClientTransport(new URL(config.url), {
         requestInit: { headers },
-        fetch: cappedFetch(config.maxResponseBytes),
+        fetch: watchedFetch(cappedFetch(config.maxResponseBytes), onOversize),
       });
     }
     const transport = new StdioClientTransport({
