@@ -105,7 +105,10 @@ function callFailure(error: unknown, { server, tool, write }: { server: string; 
   const detail = error instanceof Error ? error.message.split('\n')[0] : String(error);
   if (McpNotSentError.isInstance(error)) return new ToolError(`${detail}`, 'transient_failure');
   if (isServerAnswer(error)) return new ToolError(`mcp server "${server}" refused ${tool}: ${detail}`, 'tool_failure');
-  if (!write) return new ToolError(`mcp server "${server}" was lost during ${tool}: ${detail}`, 'transient_failure');
+  if (!write) {
+    const message = McpAnswerLostError.isInstance(error) ? detail : `mcp server "${server}" was lost during ${tool}: ${detail}`;
+    return new ToolError(message, 'transient_failure');
+  }
   return McpAnswerLostError.isInstance(error) ? error : new McpAnswerLostError(`mcp server "${server}" was lost during ${tool}: ${detail}`);
 }
 
