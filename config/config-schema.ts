@@ -180,6 +180,9 @@ export const mcpToolOverrideSchema = z.strictObject({
 const STDIO_ONLY = ['command', 'args', 'env', 'cwd'] as const;
 const HTTP_ONLY = ['url', 'headersFromEnv'] as const;
 
+/** The bounds of what one MCP server may send: bytes per message, pages and tools per listing. */
+export const MCP_SERVER_DEFAULTS = { maxResponseBytes: 4 * 1024 * 1024, maxListPages: 100, maxTools: 1_000 } as const;
+
 /** One MCP server: `command` (a child process spoken to over stdio) or `url` (Streamable HTTP). */
 export const mcpServerSchema = z
   .strictObject({
@@ -200,8 +203,14 @@ export const mcpServerSchema = z
     /** These tools are never served. */
     exclude: z.array(z.string().min(1)).default([]),
     tools: z.record(z.string(), mcpToolOverrideSchema).default({}),
-    /** How long starting, connecting and listing the tools may take. */
+    /** How long starting, connecting and listing the tools may take; one deadline for the whole `tools/list`, every page. */
     connectTimeout: duration.default('30s'),
+    /** The most bytes one message from the server may have (an HTTP body, a stdio line); a longer answer is cut off while read. */
+    maxResponseBytes: z.number().int().min(1024).default(MCP_SERVER_DEFAULTS.maxResponseBytes),
+    /** The most pages one `tools/list` may take. */
+    maxListPages: z.number().int().min(1).default(MCP_SERVER_DEFAULTS.maxListPages),
+    /** The most tools one `tools/list` may give. */
+    maxTools: z.number().int().min(1).default(MCP_SERVER_DEFAULTS.maxTools),
   })
   .superRefine((server, context) => {
     if ((server.command === undefined) === (server.url === undefined)) {

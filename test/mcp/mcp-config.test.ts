@@ -18,7 +18,18 @@ describe('the mcp section of the config', () => {
       exclude: [],
       tools: {},
       connectTimeout: '30s',
+      maxResponseBytes: 4 * 1024 * 1024,
+      maxListPages: 100,
+      maxTools: 1_000,
     });
+  });
+
+  it('names a bound on what a server sends that is not a whole number in range', () => {
+    expect(() => parse({ servers: { files: { command: 'node', maxResponseBytes: 10 } } })).toThrow(
+      /mcp\.servers\.files\.maxResponseBytes: .*1024/,
+    );
+    expect(() => parse({ servers: { files: { command: 'node', maxListPages: 0 } } })).toThrow(/mcp\.servers\.files\.maxListPages/);
+    expect(() => parse({ servers: { files: { command: 'node', maxTools: 2.5 } } })).toThrow(/mcp\.servers\.files\.maxTools/);
   });
 
   it('takes a Streamable HTTP server with headers from named environment variables', () => {

@@ -1,12 +1,14 @@
-import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { toMilliseconds } from '../../common/duration';
 import type { McpConfig, McpServerConfig } from '../../config/config-schema';
 import { canonicalJson, sha256 } from '../canonical-json';
 import type { ToolContext, ToolDefinition } from '../define-tool';
 import { TOOL_DEFAULTS } from '../../common/defaults';
 import { ToolError } from '../tool-error';
-import { isServerAnswer, McpConnection, McpNotSentError, type McpLog } from './mcp-connection';
+import { McpAnswerLostError, McpListingBoundError, McpNotSentError } from './mcp-call-errors';
+import { isServerAnswer, McpConnection, type McpLog } from './mcp-connection';
 import { jsonSchemaInput } from './mcp-input-schema';
+import { compileOutsideSchema, type CheckedSchema } from './mcp-schema-validator';
 import { mcpResultOutcome } from './mcp-result';
 import { mcpToolName } from './mcp-tool-name';
 
@@ -84,22 +86,58 @@ class ServedDefinitions {
     return this.refreshing;
   }
 
-  /** The digest of the tool as the server now declares it (listing again first when `fresh`), or undefined when it is gone. */
-  async digest(tool: string, fresh: boolean): Promise<string | undefined> {
-    if (fresh) this.set(await this.connection.listTools());
+  /** The digest of the tool as the server now declares it (listing again first when `fresh`, ended by `signal`), or undefined when it is gone. */
+  async digest(tool: string, { fresh, signal }: { fresh: boolean; signal: AbortSignal }): Promise<string | undefined> {
+    if (fresh) this.set(await this.connection.listTools({ signal }));
     else await this.refreshing;
     return this.current.get(tool);
   }
 }
 
-/** Turns a failed call into what the boundary needs: a verdict (ToolError), or a throw that means "cut off mid-way" for a write. */
+/**
+ * Turns a failed call into what the boundary needs, by what is known of it: never sent, a
+ * transient failure; answered with the server's own error, a refusal (ToolError `tool_failure`,
+ * which releases a write's intent); anything after the request went out, a lost answer: a read is
+ * a transient failure, retried within its bound, and a write is thrown as it is, which the boundary
+ * takes as cut off mid-way (`outcome_unknown`, the intent kept, never run again by itself).
+ */
 function callFailure(error: unknown, { server, tool, write }: { server: string; tool: string; write: boolean }): Error {
   const detail = error instanceof Error ? error.message.split('\n')[0] : String(error);
-  if (error instanceof McpNotSentError) return new ToolError(`${detail}`, 'transient_failure');
+  if (McpNotSentError.isInstance(error)) return new ToolError(`${detail}`, 'transient_failure');
   if (isServerAnswer(error)) return new ToolError(`mcp server "${server}" refused ${tool}: ${detail}`, 'tool_failure');
-  // Lost mid-call: a read may simply be asked again; a write may have taken effect, so the boundary reports outcome_unknown.
-  if (!write) return new ToolError(`mcp server "${server}" was lost during ${tool}: ${detail}`, 'transient_failure');
-  return new Error(`mcp server "${server}" was lost during ${tool}: ${detail}`);
+  if (!write) {
+    const message = McpAnswerLostError.isInstance(error) ? detail : `mcp server "${server}" was lost during ${tool}: ${detail}`;
+    return new ToolError(message, 'transient_failure');
+  }
+  return McpAnswerLostError.isInstance(error) ? error : new McpAnswerLostError(`mcp server "${server}" was lost during ${tool}: ${detail}`);
+}
+
+/** A listing before a call that failed: the call was not sent, so it is a transient failure (or the server's refusal of the listing). */
+function listingFailure(error: unknown, { server, tool }: { server: string; tool: string }): Error {
+  const detail = error instanceof Error ? error.message.split('\n')[0] : String(error);
+  if (isServerAnswer(error))
+    return new ToolError(`mcp server "${server}" refused to list its tools before ${tool}: ${detail}`, 'tool_failure');
+  if (McpNotSentError.isInstance(error)) return new ToolError(detail, 'transient_failure');
+  return new ToolError(`${tool} was not run: listing the tools of mcp server "${server}" failed: ${detail}`, 'transient_failure');
+}
+
+/**
+ * What a tool with an `outputSchema` must answer (unless `isError`): structured content that fits
+ * it. The server has acted by then, so an answer that does not is a lost answer, not a refusal.
+ */
+function checkStructuredContent(
+  result: CallToolResult,
+  output: CheckedSchema | undefined,
+  { server, tool }: { server: string; tool: string },
+): void {
+  if (!output || result.isError === true) return;
+  const where = `mcp server "${server}" ran ${tool} but its answer`;
+  if (result.structuredContent === undefined)
+    throw new McpAnswerLostError(`${where} has no structured content, which its output schema requires`);
+  const outcome = output.check(result.structuredContent);
+  if (outcome.valid) return;
+  const problem = outcome.problems[0];
+  throw new McpAnswerLostError(`${where} breaks its output schema: ${problem.instancePath || '(structured content)'} ${problem.message}`);
 }
 
 /** One server tool as a registry entry: policy from config and annotations, input checked by its JSON Schema. */
@@ -121,16 +159,22 @@ function toolDefinition({
   const definitionDigest = mcpDefinitionDigest(name, tool);
   const timeoutMs = config.timeout === undefined ? TOOL_DEFAULTS.timeoutMs : toMilliseconds(config.timeout);
   let input;
+  let output: CheckedSchema | undefined;
   try {
     input = jsonSchemaInput(tool.inputSchema);
   } catch (error) {
     throw new Error(`mcp server "${server}": tool "${tool.name}": ${(error as Error).message}`, { cause: error });
   }
+  try {
+    output = tool.outputSchema === undefined ? undefined : compileOutsideSchema(tool.outputSchema);
+  } catch (error) {
+    throw new Error(`mcp server "${server}": tool "${tool.name}": the output schema: ${(error as Error).message}`, { cause: error });
+  }
   const handler = async (args: unknown, context: ToolContext) => {
     const write = effect !== 'read';
     // A write lists the tools again before it runs; a read relies on the list kept current by the server's notifications.
-    const now = await definitions.digest(tool.name, write).catch((error: unknown) => {
-      throw callFailure(error, { server, tool: tool.name, write: false });
+    const now = await definitions.digest(tool.name, { fresh: write, signal: context.signal }).catch((error: unknown) => {
+      throw listingFailure(error, { server, tool: tool.name });
     });
     if (now !== definitionDigest) {
       const change = now === undefined ? 'no longer lists it' : `now declares another definition (digest ${now.slice(0, 12)})`;
@@ -140,6 +184,7 @@ function toolDefinition({
     }
     try {
       const result = await connection.callTool(tool.name, args, { signal: context.signal, timeoutMs: timeoutMs + SDK_TIMEOUT_MARGIN_MS });
+      checkStructuredContent(result, output, { server, tool: tool.name });
       return mcpResultOutcome(result);
     } catch (error) {
       throw callFailure(error, { server, tool: tool.name, write });
@@ -218,7 +263,10 @@ export async function startMcpTools({
       }
       const cause = outcome.reason instanceof Error ? outcome.reason.message.split('\n')[0] : String(outcome.reason);
       if (cause.startsWith('config mcp.')) throw new Error(cause);
-      const line = `mcp server "${name}" could not start: ${cause.replace(/^mcp server "[^"]*"(:| could not connect:) /, '')}`;
+      const reason = McpListingBoundError.isInstance(outcome.reason)
+        ? `it ${cause.slice(`mcp server "${name}" `.length)}`
+        : cause.replace(/^mcp server "[^"]*"(:| could not connect:) /, '');
+      const line = `mcp server "${name}" could not start: ${reason}`;
       if (!server.optional) throw new Error(line);
       log(`${line}; it is optional, so its tools are left out`);
     }

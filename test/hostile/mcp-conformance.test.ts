@@ -1,0 +1,363 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { openSqliteStore } from '../../activities/intents/sqlite-store';
+import { createRunTool } from '../../activities/boundary/run-tool';
+import { WRITE_INTERRUPTED } from '../../common/activity-types';
+import { mcpSchema, type McpConfigInput } from '../../config/config-schema';
+import { createToolRegistry } from '../../tools/tool-registry';
+import { startMcpTools, type McpToolSource } from '../../tools/mcp/mcp-tool-source';
+import type { ToolDefinition } from '../../tools/define-tool';
+import { approvalSignal } from '../../workflows/messages';
+import { eventLoopProbe } from '../helpers/event-loop-probe';
+import { runToolOnce } from '../helpers/run-tool-once';
+import { testConfig } from '../helpers/test-config';
+import { scripted, useTurnRunner, waitForState } from '../helpers/turn-runner';
+
+const FIXTURE = path.join(__dirname, '..', 'fixtures', 'hostile-mcp-server.ts');
+/** The longest the event loop may stall in any case here: generous, about liveness (a backtracking match stalls it for seconds). */
+const MAX_STALL_MS = 500;
+/** How much the worker's memory may grow while a server sends 300 MB: generous, and far below reading it whole. */
+const MAX_GROWTH_BYTES = 150 * 1024 * 1024;
+
+const runTurn = useTurnRunner();
+const sources: McpToolSource[] = [];
+const children: ChildProcess[] = [];
+
+afterEach(async () => {
+  await Promise.all(sources.splice(0).map((source) => source.close()));
+});
+afterAll(() => {
+  for (const child of children) child.kill('SIGKILL');
+});
+
+/** One hostile server's record of executions: the tools it ran, one line each, as the server itself wrote them. */
+function recordFile(): string {
+  return path.join(mkdtempSync(path.join(os.tmpdir(), 'tollgate-hostile-')), 'executions');
+}
+
+/** How often the server ran `tool`, from its own record. */
+function executions(record: string, tool: string): number {
+  if (!existsSync(record)) return 0;
+  return readFileSync(record, 'utf8')
+    .split('\n')
+    .filter((line) => line === tool).length;
+}
+
+/** The config of the hostile server over stdio (a fresh process per connection). */
+function stdioServer(record: string, list = 'normal') {
+  return {
+    command: process.execPath,
+    args: ['--import', 'tsx', FIXTURE],
+    env: { HOSTILE_TRANSPORT: 'stdio', HOSTILE_RECORD: record, HOSTILE_LIST: list },
+  };
+}
+
+/** Starts the hostile server over Streamable HTTP in its own process; its url once it listens. */
+async function httpServer(record: string): Promise<string> {
+  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE], {
+    env: { ...process.env, HOSTILE_TRANSPORT: 'http', HOSTILE_RECORD: record },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const found = /listening (\S+)/.exec(output);
+      if (found) resolve(found[1]);
+    });
+    child.on('exit', (code) => reject(new Error(`the hostile server exited with ${code}`)));
+  });
+}
+
+/** The tools of these servers, with the log lines the source wrote. */
+async function hostileTools(servers: McpConfigInput['servers']) {
+  const lines: string[] = [];
+  const source = await startMcpTools({ mcp: mcpSchema.parse({ servers }), log: (line) => lines.push(line) });
+  sources.push(source);
+  const byName = (name: string) => source.tools.find((tool) => tool.name === name)!;
+  return { tools: source.tools, byName, lines };
+}
+
+/** The real boundary (registry, SQLite intent store, runTool) over these tools. */
+function boundary(tools: ToolDefinition[]) {
+  const registry = createToolRegistry({ tools });
+  const store = openSqliteStore(':memory:');
+  const runTool = createRunTool({ registry, store });
+  const call = (tool: string, args: unknown, taskId = `task-${randomUUID()}`) =>
+    runToolOnce(runTool, { taskId, callId: `call-${randomUUID()}`, tool, args, definitionDigest: registry.get(tool)?.definitionDigest });
+  return { store, call };
+}
+
+/** The worker's memory that a body read whole would grow: the JavaScript heap and the buffers outside it. */
+function memoryBytes(): number {
+  const usage = process.memoryUsage();
+  return usage.heapUsed + usage.external + usage.arrayBuffers;
+}
+
+/** Approves every call that waits for a person, as it comes, until the turn ends. */
+async function approveFirst(handle: WorkflowHandle): Promise<void> {
+  const state = await waitForState(handle, (current) => current.pendingApprovals.length > 0);
+  const [pending] = state.pendingApprovals;
+  await handle.signal(approvalSignal, { callId: pending.callId, decision: 'approve', argsDigest: pending.argsDigest });
+}
+
+const done = { text: 'done' };
+const probeCall = { toolCalls: [{ tool: 'hostile__probe', args: {} }] };
+
+describe('an MCP server whose input schema backtracks', () => {
+  const hostileSlug = { slug: `${'a'.repeat(29)}!` };
+
+  it('checks the slug on a linear-time engine: refused, the event loop live, nothing sent', async () => {
+    const record = recordFile();
+    const { byName } = await hostileTools({ hostile: stdioServer(record) });
+    const probe = eventLoopProbe();
+    const refused = byName('hostile__check_slug').input.safeParse(hostileSlug);
+    const accepted = byName('hostile__check_slug').input.safeParse({ slug: 'a-b-'.repeat(5_000) + 'c' });
+    const tooLong = byName('hostile__check_slug').input.safeParse({ slug: 'a'.repeat(1_000_000) });
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    expect(probe.stop(), 'the event loop was blocked this long at most').toBeLessThan(MAX_STALL_MS);
+    expect(refused.success).toBe(false);
+    expect(refused.error?.issues[0]).toMatchObject({ path: ['slug'], message: 'must match pattern "^([a-z0-9]+-?)+$"' });
+    expect(accepted.success).toBe(true);
+    expect(tooLong.error?.issues[0].message).toMatch(
+      /^is 1000000 characters, too long to be checked against the pattern "\^\(\[a-z0-9\]\+-\?\)\+\$"/,
+    );
+    expect(executions(record, 'check_slug')).toBe(0);
+  });
+
+  it('answers a real turn: invalid_arguments with 0 executions, and the next call of the turn is served', async () => {
+    const record = recordFile();
+    const { tools } = await hostileTools({ hostile: { ...stdioServer(record), trustAnnotations: true } });
+    const slugCall = { toolCalls: [{ tool: 'hostile__check_slug', args: hostileSlug }] };
+    const probe = eventLoopProbe();
+    const { result, runToolScheduled } = await runTurn({ tools, input: { prompt: 'x', model: scripted([slugCall, probeCall, done]) } });
+    expect(probe.stop(), 'the event loop was blocked this long at most').toBeLessThan(MAX_STALL_MS);
+    expect(result.status).toBe('completed');
+    expect(result.toolCalls.map((event) => [event.tool, event.status, event.code, event.attempts])).toEqual([
+      ['hostile__check_slug', 'error', 'invalid_arguments', 0],
+      ['hostile__probe', 'success', undefined, 1],
+    ]);
+    expect(runToolScheduled).toBe(1);
+    expect(executions(record, 'check_slug')).toBe(0);
+    expect(executions(record, 'probe')).toBe(1);
+  });
+});
+
+describe('an MCP write whose answer is lost after the server ran it', () => {
+  for (const answer of ['mismatch', 'missing'] as const) {
+    it(`(${answer === 'mismatch' ? 'structured content breaking the output schema' : 'no structured content'}): outcome_unknown, the intent kept, never run again for it`, async () => {
+      const record = recordFile();
+      const { tools } = await hostileTools({ hostile: { ...stdioServer(record), trustAnnotations: true } });
+      const config = testConfig({ retry: { initialInterval: '100ms', maximumInterval: '1s' }, outcomes: { onUnknown: 'report' } });
+      const store = openSqliteStore(':memory:');
+      const taskId = `ticket-${randomUUID()}`;
+      const ticket = { toolCalls: [{ tool: 'hostile__create_ticket', args: { title: 'printer on fire', answer } }] };
+      const turn = () =>
+        runTurn({
+          tools,
+          store,
+          config,
+          input: { taskId, prompt: 'x', model: scripted([ticket, probeCall, done]) },
+          interact: approveFirst,
+        });
+
+      const first = await turn();
+      expect(first.result.toolCalls.map((event) => [event.tool, event.status, event.code, event.attempts])).toEqual([
+        ['hostile__create_ticket', 'error', 'outcome_unknown', 1],
+        ['hostile__probe', 'success', undefined, 1],
+      ]);
+      expect(executions(record, 'create_ticket')).toBe(1);
+      const intents = await store.listTask(taskId);
+      expect(intents.map((intent) => [intent.tool, intent.state])).toEqual([['hostile__create_ticket', 'started']]);
+
+      // The same intent again, approved again: the boundary does not run it a second time.
+      const second = await turn();
+      expect(second.result.toolCalls[0]).toMatchObject({ tool: 'hostile__create_ticket', status: 'error', code: 'outcome_unknown' });
+      expect(executions(record, 'create_ticket')).toBe(1);
+      expect(executions(record, 'probe')).toBe(2);
+      await store.close();
+    });
+  }
+
+  it('takes the server answering with a JSON-RPC error as its refusal: tool_failure, the intent released, nothing run', async () => {
+    const record = recordFile();
+    const { tools } = await hostileTools({ hostile: { ...stdioServer(record), trustAnnotations: true } });
+    const { store, call } = boundary(tools);
+    const taskId = `ticket-${randomUUID()}`;
+    const outcome = await call('hostile__create_ticket', { title: 'x', answer: 'refuse' }, taskId);
+    expect(outcome).toMatchObject({ status: 'error', code: 'tool_failure', executions: 1 });
+    expect(outcome.status === 'error' && outcome.message).toMatch(/tickets are closed today/);
+    expect(await store.listTask(taskId)).toEqual([]);
+    expect(executions(record, 'create_ticket')).toBe(0);
+  });
+
+  it('retries a read whose answer breaks its output schema within its bound: transient_failure after maxAttempts executions', async () => {
+    const record = recordFile();
+    const { tools } = await hostileTools({
+      hostile: { ...stdioServer(record), trustAnnotations: true, tools: { read_report: { maxAttempts: 2 } } },
+    });
+    const report = { toolCalls: [{ tool: 'hostile__read_report', args: {} }] };
+    const { result } = await runTurn({ tools, input: { prompt: 'x', model: scripted([report, done]) } });
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'transient_failure', attempts: 2 })]);
+    expect(executions(record, 'read_report')).toBe(2);
+  });
+});
+
+describe('an MCP server that lists tools without end', () => {
+  it('stops the start of a required server at the page cap, naming the server and the cap, with memory bounded', async () => {
+    const record = recordFile();
+    const before = memoryBytes();
+    const probe = eventLoopProbe();
+    const started = startMcpTools({ mcp: mcpSchema.parse({ servers: { endless: stdioServer(record, 'endless') } }), log: () => undefined });
+    await expect(started).rejects.toThrow(
+      'mcp server "endless" could not start: it lists its tools in more than 100 pages (mcp.servers.endless.maxListPages)',
+    );
+    expect(probe.stop(), 'the event loop was blocked this long at most').toBeLessThan(MAX_STALL_MS);
+    expect(memoryBytes() - before).toBeLessThan(MAX_GROWTH_BYTES);
+  });
+
+  it('stops at the tool cap too, naming it', async () => {
+    const mcp = mcpSchema.parse({ servers: { endless: { ...stdioServer(recordFile(), 'endless'), maxTools: 50 } } });
+    await expect(startMcpTools({ mcp, log: () => undefined })).rejects.toThrow(
+      'mcp server "endless" could not start: it lists more than 50 tools (mcp.servers.endless.maxTools)',
+    );
+  });
+
+  it('leaves an optional one out with a log line, and serves the other servers', async () => {
+    const record = recordFile();
+    const { tools, lines } = await hostileTools({
+      endless: { ...stdioServer(recordFile(), 'endless'), optional: true },
+      hostile: stdioServer(record),
+    });
+    expect(lines).toContain(
+      'mcp server "endless" could not start: it lists its tools in more than 100 pages (mcp.servers.endless.maxListPages); it is optional, so its tools are left out',
+    );
+    expect(tools.every((tool) => tool.name.startsWith('hostile__'))).toBe(true);
+    expect(tools.length).toBe(9);
+  });
+
+  it('refuses a write whose listing before it runs goes on without end: transient_failure, 0 executions, the intent released', async () => {
+    const record = recordFile();
+    const { byName } = await hostileTools({ hostile: { ...stdioServer(record, 'endless-after-first'), trustAnnotations: true } });
+    const { store, call } = boundary([byName('hostile__create_ticket')]);
+    const taskId = `ticket-${randomUUID()}`;
+    const outcome = await call('hostile__create_ticket', { title: 'x', answer: 'ok' }, taskId);
+    expect(outcome).toMatchObject({ status: 'error', code: 'transient_failure' });
+    expect(outcome.status === 'error' && outcome.message).toMatch(
+      /was not run: .*more than 100 pages \(mcp\.servers\.hostile\.maxListPages\)/,
+    );
+    expect(executions(record, 'create_ticket')).toBe(0);
+    expect(await store.listTask(taskId)).toEqual([]);
+  });
+});
+
+describe('an MCP server that answers with 300 MB', () => {
+  it('over Streamable HTTP: the body is cut at maxResponseBytes, the read fails transiently, memory bounded, the next call served', async () => {
+    const record = recordFile();
+    const url = await httpServer(record);
+    const { tools } = await hostileTools({ hostile: { url, trustAnnotations: true } });
+    const { call } = boundary(tools);
+    const before = memoryBytes();
+    const probe = eventLoopProbe();
+    await expect(call('hostile__flood', {})).rejects.toMatchObject({
+      type: 'transient_failure',
+      message: expect.stringMatching(/passed 4194304 bytes/),
+    });
+    expect(probe.stop(), 'the event loop was blocked this long at most').toBeLessThan(MAX_STALL_MS);
+    expect(memoryBytes() - before).toBeLessThan(MAX_GROWTH_BYTES);
+    expect(executions(record, 'flood')).toBe(1);
+    expect(await call('hostile__probe', {})).toMatchObject({ status: 'success', data: 'alive' });
+  });
+
+  it('over Streamable HTTP in one event of an event stream: cut at the cap, and the call fails then, not at its timeout', async () => {
+    const record = recordFile();
+    const url = await httpServer(record);
+    // A ten-minute timeout: the test would time out long before it if the cut left the request waiting.
+    const { tools } = await hostileTools({ hostile: { url, trustAnnotations: true, tools: { flood_sse: { timeout: '10m' } } } });
+    const { call } = boundary(tools);
+    const before = memoryBytes();
+    await expect(call('hostile__flood_sse', {})).rejects.toMatchObject({
+      type: 'transient_failure',
+      message: expect.stringMatching(/answer was lost: the answer of http:\/\/127\.0\.0\.1:\d+\/mcp passed 4194304 bytes/),
+    });
+    expect(memoryBytes() - before).toBeLessThan(MAX_GROWTH_BYTES);
+    expect(executions(record, 'flood_sse')).toBe(1);
+    expect(await call('hostile__probe', {})).toMatchObject({ status: 'success', data: 'alive' });
+  });
+
+  it('over Streamable HTTP, for a write: outcome_unknown (write_interrupted), 1 execution, the intent kept', async () => {
+    const record = recordFile();
+    const url = await httpServer(record);
+    const { tools } = await hostileTools({ hostile: { url, trustAnnotations: true } });
+    const { store, call } = boundary(tools);
+    const taskId = `flood-${randomUUID()}`;
+    const before = memoryBytes();
+    await expect(call('hostile__flood_write', {}, taskId)).rejects.toMatchObject({ type: WRITE_INTERRUPTED });
+    expect(memoryBytes() - before).toBeLessThan(MAX_GROWTH_BYTES);
+    expect(executions(record, 'flood_write')).toBe(1);
+    expect((await store.listTask(taskId)).map((intent) => intent.state)).toEqual(['started']);
+  });
+
+  it('over stdio as one endless line: cut at maxResponseBytes, the read fails transiently, memory bounded, a new process serves the next call', async () => {
+    const record = recordFile();
+    const { tools } = await hostileTools({ hostile: { ...stdioServer(record), trustAnnotations: true, maxResponseBytes: 1024 * 1024 } });
+    const { call } = boundary(tools);
+    const before = memoryBytes();
+    const probe = eventLoopProbe();
+    await expect(call('hostile__flood', {})).rejects.toMatchObject({
+      type: 'transient_failure',
+      message: expect.stringMatching(/answer was lost: ReadBuffer exceeded maximum size of 1048576 bytes/),
+    });
+    expect(probe.stop(), 'the event loop was blocked this long at most').toBeLessThan(MAX_STALL_MS);
+    expect(memoryBytes() - before).toBeLessThan(MAX_GROWTH_BYTES);
+    expect(executions(record, 'flood')).toBe(1);
+    expect(await call('hostile__probe', {})).toMatchObject({ status: 'success', data: 'alive' });
+  });
+});
+
+describe('an MCP stdio server that dies or goes silent mid-call', () => {
+  it('crashing after it ran a write: outcome_unknown (write_interrupted), 1 execution, the intent kept, the next call served', async () => {
+    const record = recordFile();
+    const { tools } = await hostileTools({ hostile: { ...stdioServer(record), trustAnnotations: true } });
+    const { store, call } = boundary(tools);
+    const taskId = `crash-${randomUUID()}`;
+    await expect(call('hostile__crash', {}, taskId)).rejects.toMatchObject({ type: WRITE_INTERRUPTED });
+    expect(executions(record, 'crash')).toBe(1);
+    expect((await store.listTask(taskId)).map((intent) => intent.state)).toEqual(['started']);
+    expect(await call('hostile__probe', {})).toMatchObject({ status: 'success', data: 'alive' });
+  });
+
+  it('writing one endless stderr line: the log gets its first 2,000 characters and the lines after it', async () => {
+    const server = stdioServer(recordFile());
+    const before = memoryBytes();
+    const { lines, byName } = await hostileTools({ hostile: { ...server, env: { ...server.env, HOSTILE_STDERR: 'endless-line' } } });
+    const deadline = Date.now() + 30_000;
+    while (!lines.includes('[mcp hostile] after the flood') && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(lines).toContain('[mcp hostile] after the flood');
+    expect(lines).toContain(`[mcp hostile] ${'x'.repeat(2_000)}…`);
+    expect(memoryBytes() - before).toBeLessThan(MAX_GROWTH_BYTES);
+    expect(
+      await Promise.resolve(
+        byName('hostile__probe').handler({}, { taskId: 't', callId: 'c', attempt: 1, signal: new AbortController().signal }),
+      ),
+    ).toMatchObject({ ok: true, data: 'alive' });
+  });
+
+  it('never answering a read: cut off at its timeout as transient_failure, the next call served', async () => {
+    const record = recordFile();
+    const { tools } = await hostileTools({
+      hostile: { ...stdioServer(record), trustAnnotations: true, tools: { hang: { timeout: '1s' } } },
+    });
+    const { call } = boundary(tools);
+    await expect(call('hostile__hang', {})).rejects.toMatchObject({ type: 'transient_failure' });
+    expect(executions(record, 'hang')).toBe(1);
+    expect(await call('hostile__probe', {})).toMatchObject({ status: 'success', data: 'alive' });
+  });
+});
