@@ -9,7 +9,7 @@ import type { AgentTurnResult } from '../../common/types';
 import { PROJECT_ROOT } from '../../config/load-config';
 import { startDevServer, type DevServer } from '../../server/dev-server';
 import { freePort } from '../../connection/ports';
-import { approvalSignal, resumeSignal } from '../../workflows/messages';
+import { approvalSignal, resumeSignal, stateQuery } from '../../workflows/messages';
 import { bundleWorkflows, quietRuntime } from '../helpers/servers';
 import { testConfig } from '../helpers/test-config';
 import { scripted } from '../helpers/turn-runner';
@@ -118,17 +118,18 @@ async function killScenario({ name, workers: workerCount, postgres }: { name: st
       for await (const execution of client.client.workflow.list({
         query: `TollgateAwaitingApproval = true AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'`,
       })) {
-        // The person approves the message they were shown, naming its digest; the send is the second
-        // model reply, and a step dropped after a kill (turns recorded before the resume decision) shifts its call id.
-        for (let step = 1; step <= 6; step++) {
-          // A turn listed as waiting may have ended since: a signal to it is refused, and that is fine.
-          await client.client.workflow
-            .getHandle(execution.workflowId)
+        // The person approves the message they were shown, naming the digest they checked, for the
+        // wait the turn shows (its call id and round); a turn listed as waiting may have ended since.
+        const handle = client.client.workflow.getHandle(execution.workflowId);
+        const state = await handle.query(stateQuery).catch(() => undefined);
+        for (const pending of state?.pendingApprovals ?? []) {
+          await handle
             .signal(approvalSignal, {
-              callId: `call-${step}-0`,
+              callId: pending.callId,
               decision: 'approve',
               approver: 'fault-test',
               argsDigest: digests.get(execution.workflowId),
+              ...(pending.round > 1 ? { round: pending.round } : {}),
             })
             .catch((error: unknown) => {
               if (!(error instanceof WorkflowNotFoundError)) throw error;
@@ -136,19 +137,23 @@ async function killScenario({ name, workers: workerCount, postgres }: { name: st
         }
       }
       // A worker killed while its model step streamed leaves the turn waiting for a resume decision
-      // (its next attempt does not replay the step); the person asks the model again.
+      // (its next attempt does not replay the step); the person asks the model again, for the wait shown.
       for await (const execution of client.client.workflow.list({
         query: `TollgateWaitingFor = 'resume' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'`,
       })) {
-        for (let step = 0; step <= 6; step++) {
-          // A decision for a step that does not wait is recorded as rejected and changes nothing.
-          await client.client.workflow
-            .getHandle(execution.workflowId)
-            .signal(resumeSignal, { step, decision: 'retry', by: 'fault-test' })
-            .catch((error: unknown) => {
-              if (!(error instanceof WorkflowNotFoundError)) throw error;
-            });
-        }
+        const handle = client.client.workflow.getHandle(execution.workflowId);
+        const pending = (await handle.query(stateQuery).catch(() => undefined))?.pendingResume;
+        if (!pending) continue;
+        await handle
+          .signal(resumeSignal, {
+            step: pending.step,
+            decision: 'retry',
+            by: 'fault-test',
+            ...(pending.round > 1 ? { round: pending.round } : {}),
+          })
+          .catch((error: unknown) => {
+            if (!(error instanceof WorkflowNotFoundError)) throw error;
+          });
       }
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
