@@ -91,14 +91,14 @@ export function describeApproval(
   const complete = whole.length <= maxArgsChars;
   const args = complete
     ? whole
-    : `${whole.slice(0, maxArgsChars)}\n… ${whole.length - maxArgsChars} more characters (the whole arguments: approve --all, or --json)`;
+    : `${whole.slice(0, maxArgsChars)}\n… ${whole.length - maxArgsChars} more characters (the whole arguments: --json)`;
   const lines = [header, ...args.split('\n').map((line) => `  ${line}`)];
   if (pending.redactedValues) {
     const values = `${pending.redactedValues} value${pending.redactedValues === 1 ? '' : 's'}`;
     lines.push(`  (${values} redacted: the call runs with the real ones, which this digest binds through the worker's record)`);
   }
   if (!matches) lines.push('These arguments do not match the digest of the call, so it cannot be approved from here.');
-  if (!complete) lines.push('These arguments are not shown whole, so the call cannot be approved from this view.');
+  if (!complete) lines.push('Cut: approve --all shows them whole first.');
   return { text: forTerminal(lines.join('\n')), matches, complete };
 }
 

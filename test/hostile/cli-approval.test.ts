@@ -153,7 +153,7 @@ describe('tollgate approve shows everything it approves', () => {
     const refused = await tollgate(['approve', workflowId, 'call-0-0']);
     expect(refused.code).toBe(1);
     expect(refused.stdout).not.toContain(HIDDEN_BCC);
-    expect(refused.stdout).toContain('These arguments are not shown whole, so the call cannot be approved from this view.');
+    expect(refused.stdout).toContain('Cut: approve --all shows them whole first.');
     expect(refused.stderr).toBe(
       `tollgate: rejected: the arguments of call call-0-0 are longer than shown, and a call is approved only from a whole view; ` +
         'nothing was sent. See them whole with --all, or pass --args-digest of what you checked\n',
