@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { describeApproval, describeEvent, toolCallTable } from '../../client/follow-turn';
 import { forTerminal } from '../../client/terminal-text';
+import { formatTable } from '../../client/format-table';
 import type { PendingApproval, ToolEvent } from '../../common/types';
 import { approvalDigest, argsDigest } from '../../tools/canonical-json';
 
@@ -49,6 +50,26 @@ describe('text from a model, made safe for the terminal', () => {
       }),
       { numRuns: 2_000 },
     );
+  });
+});
+
+describe('a table of cells from a turn', () => {
+  it('shows every cell escaped and pads the columns to what is printed', () => {
+    const table = formatTable(
+      ['tool', 'n'],
+      [
+        ['send\u200b\u{E0041}', 1],
+        ['x\u001b[2K', 22],
+      ],
+    );
+    expect(table).not.toMatch(INVISIBLE);
+    // The widest cell is the escaped tool name, 21 characters as printed.
+    expect(table.split('\n')).toEqual([
+      `${'tool'.padEnd(21)}  n`,
+      `${'-'.repeat(21)}  --`,
+      'send\\u{200B}\\u{E0041}  1',
+      `${'x\\u{1B}[2K'.padEnd(21)}  22`,
+    ]);
   });
 });
 
