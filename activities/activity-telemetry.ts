@@ -50,21 +50,29 @@ export function startChatSpan({
   return telemetry.tracer?.startSpan(`chat ${model}`, { kind: SpanKind.CLIENT, attributes });
 }
 
-/** Ends a chat span with what the step produced. */
+/** The longest provider-given text (the response's model name) a span attribute keeps. */
+const MAX_PROVIDER_TEXT_CHARS = 128;
+
+/**
+ * Ends a chat span with what the step produced, or with its failure: a stable type (`error.type`)
+ * and a message the caller has already redacted (a provider's error text may echo a key).
+ */
 export function endChatSpan(
   span: Span | undefined,
-  ended: { inputTokens: number; outputTokens: number; finishReason?: string; responseModel?: string } | { error: unknown },
+  ended:
+    | { inputTokens: number; outputTokens: number; finishReason?: string; responseModel?: string }
+    | { error: { type: string; message: string } },
 ): void {
   if (!span) return;
   if ('error' in ended) {
-    span.setStatus({ code: SpanStatusCode.ERROR, message: (ended.error as Error)?.message });
-    span.setAttribute('error.type', (ended.error as { type?: string })?.type ?? (ended.error as Error)?.name ?? 'Error');
+    span.setStatus({ code: SpanStatusCode.ERROR, message: ended.error.message });
+    span.setAttribute('error.type', ended.error.type);
   } else {
     span.setAttributes({
       'gen_ai.usage.input_tokens': ended.inputTokens,
       'gen_ai.usage.output_tokens': ended.outputTokens,
       'gen_ai.response.finish_reasons': ended.finishReason ? [ended.finishReason] : [],
-      ...(ended.responseModel ? { 'gen_ai.response.model': ended.responseModel } : {}),
+      ...(ended.responseModel ? { 'gen_ai.response.model': ended.responseModel.slice(0, MAX_PROVIDER_TEXT_CHARS) } : {}),
     });
   }
   span.end();

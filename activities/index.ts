@@ -5,7 +5,8 @@ import { builtInTools } from '../tools/built-in';
 import { createLookupStatus } from './boundary/lookup-status';
 import { createModelStep } from './models/model-step';
 import { createConfiguredModels, type CodeModels, type ModelEnvironment } from './models/language-model';
-import { createRedactor } from './boundary/redact';
+import { redactorForConfig } from '../hardened/redact';
+import { redactingActivity } from '../hardened/redacting-activity';
 import type { ActivityTelemetry } from './activity-telemetry';
 import { createRunTool } from './boundary/run-tool';
 import { createResolveIntent } from './boundary/resolve-intent';
@@ -38,15 +39,16 @@ export function createActivities({ config, tools, store, modelEnvironment, model
     retry: retryBackoffFromConfig(config.retry),
     approvedScheduleToStartMs: toMilliseconds(config.approvals.scheduleToStart),
   });
-  // One redaction pass for everything the worker shows or stores outside its memory.
-  const redactor = createRedactor(config.redact.patterns);
+  // One redaction pass for everything the worker shows or stores outside its memory: the config's
+  // patterns and the worker's own secrets, read where its keys are read.
+  const redactor = redactorForConfig(config, { ...process.env, ...modelEnvironment?.env });
   return {
     modelStep: createModelStep({ registry, config, models, redactor, telemetry }),
-    runTool: createRunTool({ registry, store, secretPatterns: redactor.patterns }),
-    lookupStatus: createLookupStatus({ registry, store, secretPatterns: redactor.patterns }),
-    turnSettings: createTurnSettings(config),
-    resolveIntent: createResolveIntent({ registry, store }),
-    checkCall: createCheckCall({ registry, redactor }),
+    runTool: redactingActivity(createRunTool({ registry, store, secretPatterns: redactor.patterns }), redactor),
+    lookupStatus: redactingActivity(createLookupStatus({ registry, store, secretPatterns: redactor.patterns }), redactor),
+    turnSettings: redactingActivity(createTurnSettings(config), redactor),
+    resolveIntent: redactingActivity(createResolveIntent({ registry, store }), redactor),
+    checkCall: redactingActivity(createCheckCall({ registry, redactor }), redactor),
   };
 }
 

@@ -18,7 +18,7 @@ import { enclosingProject } from '../server/temporal-binaries';
 import type { HistorySource } from './replay-histories';
 import { runWorker } from '../worker/run-worker';
 import { WORKFLOWS_PATH } from '../worker/create-worker';
-import { decisionDigest, describeApproval, describeUsage, followTurn, toolCallTable } from './follow-turn';
+import { decisionDigest, describeApproval, describeUsage, followTurn, SHOWN_ARGS_CHARS, toolCallTable } from './follow-turn';
 import { forTerminal } from './terminal-text';
 import { formatTable } from './format-table';
 import { TollgateClient, TurnEndedError, type InboxEntry } from './tollgate-client';
@@ -43,8 +43,9 @@ function json(): boolean {
   return Boolean(program.opts().json);
 }
 
+/** Prints JSON, or the text with every control and invisible character escaped (it may quote a turn's text anywhere). */
 function print(value: unknown, text: () => string): void {
-  console.log(json() ? JSON.stringify(value, null, 2) : text());
+  console.log(json() ? JSON.stringify(value, null, 2) : forTerminal(text()));
 }
 
 async function connect(): Promise<{ config: TollgateConfig; client: TollgateClient }> {
@@ -96,7 +97,9 @@ function turnInput(task: string, options: { taskId?: string; model?: string; too
 }
 
 function describeState(workflowId: string, state: TurnState): string {
-  const lines = [`${workflowId}: ${state.status}, phase ${state.phase}, step ${state.step + 1}, ${state.toolCalls.length} tool call(s)`];
+  const lines = [
+    `${forTerminal(workflowId)}: ${state.status}, phase ${state.phase}, step ${state.step + 1}, ${state.toolCalls.length} tool call(s)`,
+  ];
   if (state.usage) lines.push(`  ${describeUsage(state.usage, state.tokenBudget)}`);
   for (const pending of state.pendingApprovals) {
     lines.push(forTerminal(`  waiting for approval: ${pending.callId} ${pending.tool}`));
@@ -117,7 +120,7 @@ function describeState(workflowId: string, state: TurnState): string {
     );
   }
   if (state.rejectedDecisionsDropped > 0) lines.push(`  ${state.rejectedDecisionsDropped} older rejected decision(s) not kept`);
-  for (const rejected of state.rejectedDecisions) lines.push(`  rejected decision: ${rejected.why}`);
+  for (const rejected of state.rejectedDecisions) lines.push(forTerminal(`  rejected decision: ${rejected.why}`));
   return lines.join('\n');
 }
 
@@ -257,7 +260,7 @@ function describeResolution(entry: PendingResolution & { workflowId: string }): 
     ...forTerminal(JSON.stringify(entry.args, null, 2) ?? 'undefined')
       .split('\n')
       .map((line) => `  ${line}`),
-    `  argsDigest ${entry.shownDigest ?? entry.argsDigest}`,
+    forTerminal(`  argsDigest ${entry.shownDigest ?? entry.argsDigest}`),
     `  tollgate resolve ${forTerminal(entry.workflowId)} ${forTerminal(entry.callId)} applied|not_applied [--note <text>]`,
   ].join('\n');
 }
@@ -314,16 +317,27 @@ for (const decision of ['approve', 'deny'] as const) {
       '--args-digest <sha256>',
       'the digest of the arguments you saw; without it, the call is shown and the digest of what is shown is sent',
     )
+    .option('--all', `show the whole arguments, however long (without it, at most ${SHOWN_ARGS_CHARS} characters are shown)`)
     .action(async (workflowId: string, callId: string, options) => {
       const args = editedArguments(options.args);
       const receipt = await withClient(async (client) => {
         let digest: string | undefined = options.argsDigest;
         if (!digest) {
+          // Nothing is approved that was not shown: with --json nothing is, so the approver names the digest they checked.
+          if (json() && decision === 'approve') {
+            throw new CliError(`rejected: with --json no arguments are shown to approve from; pass --args-digest of what you checked`);
+          }
           const pending = (await client.state(workflowId)).pendingApprovals.find((entry) => entry.callId === callId);
           if (!pending) throw new CliError(`rejected: no call ${callId} waits for approval`);
-          const shown = describeApproval(pending);
+          const shown = describeApproval(pending, options.all ? { maxArgsChars: Number.POSITIVE_INFINITY } : {});
           if (!json()) console.log(shown.text);
           if (!shown.matches) throw new CliError(`rejected: the arguments of call ${callId} do not match their digest; nothing was sent`);
+          if (!shown.complete && decision === 'approve') {
+            throw new CliError(
+              `rejected: the arguments of call ${callId} are longer than shown, and a call is approved only from a whole view; ` +
+                'nothing was sent. See them whole with --all, or pass --args-digest of what you checked',
+            );
+          }
           digest = decisionDigest(pending);
         }
         // A signing client records its key's name as the approver; otherwise the login name stands in.
@@ -594,6 +608,6 @@ program.parseAsync(process.argv).catch((error: unknown) => {
     process.exit(error.exitCode);
   }
   const exitCode = error instanceof CliError ? error.exitCode : 1;
-  console.error(`tollgate: ${error instanceof Error ? error.message : String(error)}`);
+  console.error(forTerminal(`tollgate: ${error instanceof Error ? error.message : String(error)}`));
   process.exit(exitCode);
 });

@@ -61,30 +61,45 @@ export function decisionDigest(pending: PendingApproval): string {
   return pending.redactedValues && pending.shownDigest ? pending.shownDigest : pending.argsDigest;
 }
 
+/** How many characters of a call's arguments a view that is not asked for them whole shows. */
+export const SHOWN_ARGS_CHARS = 4_000;
+
+/** What the terminal shows of a call waiting for approval, and whether it may be approved from that view. */
+export interface ApprovalView {
+  text: string;
+  /** Whether the arguments shown are those the digest covers. */
+  matches: boolean;
+  /** Whether the arguments are shown whole; a call is approved only from a whole view (or by a digest the approver names). */
+  complete: boolean;
+}
+
 /**
- * What the terminal shows of a call waiting for approval, safe to print: the tool and the whole
+ * What the terminal shows of a call waiting for approval, safe to print: the tool and the
  * arguments as JSON, exactly those the digest it names covers (`matches` is false when they are
- * not, and then the call must not be approved from this view). Redacted values are counted.
+ * not, and then the call must not be approved from this view), cut after `maxArgsChars`
+ * characters (`complete` is false then, and the call must not be approved from this view either:
+ * what is past the cut was not seen). Redacted values are counted.
  */
 export function describeApproval(
   pending: PendingApproval,
-  { maxArgsChars = 4_000 }: { maxArgsChars?: number } = {},
-): { text: string; matches: boolean } {
+  { maxArgsChars = SHOWN_ARGS_CHARS }: { maxArgsChars?: number } = {},
+): ApprovalView {
   const digest = decisionDigest(pending);
   const matches = approvalDigest(pending.args, pending.definitionDigest) === digest;
   const header = `Approval needed for ${pending.callId}: ${pending.tool} (expires ${pending.expiresAt})\n  argsDigest ${digest}`;
   const whole = JSON.stringify(pending.args, null, 2) ?? 'undefined';
-  const args =
-    whole.length <= maxArgsChars
-      ? whole
-      : `${whole.slice(0, maxArgsChars)}\n… ${whole.length - maxArgsChars} more characters (the whole arguments: --json)`;
+  const complete = whole.length <= maxArgsChars;
+  const args = complete
+    ? whole
+    : `${whole.slice(0, maxArgsChars)}\n… ${whole.length - maxArgsChars} more characters (the whole arguments: --json)`;
   const lines = [header, ...args.split('\n').map((line) => `  ${line}`)];
   if (pending.redactedValues) {
     const values = `${pending.redactedValues} value${pending.redactedValues === 1 ? '' : 's'}`;
     lines.push(`  (${values} redacted: the call runs with the real ones, which this digest binds through the worker's record)`);
   }
   if (!matches) lines.push('These arguments do not match the digest of the call, so it cannot be approved from here.');
-  return { text: forTerminal(lines.join('\n')), matches };
+  if (!complete) lines.push('Cut: approve --all shows them whole first.');
+  return { text: forTerminal(lines.join('\n')), matches, complete };
 }
 
 /**
@@ -145,7 +160,8 @@ export async function followTurn(client: TollgateClient, workflowId: string, { m
         decided.add(pending.callId);
         if (streamed.length > 0) process.stdout.write('\n');
         streamed = { step: state.step, length: 0 };
-        const shown = describeApproval(pending);
+        // What is approved here (by the person at the terminal or by --approve) is printed whole.
+        const shown = describeApproval(pending, mode === 'ask' || mode === 'approve' ? { maxArgsChars: Number.POSITIVE_INFINITY } : {});
         console.log(shown.text);
         const mismatch = { decision: 'deny' as const, reason: 'the arguments shown did not match their digest' };
         asking = true;

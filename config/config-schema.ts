@@ -66,6 +66,15 @@ const maxOutputTokens = z.number().int().min(1);
  */
 const stream = z.boolean().optional();
 
+/**
+ * The most bytes a provider's answer to one request may have (a stream's events, a whole reply or
+ * an error body), counted while it is read: past it the rest is not read and the step fails
+ * (before its first chunk as a transient fault, after it as an interrupted stream). 32 MiB holds
+ * well over 100,000 tokens of streamed events.
+ */
+export const DEFAULT_MODEL_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
+const maxResponseBytes = z.number().int().min(1024, 'expected at least 1024 bytes');
+
 /** The providers Tollgate names itself; any other `provider` is the name of an AI SDK provider package. */
 export const BUILT_IN_PROVIDERS = ['scripted', 'openai', 'anthropic', 'openai-compatible'] as const;
 
@@ -79,6 +88,8 @@ export const builtInModelEntrySchema = z.discriminatedUnion('provider', [
     baseURL: httpUrl.optional(),
     maxOutputTokens: maxOutputTokens.optional(),
     stream,
+    /** This model's cap on one answer, over `model.maxResponseBytes`. */
+    maxResponseBytes: maxResponseBytes.optional(),
   }),
   z.strictObject({
     provider: z.literal('anthropic'),
@@ -88,6 +99,8 @@ export const builtInModelEntrySchema = z.discriminatedUnion('provider', [
     /** Anthropic's API requires a cap on every request. */
     maxOutputTokens: maxOutputTokens.default(DEFAULT_ANTHROPIC_MAX_OUTPUT_TOKENS),
     stream,
+    /** This model's cap on one answer, over `model.maxResponseBytes`. */
+    maxResponseBytes: maxResponseBytes.optional(),
   }),
   z.strictObject({
     provider: z.literal('openai-compatible'),
@@ -97,6 +110,8 @@ export const builtInModelEntrySchema = z.discriminatedUnion('provider', [
     apiKeyEnv: envName.optional(),
     maxOutputTokens: maxOutputTokens.optional(),
     stream,
+    /** This model's cap on one answer, over `model.maxResponseBytes`. */
+    maxResponseBytes: maxResponseBytes.optional(),
   }),
 ]);
 
@@ -129,6 +144,8 @@ export const packageModelEntrySchema = z.strictObject({
     .default({}),
   maxOutputTokens: maxOutputTokens.optional(),
   stream,
+  /** This model's cap on one answer, over `model.maxResponseBytes`. */
+  maxResponseBytes: maxResponseBytes.optional(),
 });
 
 /**
@@ -281,6 +298,8 @@ export const configSchema = z.strictObject({
       models: z.record(z.string(), modelEntrySchema).default({ scripted: { provider: 'scripted' } }),
       /** A provider's Retry-After is honoured up to this long. */
       maxRetryDelay: duration.default(DEFAULT_MAX_RETRY_DELAY_MS),
+      /** The cap on one provider answer, in bytes, for every configured model (each entry may set its own). */
+      maxResponseBytes: maxResponseBytes.default(DEFAULT_MODEL_MAX_RESPONSE_BYTES),
       /**
        * A stream that broke after chunks went out: `ask` waits for a person's `resume` decision, `stop`
        * ends the turn `model_failed`, `fresh_step` starts a fresh step unasked (breaks the no-replay rule).

@@ -11,6 +11,18 @@ import type { ToolEvent } from '../common/types';
 
 const TRACER_NAME = 'tollgate';
 
+/** The name telemetry gives a tool the worker's registry does not declare. */
+export const UNKNOWN_TOOL = 'unknown';
+
+/**
+ * The tool's name as spans and metrics may carry it: the name the registry declares, or
+ * `unknown` for a call the check found no tool for (a model may invent any name, of any length,
+ * with personal data in it; as a span name or a label it would make a new series every time).
+ */
+function telemetryToolName(call: CheckedToolCall): string {
+  return call.policy ? call.tool : UNKNOWN_TOOL;
+}
+
 /** What one turn reports: spans always (when tracing is on), counts when the worker's settings say it counts. */
 export class TurnTelemetry {
   /** Whether the worker that started the turn counts calls and turns (its recorded settings). */
@@ -42,22 +54,23 @@ export class TurnTelemetry {
     });
   }
 
-  /** Runs one call inside its `execute_tool <tool>` span and counts it once its event is final. */
+  /** Runs one call inside its `execute_tool <tool>` span (`unknown` for a tool no registry declares) and counts it once its event is final. */
   async toolSpan<R extends { outcome: BoundaryResult; event: ToolEvent }>(call: CheckedToolCall, run: () => Promise<R>): Promise<R> {
+    const tool = telemetryToolName(call);
     const attributes: Attributes = {
       'gen_ai.operation.name': 'execute_tool',
-      'gen_ai.tool.name': call.tool,
+      'gen_ai.tool.name': tool,
       'gen_ai.tool.call.id': call.callId,
       'gen_ai.tool.type': 'function',
     };
-    return trace.getTracer(TRACER_NAME).startActiveSpan(`execute_tool ${call.tool}`, { attributes }, async (span) => {
+    return trace.getTracer(TRACER_NAME).startActiveSpan(`execute_tool ${tool}`, { attributes }, async (span) => {
       try {
         const ran = await run();
         const { outcome, event } = ran;
         span.setAttributes(toolAttributes(outcome, event));
         if (event.status === 'error') span.setStatus({ code: SpanStatusCode.ERROR, message: event.code });
         this.sink()?.toolCallFinished({
-          tool: event.tool,
+          tool,
           effect: event.effect,
           status: event.status,
           ...(event.code ? { code: event.code } : {}),

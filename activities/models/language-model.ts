@@ -8,6 +8,7 @@ import type { ScriptStep } from '../../common/types';
 import { BUILT_IN_PROVIDERS, type ModelEntry, type PackageModelEntry, type TollgateConfig } from '../../config/config-schema';
 import { ConfigError } from '../../config/load-config';
 import { ScriptedLanguageModel } from './scripted-language-model';
+import { cappedFetch } from '../../hardened/capped-fetch';
 
 /** What building a model may use besides its config entry: the environment for keys, and a fetch (tests pass a loopback one). */
 export interface ModelEnvironment {
@@ -112,8 +113,20 @@ export function scriptedModel(script?: ScriptStep[]): LanguageModelV3 {
 }
 
 /**
+ * The fetch a configured model's provider uses: every answer capped at the entry's
+ * `maxResponseBytes` (else `model.maxResponseBytes`) while it is read, so an endless or oversized
+ * stream stops at the cap instead of growing the worker's memory. The inner fetch is looked up at
+ * each request (the environment's, else the global one).
+ */
+function modelFetch(entry: ModelEntry, config: TollgateConfig, inner: typeof globalThis.fetch | undefined): typeof globalThis.fetch {
+  const maxBytes = ('maxResponseBytes' in entry ? entry.maxResponseBytes : undefined) ?? config.model.maxResponseBytes;
+  return cappedFetch(maxBytes, (input, init) => (inner ?? globalThis.fetch)(input, init));
+}
+
+/**
  * Builds every configured model once, so a missing API key or package stops the worker before any
- * turn starts, and adds the models built in code; a name may not be both.
+ * turn starts, and adds the models built in code (which bring their own fetch, uncapped); a name
+ * may not be both.
  */
 export function createConfiguredModels(
   config: TollgateConfig,
@@ -123,7 +136,14 @@ export function createConfiguredModels(
   const models = new Map<string, AvailableModel>(
     Object.entries(config.model.models).map(([name, entry]) => [
       name,
-      { model: createLanguageModel(name, entry, { projectRoot: config.projectRoot, ...environment }), entry },
+      {
+        model: createLanguageModel(name, entry, {
+          projectRoot: config.projectRoot,
+          ...environment,
+          fetch: modelFetch(entry, config, environment.fetch),
+        }),
+        entry,
+      },
     ]),
   );
   for (const [name, model] of Object.entries(codeModels)) {

@@ -1,4 +1,5 @@
 import { APICallError } from '@ai-sdk/provider';
+import { BodyTooLargeError } from '../../hardened/capped-fetch';
 
 const RETRYABLE_STATUS = new Set([408, 409, 425, 429, 500, 502, 503, 504, 529]);
 const CONNECTION_CODES = new Set([
@@ -45,8 +46,29 @@ export function parseRetryAfter(headers: Record<string, string> | undefined, now
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-/** Sorts a model-call failure: 408/409/425/429/5xx/529 and connection errors may be retried, the rest not. */
+/** The {@link BodyTooLargeError} in an error or its causes (a provider may wrap what its body's reader raised). */
+function tooLarge(error: unknown): BodyTooLargeError | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
+    if (BodyTooLargeError.isInstance(current)) return current;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/**
+ * Sorts a model-call failure: 408/409/425/429/5xx/529 and connection errors may be retried, the
+ * rest not. An answer cut at `maxResponseBytes` is transient too: what a step does with it depends
+ * on whether a chunk went out (the model step's rule).
+ */
 export function classifyModelError(error: unknown): ModelFailure {
+  const capped = tooLarge(error);
+  if (capped) {
+    return {
+      retryable: true,
+      message: `the model provider's answer passed ${capped.maxBytes} bytes (maxResponseBytes); the rest was not read`,
+    };
+  }
   if (APICallError.isInstance(error)) {
     const status = error.statusCode;
     const cause = systemCode(error.cause);

@@ -13,7 +13,8 @@ import {
 import type { ModelEntry, TollgateConfig } from '../../config/config-schema';
 import { argsDigest } from '../../tools/canonical-json';
 import { checkToolCall, shownArguments } from '../boundary/check-tool-call';
-import { createRedactor, type Redactor } from '../boundary/redact';
+import { redactorForConfig, type Redactor } from '../../hardened/redact';
+import { redactFailure } from '../../hardened/redact-failure';
 import { classifyModelError } from './model-errors';
 import { endChatSpan, NO_TELEMETRY, startChatSpan, type ActivityTelemetry } from '../activity-telemetry';
 import { toModelPrompt } from './model-prompt';
@@ -151,19 +152,46 @@ export function createModelStep({
   registry,
   config,
   models,
-  redactor = createRedactor(config.redact.patterns),
+  redactor = redactorForConfig(config),
   telemetry = NO_TELEMETRY,
 }: {
   registry: ToolRegistry;
   config: TollgateConfig;
   models: Map<string, { model: LanguageModelV3; entry?: ModelEntry }>;
-  /** The worker's redaction pass: applied to the live text, the step's text, summaries, shown arguments and refusals. */
+  /** The worker's redaction pass: applied to the live text, the step's text, summaries, shown arguments, refusals, failures and spans. */
   redactor?: Redactor;
   /** The worker's tracer and metrics: one `chat <model>` span and one observation per attempt. */
   telemetry?: ActivityTelemetry;
 }) {
   const maxRetryDelayMs = toMilliseconds(config.model.maxRetryDelay);
+  const step = streamStep({ registry, config, models, redactor, telemetry, maxRetryDelayMs });
   return async function modelStep(input: ModelStepInput): Promise<ModelStepResult> {
+    try {
+      return await step(input);
+    } catch (error) {
+      // Whatever leaves the step (history, the worker's log, the turn's error) is redacted first.
+      throw redactFailure(error, redactor);
+    }
+  };
+}
+
+/** One model step, its failures not yet redacted (see {@link createModelStep}). */
+function streamStep({
+  registry,
+  config,
+  models,
+  redactor,
+  telemetry,
+  maxRetryDelayMs,
+}: {
+  registry: ToolRegistry;
+  config: TollgateConfig;
+  models: Map<string, { model: LanguageModelV3; entry?: ModelEntry }>;
+  redactor: Redactor;
+  telemetry: ActivityTelemetry;
+  maxRetryDelayMs: number;
+}) {
+  return async (input: ModelStepInput): Promise<ModelStepResult> => {
     const context = Context.current();
     const earlier = context.info.heartbeatDetails as StreamProgress | undefined;
     if (earlier && earlier.chunks > 0) {
@@ -250,10 +278,14 @@ export function createModelStep({
       beats.flush();
     } catch (error) {
       const failure = classifyModelError(error);
-      endChatSpan(span, { error: failure.retryable ? { type: MODEL_FAILURES.unavailable } : error });
+      // A provider's error text may echo the key it was sent: the span, like the failure, gets it redacted.
+      const message = redactor.text(failure.message);
+      const type =
+        progress.chunks > 0 ? MODEL_FAILURES.streamInterrupted : failure.retryable ? MODEL_FAILURES.unavailable : MODEL_FAILURES.error;
+      endChatSpan(span, { error: { type, message } });
       observe(telemetry, { model: model.modelId, usage, startedAt, firstChunkAt });
       if (progress.chunks > 0) {
-        throw interrupted(`the model stream broke after ${progress.chunks} chunks had gone out; not replayed: ${failure.message}`, {
+        throw interrupted(`the model stream broke after ${progress.chunks} chunks had gone out; not replayed: ${message}`, {
           chunks: progress.chunks,
           text: redactor.text(progress.text).slice(-LIVE_TEXT_CHARS),
         });
@@ -262,13 +294,13 @@ export function createModelStep({
         const nextRetryDelay = failure.retryAfterMs === undefined ? undefined : Math.min(failure.retryAfterMs, maxRetryDelayMs);
         throw ApplicationFailure.create({
           type: MODEL_FAILURES.unavailable,
-          message: failure.message,
+          message,
           nonRetryable: false,
           nextRetryDelay,
           details: [{ status: failure.status, retryAfterMs: failure.retryAfterMs }],
         });
       }
-      throw nonRetryable(MODEL_FAILURES.error, failure.message);
+      throw nonRetryable(MODEL_FAILURES.error, message);
     } finally {
       clearInterval(keepAlive);
       beats.stop();
@@ -311,7 +343,7 @@ export function createModelStep({
       }));
       span.setAttribute('gen_ai.output.messages', redactor.text(JSON.stringify([{ role: 'assistant', text, toolCalls: calls }])));
     }
-    endChatSpan(span, { ...total, finishReason, responseModel });
+    endChatSpan(span, { ...total, finishReason, responseModel: responseModel && redactor.text(responseModel) });
     observe(telemetry, { model: model.modelId, usage, startedAt, firstChunkAt });
     return { text, toolCalls, usage: total };
   };

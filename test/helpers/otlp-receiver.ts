@@ -9,6 +9,10 @@ export interface ReceivedSpan {
   name: string;
   attributes: Record<string, unknown>;
   serviceName?: string;
+  /** The span's status as exported (code 2 = error), with its message. */
+  status?: { code?: number; message?: string };
+  /** The span's events (an exception recorded on it, say), their attributes flattened. */
+  events: Array<{ name: string; attributes: Record<string, unknown> }>;
 }
 
 type OtlpValue = {
@@ -62,6 +66,11 @@ export async function startOtlpReceiver(): Promise<{
               name: span.name,
               attributes: attributesOf(span.attributes),
               serviceName,
+              ...(span.status ? { status: span.status } : {}),
+              events: (span.events ?? []).map((event: { name: string; attributes?: Array<{ key: string; value: OtlpValue }> }) => ({
+                name: event.name,
+                attributes: attributesOf(event.attributes),
+              })),
             });
           }
       }

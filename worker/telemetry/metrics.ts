@@ -3,6 +3,22 @@ import type { WorkflowInfo } from '@temporalio/workflow';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ModelStepObservation } from '../../activities/activity-telemetry';
 import { TELEMETRY_SINK, type ApprovalWait, type FinishedToolCall, type TelemetrySinks } from '../../common/telemetry';
+import { ERROR_CODES, TOOL_EFFECTS, type ToolCallStatus, type TurnStatus } from '../../common/codes';
+
+/** The label value of anything the worker does not declare: a tool name, an effect, a code or a status from elsewhere. */
+export const UNKNOWN_LABEL = 'unknown';
+
+const CALL_STATUSES: readonly string[] = Object.keys({ success: true, error: true, denied: true } satisfies Record<ToolCallStatus, true>);
+const TURN_STATUSES: readonly string[] = Object.keys({
+  completed: true,
+  step_limit: true,
+  tool_call_limit: true,
+  error_budget_exhausted: true,
+  deadline_exceeded: true,
+  model_failed: true,
+  history_limit: true,
+  token_budget_exhausted: true,
+} satisfies Record<TurnStatus, true>);
 
 // The buckets the OpenTelemetry GenAI semantic conventions advise for these two histograms.
 const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
@@ -59,6 +75,11 @@ export class TollgateMetrics {
   });
   /** Approvals waiting on this worker, by workflow, run and call. */
   private readonly waiting = new Map<string, ApprovalWait>();
+  /**
+   * The tool names this worker's registry declares ({@link knowTools}): the only tool names a label
+   * takes. Before the registry is known, no tool name is a label at all.
+   */
+  private readonly knownTools = new Set<string>();
 
   constructor(private readonly now: () => number = Date.now) {
     const waiting = () => this.waitingByTool();
@@ -89,20 +110,31 @@ export class TollgateMetrics {
    * increase Prometheus sees (a series that appears at 1 has no increase to show).
    */
   knowTools(tools: ReadonlyArray<{ name: string; effect: string }>): void {
-    for (const tool of tools) if (tool.effect !== 'read') this.outcomeUnknown.inc({ tool: tool.name }, 0);
+    for (const tool of tools) {
+      this.knownTools.add(tool.name);
+      if (tool.effect !== 'read') this.outcomeUnknown.inc({ tool: tool.name }, 0);
+    }
+  }
+
+  /** A tool name as a label: one the registry declares, else `unknown` (the series stay as many as the declared tools). */
+  private toolLabel(name: string): string {
+    return this.knownTools.has(name) ? name : UNKNOWN_LABEL;
   }
 
   /** Counts one finished call: its status and code, its duration, its approval wait, an unknown outcome. */
   toolCallFinished(call: FinishedToolCall): void {
-    this.toolCalls.inc({ tool: call.tool, effect: call.effect, status: call.status, code: call.code ?? '' });
-    this.toolDuration.observe({ tool: call.tool, effect: call.effect }, call.durationMs / 1000);
-    if (call.approvalWaitMs !== undefined) this.approvalWait.observe({ tool: call.tool }, call.approvalWaitMs / 1000);
-    if (call.code === 'outcome_unknown') this.outcomeUnknown.inc({ tool: call.tool });
+    const tool = this.toolLabel(call.tool);
+    const effect = oneOf(call.effect, TOOL_EFFECTS);
+    const code = call.code === undefined ? '' : oneOf(call.code, ERROR_CODES);
+    this.toolCalls.inc({ tool, effect, status: oneOf(call.status, CALL_STATUSES), code });
+    this.toolDuration.observe({ tool, effect }, call.durationMs / 1000);
+    if (call.approvalWaitMs !== undefined) this.approvalWait.observe({ tool }, call.approvalWaitMs / 1000);
+    if (call.code === 'outcome_unknown') this.outcomeUnknown.inc({ tool });
   }
 
   /** Counts one finished turn by its status. */
   turnFinished(status: string): void {
-    this.turns.inc({ status });
+    this.turns.inc({ status: oneOf(status, TURN_STATUSES) });
   }
 
   /** Observes one attempt of a model step: its tokens, its duration, its time to the first chunk. */
@@ -148,10 +180,11 @@ export class TollgateMetrics {
         this.waiting.delete(key);
         continue;
       }
-      const entry = byTool.get(wait.tool) ?? { count: 0, oldestSeconds: 0 };
+      const tool = this.toolLabel(wait.tool);
+      const entry = byTool.get(tool) ?? { count: 0, oldestSeconds: 0 };
       entry.count++;
       entry.oldestSeconds = Math.max(entry.oldestSeconds, (now - wait.requestedAt) / 1000);
-      byTool.set(wait.tool, entry);
+      byTool.set(tool, entry);
     }
     return byTool;
   }
@@ -159,4 +192,9 @@ export class TollgateMetrics {
   private counter(name: string, help: string, labelNames: string[]): Counter {
     return new Counter({ name, help, labelNames, registers: [this.registry] });
   }
+}
+
+/** A label value from a closed list, or `unknown` for anything else a workflow reports. */
+function oneOf(value: string, allowed: readonly string[]): string {
+  return allowed.includes(value) ? value : UNKNOWN_LABEL;
 }

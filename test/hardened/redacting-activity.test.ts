@@ -1,0 +1,57 @@
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createActivities } from '../../activities';
+import { openSqliteStore } from '../../activities/intents/sqlite-store';
+import type { IdempotencyStore } from '../../activities/intents/intent-store';
+import { defineTool } from '../../tools/define-tool';
+import { ToolOutcome } from '../../tools/tool-outcome';
+import { testConfig } from '../helpers/test-config';
+
+const POSTGRES_URL = 'postgresql://tollgate:pg-secret-pass-7731@db.internal:5432/tollgate';
+
+describe('every activity of a worker redacts what it throws', () => {
+  it('a store driver error that echoes the connection URL leaves runTool without the password or the URL', async () => {
+    const sqlite = openSqliteStore(':memory:');
+    let claims = 0;
+    // A store whose driver fails as some do: with the connection string in the message (not an IntentStoreError).
+    const store = new Proxy(sqlite, {
+      get(target, property, receiver) {
+        if (property === 'claim')
+          return async () => {
+            claims++;
+            throw new Error(`connect ECONNREFUSED ${POSTGRES_URL} (password pg-secret-pass-7731)`);
+          };
+        return Reflect.get(target, property, receiver) as unknown;
+      },
+    }) as IdempotencyStore;
+    let executions = 0;
+    const save = defineTool({
+      name: 'save_note',
+      description: 'Saves a note.',
+      input: z.strictObject({ text: z.string().describe('The note.') }),
+      effect: 'irreversible_write',
+      handler: () => {
+        executions++;
+        return ToolOutcome.ok({ saved: true });
+      },
+    });
+    const activities = createActivities({
+      config: testConfig(),
+      tools: [save],
+      store,
+      modelEnvironment: { env: { TOLLGATE_POSTGRES_URL: POSTGRES_URL } },
+    });
+    const failure = await new MockActivityEnvironment()
+      .run(activities.runTool, { taskId: 't', callId: 'call-0-0', tool: 'save_note', args: { text: 'hi' } })
+      .then(
+        () => undefined,
+        (error: Error) => error,
+      );
+    expect(claims).toBe(1);
+    expect(executions).toBe(0);
+    expect(failure?.message).toContain('connect ECONNREFUSED [redacted] (password [redacted])');
+    expect(`${failure?.message}\n${failure?.stack}`).not.toMatch(/pg-secret-pass|db\.internal/);
+    await sqlite.close();
+  });
+});
