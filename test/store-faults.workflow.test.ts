@@ -5,6 +5,7 @@ import { openSqliteStore } from '../activities/intents/sqlite-store';
 import { defineTool } from '../tools/define-tool';
 import { approvalSignal } from '../workflows/messages';
 import { scripted, waitForState, useTurnRunner } from './helpers/turn-runner';
+import { roundOf } from '../testing/round-of';
 
 const runTurn = useTurnRunner();
 
@@ -89,7 +90,12 @@ describe('a turn whose idempotency store fails a claim (the default onUnknown: a
       interact: async (handle) => {
         const waiting = await waitForState(handle, (current) => current.pendingApprovals.length > 0);
         const [pending] = waiting.pendingApprovals;
-        await handle.signal(approvalSignal, { callId: pending!.callId, decision: 'approve', argsDigest: pending!.argsDigest });
+        await handle.signal(approvalSignal, {
+          callId: pending!.callId,
+          decision: 'approve',
+          argsDigest: pending!.argsDigest,
+          ...roundOf(pending!),
+        });
       },
     });
     expect(result).toMatchObject({ status: 'completed', answer: 'done' });

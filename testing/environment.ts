@@ -26,6 +26,7 @@ import { testConfig } from './config';
 import { FAKE_PROVIDER_QUEUE_HEADER, startFakeProvider, type FakeProvider } from './fake-provider';
 import { checkScript, replyFor, type ScriptStep } from './script';
 import { expectScriptFollowed, scriptReport, type ScriptReport } from './script-check';
+import { roundOf } from './round-of';
 import { bundleWorkflows, startDevServerEnvironment, startTimeSkippingServer } from './servers';
 
 /** The name of the model entry the kit adds to the config: the fake provider, answering each turn from its script. */
@@ -316,7 +317,7 @@ function kitEnvironment({
           argsDigest: pending.argsDigest,
           approver: options.approver ?? 'test',
           reason: options.reason,
-          ...(pending.round > 1 ? { round: pending.round } : {}),
+          ...roundOf(pending),
         },
       ],
     });
@@ -354,7 +355,7 @@ function kitEnvironment({
         argsDigest: options.argsDigest ?? pending.shownDigest ?? pending.argsDigest,
         resolver: options.resolver ?? 'test',
         ...(options.note ? { note: options.note } : {}),
-        ...(pending.round > 1 ? { round: pending.round } : {}),
+        ...roundOf(pending),
       };
       return turn.handle.executeUpdate(resolveUpdate, { args: [resolution] });
     },

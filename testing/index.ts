@@ -19,6 +19,9 @@ export { script, type ScriptStep } from './script';
 export { expectScriptFollowed, formatScriptReport, ScriptNotFollowedError, type ScriptReport, type StepReport } from './script-check';
 /** A config with every default and fresh temporary folders, for tests that build workers by hand. */
 export { testConfig } from './config';
+
+/** The `round` a decision names for a wait it decides on (from a wait's second round on). */
+export { roundOf } from './round-of';
 /** The servers alone: the time-skipping test server and the dev server from the installed binaries, and the bundled workflows. */
 export { bundleWorkflows, quietRuntime, startDevServerEnvironment, startTimeSkippingServer } from './servers';
 /** A loopback model provider answering from queued replies in OpenAI's and Anthropic's streaming formats. */

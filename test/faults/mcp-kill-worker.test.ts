@@ -12,6 +12,7 @@ import { startMcpHttpFixture, type McpHttpFixture } from '../fixtures/mcp-http-s
 import { bundleWorkflows, quietRuntime } from '../helpers/servers';
 import { testConfig } from '../helpers/test-config';
 import { scripted } from '../helpers/turn-runner';
+import { roundOf } from '../../testing/round-of';
 
 const KILLS = 10;
 const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-mcp-kill-'));
@@ -86,7 +87,12 @@ describe('a worker SIGKILLed during MCP writes', () => {
         const worker = await startWorker(settings);
         await until(async () => (await handle.query(stateQuery)).pendingApprovals.length > 0, `write ${write} waits for approval`);
         const [pending] = (await handle.query(stateQuery)).pendingApprovals;
-        await handle.signal(approvalSignal, { callId: pending.callId, decision: 'approve', argsDigest: pending.argsDigest });
+        await handle.signal(approvalSignal, {
+          callId: pending.callId,
+          decision: 'approve',
+          argsDigest: pending.argsDigest,
+          ...roundOf(pending),
+        });
         await until(() => fixture.executions.record_note > write, `write ${write} reached the server`);
         await kill(worker);
       }

@@ -18,6 +18,7 @@ import { createWorker } from '../../worker/create-worker';
 import { approvalSignal, stateQuery } from '../../workflows/messages';
 import { testConfig } from '../helpers/test-config';
 import { scripted, useTimeSkippingEnvironment } from '../helpers/turn-runner';
+import { roundOf } from '../../testing/round-of';
 
 const OUTAGE_MS = 3_000;
 const TURNS = 6;
@@ -234,10 +235,16 @@ describe('a PostgreSQL outage', () => {
           if (!restored && Number(taskId.split('-').at(-1)) % 2 === 1) continue;
           const state = await handle.query(stateQuery).catch(() => undefined);
           for (const pending of state?.pendingApprovals ?? []) {
-            if (approved.has(pending.callId)) continue;
-            approved.add(pending.callId);
+            if (approved.has(`${pending.callId}#${pending.round}`)) continue;
+            approved.add(`${pending.callId}#${pending.round}`);
             const digest = argsDigest(sendArgs(taskId));
-            await handle.signal(approvalSignal, { callId: pending.callId, decision: 'approve', approver: 'ops', argsDigest: digest });
+            await handle.signal(approvalSignal, {
+              callId: pending.callId,
+              decision: 'approve',
+              approver: 'ops',
+              argsDigest: digest,
+              ...roundOf(pending),
+            });
           }
         }
         await new Promise((resolve) => setTimeout(resolve, 50));

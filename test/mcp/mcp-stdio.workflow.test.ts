@@ -10,6 +10,7 @@ import { approvalSignal } from '../../workflows/messages';
 import { createWorker } from '../../worker/create-worker';
 import { testConfig } from '../helpers/test-config';
 import { scripted, useTimeSkippingEnvironment, useTurnRunner, waitForState } from '../helpers/turn-runner';
+import { roundOf } from '../../testing/round-of';
 
 const environment = useTimeSkippingEnvironment();
 const runTurn = useTurnRunner(environment);
@@ -50,7 +51,12 @@ function approve(count: number) {
     for (let approved = 0; approved < count; approved++) {
       const state = await waitForState(handle, (current) => current.pendingApprovals.length > 0);
       const [pending] = state.pendingApprovals;
-      await handle.signal(approvalSignal, { callId: pending.callId, decision: 'approve', argsDigest: pending.argsDigest });
+      await handle.signal(approvalSignal, {
+        callId: pending.callId,
+        decision: 'approve',
+        argsDigest: pending.argsDigest,
+        ...roundOf(pending),
+      });
     }
   };
 }

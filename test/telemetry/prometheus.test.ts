@@ -19,6 +19,7 @@ import { approvalSignal } from '../../workflows/messages';
 import { bundleWorkflows, startTimeSkippingServer } from '../helpers/servers';
 import { testConfig } from '../helpers/test-config';
 import { scripted, waitForState } from '../helpers/turn-runner';
+import { roundOf } from '../../testing/round-of';
 
 const PROMETHEUS = '/usr/bin/prometheus';
 
@@ -179,7 +180,7 @@ function start(steps: ScriptStep[]) {
 async function decide(handle: Awaited<ReturnType<typeof start>>, decision: 'approve' | 'deny'): Promise<void> {
   const state = await waitForState(handle, (current) => current.pendingApprovals.length > 0);
   const [pending] = state.pendingApprovals;
-  await handle.signal(approvalSignal, { callId: pending.callId, decision, argsDigest: pending.argsDigest });
+  await handle.signal(approvalSignal, { callId: pending.callId, decision, argsDigest: pending.argsDigest, ...roundOf(pending) });
 }
 
 describe('Prometheus metrics of a worker', () => {
