@@ -205,6 +205,14 @@ describe('agentTurn', () => {
     expect(failure.cause).toMatchObject({ type: 'invalid_input', message: 'agentTurn input: taskId must be a non-empty string' });
   });
 
+  it('fails a turn started with a history over its byte bound, naming its size (measured as encoded, emoji included)', async () => {
+    const history = Array.from({ length: 3 }, () => ({ role: 'user' as const, content: '😀'.repeat(100_000) }));
+    const failure = await runTurn({ input: { prompt: 'x', history } }).catch((error) => error);
+    expect(failure).toBeInstanceOf(WorkflowFailedError);
+    expect(failure.cause).toMatchObject({ type: 'invalid_input' });
+    expect(failure.cause.message).toMatch(/^agentTurn input: history is \d+ bytes of JSON; at most 1048576 are taken$/);
+  });
+
   it('fails a turn whose model is not configured, without retrying', async () => {
     const failure = await runTurn({ input: { prompt: 'x', model: 'gpt-unknown' } }).catch((error) => error);
     expect(failure).toBeInstanceOf(WorkflowFailedError);

@@ -17,7 +17,7 @@ import {
 } from '../common/activity-types';
 import { BoundaryResults } from '../common/boundary-results';
 import { keptArguments } from '../common/call-arguments';
-import { DEFAULT_TURN_LIMITS, INTERRUPTED_STREAM_DEFAULTS, TURN_LIMIT_NAMES } from '../common/defaults';
+import { CONVERSATION_BOUNDS, DEFAULT_TURN_LIMITS, INTERRUPTED_STREAM_DEFAULTS, TURN_LIMIT_NAMES } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import type {
   AgentTurnInput,
@@ -33,6 +33,7 @@ import type {
 import type { TurnStatus } from '../common/codes';
 import { unencryptedMode } from '../common/unencrypted';
 import { ApprovalBook } from './approval-book';
+import { jsonBytes } from './conversation-history';
 import { EFFECT_STRATEGIES } from './effects';
 import { ResolutionBook } from './resolutions';
 import { ResumeGate } from './resume-gate';
@@ -135,6 +136,11 @@ function checkInput(input: unknown): asserts input is AgentTurnInput {
   if (unencryptedMode(input) === 'all') throw invalidInput('the input arrived unencrypted; encryption.requireEncrypted is "all"');
   const { taskId, prompt, tools, limits, history, tokenAllowance } = input as Record<string, unknown>;
   if (history !== undefined && !Array.isArray(history)) throw invalidInput('history must be a list of messages');
+  // A history is carried into every model step's input: past this bound the steps would pass Temporal's payload limit.
+  const historyBytes = history === undefined ? 0 : jsonBytes(history);
+  if (historyBytes > CONVERSATION_BOUNDS.inputBytes) {
+    throw invalidInput(`history is ${historyBytes} bytes of JSON; at most ${CONVERSATION_BOUNDS.inputBytes} are taken`);
+  }
   if (typeof taskId !== 'string' || taskId.trim() === '') throw invalidInput('taskId must be a non-empty string');
   if (typeof prompt !== 'string' || prompt.trim() === '') throw invalidInput('prompt must be a non-empty string');
   if (tools !== undefined && (!Array.isArray(tools) || tools.some((tool) => typeof tool !== 'string'))) {

@@ -391,6 +391,9 @@ export function createRunTool({
       const message = `${tool.name}: this worker serves another definition of the tool (digest ${String(tool.definitionDigest).slice(0, 12)}, the call was checked against ${String(input.definitionDigest).slice(0, 12)}); the call is not run`;
       return BoundaryResults.refused('forbidden', message);
     }
-    return executors[tool.effect](tool, tool.input.parse(input.args), input);
+    const result = await executors[tool.effect](tool, tool.input.parse(input.args), input);
+    // Every failure message leaves redacted, whatever built it (a store's error quoted in `not_run`, a lookup's reason).
+    if (result.result.status !== 'error' || result.result.message === undefined) return result;
+    return { ...result, result: { ...result.result, message: redactText(result.result.message, secretPatterns) } };
   };
 }
