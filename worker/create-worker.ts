@@ -22,6 +22,7 @@ import type { McpConfigInput, TollgateConfig } from '../config/config-schema';
 import { parseMcpConfig } from '../config/load-config';
 import { connectWorker } from '../connection/temporal-connection';
 import { startMcpTools } from '../tools/mcp/mcp-tool-source';
+import { redactorForConfig } from '../hardened/redact';
 import type { McpLog } from '../tools/mcp/mcp-connection';
 import { builtInTools } from '../tools/built-in';
 import { NO_TELEMETRY, type ActivityTelemetry } from '../activities/activity-telemetry';
@@ -173,7 +174,10 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Tollga
     }
     const mcp = options.mcp === undefined ? config.mcp : parseMcpConfig(options.mcp, 'createWorker({ mcp })');
     // MCP servers start first: one that cannot start stops the worker before anything else is opened.
-    const mcpTools = activities ? undefined : await startMcpTools({ mcp, log: options.mcpLog });
+    // What MCP servers write to stderr reaches the log redacted, like every other line a worker writes.
+    const redactor = redactorForConfig(config);
+    const mcpLog = options.mcpLog ?? ((line: string) => console.warn(line));
+    const mcpTools = activities ? undefined : await startMcpTools({ mcp, log: (line) => mcpLog(redactor.text(line)) });
     if (mcpTools) owned.push(() => mcpTools.close());
     const telemetry = await startTelemetry(config, options.coreMetricsUrl, owned);
     const connection = given ?? (await connectWorker(config));
