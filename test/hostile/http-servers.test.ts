@@ -78,7 +78,11 @@ function raw(port: number, bytes: Buffer | string, { cut = false }: { cut?: bool
     const chunks: Buffer[] = [];
     const timer = setTimeout(() => socket.destroy(), 10_000);
     socket.on('data', (chunk) => chunks.push(chunk));
-    socket.on('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNRESET' ? undefined : reject(error)));
+    // A server that answers early (413) and closes may reset the connection or cut our write short
+    // (EPIPE); what it answered before that is still read and checked.
+    socket.on('error', (error: NodeJS.ErrnoException) =>
+      error.code === 'ECONNRESET' || error.code === 'EPIPE' ? undefined : reject(error),
+    );
     socket.on('close', () => {
       clearTimeout(timer);
       const text = Buffer.concat(chunks).toString('latin1');
