@@ -3,7 +3,7 @@ import path from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import type { z } from 'zod';
 import { loadClientConfigProfile, type ClientConfigProfile } from '@temporalio/envconfig';
-import { configSchema, mcpSchema, type McpConfig, type TollgateConfig } from './config-schema';
+import { configSchema, deploymentSchema, mcpSchema, type McpConfig, type TollgateConfig } from './config-schema';
 
 /** The config file Tollgate reads when `TOLLGATE_CONFIG` names none. */
 export const DEFAULT_CONFIG_FILE = 'temporal.config.yaml';
@@ -58,6 +58,12 @@ export function parseConfig(
     env.TEMPORAL_ADDRESS || (written.address === undefined ? temporalProfile.address : undefined) || config.temporal.address;
   config.temporal.namespace =
     env.TEMPORAL_NAMESPACE || (written.namespace === undefined ? temporalProfile.namespace : undefined) || config.temporal.namespace;
+  // A deploy pipeline names its build (a commit, a release) without editing the file.
+  if (env.TOLLGATE_BUILD_ID !== undefined) {
+    const buildId = deploymentSchema.shape.buildId.safeParse(env.TOLLGATE_BUILD_ID);
+    if (!buildId.success) throw new ConfigError(`TOLLGATE_BUILD_ID: ${buildId.error.issues[0].message}`);
+    config.temporal.deployment.buildId = buildId.data;
+  }
   if (!(config.model.default in config.model.models)) {
     throw new ConfigError(`${source}: model.default: "${config.model.default}" is not a key of model.models`);
   }

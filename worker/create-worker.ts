@@ -30,6 +30,15 @@ import type { TelemetrySinks } from '../common/telemetry';
 import { TollgateMetrics } from './telemetry/metrics';
 import { startMetricsServer } from './telemetry/metrics-server';
 import { createTracing } from './telemetry/tracing';
+import {
+  deploymentOptionsFor,
+  deploymentVersionOf,
+  makeCurrent,
+  shouldMakeCurrent,
+  versionLabel,
+  type MakeCurrentOutcome,
+} from './deployment';
+import type { WorkerDeploymentVersion } from '@temporalio/common';
 
 /** The file webpack bundles the workflows from. */
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
@@ -97,7 +106,18 @@ export class TollgateWorker {
     private readonly services: WorkerService[] = [],
     /** Where this worker serves `/metrics` (config `telemetry.prometheus`); undefined when metrics are off. */
     readonly metricsUrl?: string,
+    /** The deployment version this worker is (config `temporal.deployment`); undefined for an unversioned worker. */
+    readonly deploymentVersion?: WorkerDeploymentVersion,
+    private readonly promotion?: Promotion,
   ) {}
+
+  /**
+   * What became of making this worker's build current as it started (config
+   * `temporal.deployment.makeCurrent`); settles once the worker runs and the server answered.
+   */
+  get madeCurrent(): Promise<MakeCurrentOutcome> {
+    return this.promotion?.outcome ?? Promise.resolve({ made: 'not_asked', why: 'the worker is unversioned' });
+  }
 
   /** Runs until `shutdown()` or a signal, then closes what this worker opened. */
   async run(): Promise<void> {
@@ -130,6 +150,8 @@ export class TollgateWorker {
   }
 
   private startServices(): void {
+    if (this.promotion) this.owned.push(async () => this.promotion!.stop());
+    this.promotion?.start();
     for (const start of this.services.splice(0)) {
       const stop = start();
       this.owned.push(async () => stop());
@@ -192,25 +214,97 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Tollga
       telemetry.metrics?.knowTools(servedTools);
     }
     const services = store ? [retentionService(store, config)] : [];
+    // The bundle is built before the worker, so the build id can be derived from its code.
+    const bundle = workflowBundle ?? (await bundleTollgateWorkflows(config, telemetry.plugins));
+    const code = 'code' in bundle ? bundle.code : await readFile(bundle.codePath, 'utf8');
+    const version = deploymentVersionOf(config, code);
     const worker = await Worker.create({
       connection,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
-      ...(workflowBundle
-        ? { workflowBundle }
-        : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { webpackConfigHook: transpileTollgateWorkflows } }),
+      workflowBundle: bundle,
+      ...deploymentOptionsFor(version),
       activities: served,
       dataConverter: dataConverterFor(config),
       // Heartbeats carry a streaming model step's text to live views; send them at least every second.
       maxHeartbeatThrottleInterval: '1 second',
       ...workerOptions,
-      plugins: [...telemetry.plugins, ...(workerOptions?.plugins ?? [])],
+      plugins: [...telemetry.plugins.map((plugin) => (workflowBundle ? plugin : bundledPlugin(plugin))), ...(workerOptions?.plugins ?? [])],
       sinks: { ...telemetry.sinks, ...workerOptions?.sinks },
     });
-    return new TollgateWorker(worker, owned, services, telemetry.metricsUrl);
+    const promotion = version ? new Promotion(config, connection, version) : undefined;
+    return new TollgateWorker(worker, owned, services, telemetry.metricsUrl, version, promotion);
   } catch (error) {
     for (const close of owned.reverse()) await close().catch(() => undefined);
     throw error;
+  }
+}
+
+/**
+ * Tollgate's workflows bundled for a worker of this config: with the converters of an encrypting
+ * worker when it encrypts, and the workflow interceptors its plugins add (tracing).
+ */
+async function bundleTollgateWorkflows(config: TollgateConfig, plugins: WorkerPlugin[]) {
+  return bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    webpackConfigHook: transpileTollgateWorkflows,
+    ...(config.encryption.keysEnv ? ENCRYPTED_CONVERTER_PATHS : {}),
+    plugins,
+    logger: Runtime.instance().logger,
+  });
+}
+
+/**
+ * A plugin whose workflow interceptors are already in the bundle built for the worker: the worker
+ * is given the rest of what it configures (activity interceptors, sinks), not the modules again.
+ */
+function bundledPlugin(plugin: WorkerPlugin): WorkerPlugin {
+  // The plugin's other hooks stay its own (they live on its prototype, which a spread would drop).
+  const wrapped = Object.create(plugin) as WorkerPlugin;
+  wrapped.configureWorker = async (options) => {
+    const configured = plugin.configureWorker ? await plugin.configureWorker(options) : options;
+    return { ...configured, interceptors: { ...configured.interceptors, workflowModules: options.interceptors?.workflowModules } };
+  };
+  return wrapped;
+}
+
+/**
+ * Makes a worker's build current as it starts, when config `temporal.deployment.makeCurrent` asks
+ * for it (on a dev server by default), and logs what came of it.
+ */
+class Promotion {
+  private readonly abort = new AbortController();
+  private settle!: (outcome: MakeCurrentOutcome) => void;
+  readonly outcome = new Promise<MakeCurrentOutcome>((resolve) => (this.settle = resolve));
+
+  constructor(
+    private readonly config: TollgateConfig,
+    private readonly connection: NativeConnection,
+    private readonly version: WorkerDeploymentVersion,
+  ) {}
+
+  start(): void {
+    void this.run().then(this.settle, (error: Error) => this.settle({ made: 'failed', why: String(error?.message ?? error) }));
+  }
+
+  stop(): void {
+    this.abort.abort();
+  }
+
+  private async run(): Promise<MakeCurrentOutcome> {
+    const logger = Runtime.instance().logger;
+    const label = versionLabel(this.version);
+    const service = this.connection.workflowService;
+    const asked = await shouldMakeCurrent(this.config, service);
+    if (!asked.yes) {
+      if (this.config.temporal.deployment.makeCurrent !== 'auto' || !/no worker deployments/.test(asked.why))
+        logger.info(`deployment: build ${label} takes new turns once it is current (${asked.why})`);
+      return { made: 'not_asked', why: asked.why };
+    }
+    const outcome = await makeCurrent(service, this.config.temporal.namespace, this.version, { signal: this.abort.signal });
+    if (outcome.made === 'current') logger.info(`deployment: build ${label} is current`);
+    else if (outcome.made === 'failed') logger.warn(`deployment: build ${label} could not be made current: ${outcome.why}`);
+    return outcome;
   }
 }
 

@@ -2,7 +2,7 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
-  continueAsNew,
+  makeContinueAsNewFunc,
   executeChild,
   patched,
   proxyLocalActivities,
@@ -272,12 +272,20 @@ export async function conversation(input: ConversationInput): Promise<Conversati
   }
 
   const idle = () => !busy && !sendLock.isLocked();
-  await condition(() => state.closed || (idle() && (workflowInfo().continueAsNewSuggested || turnsThisRun >= maxTurnsPerRun)));
+  // A newer build made current moves the conversation at its next boundary: it continues as new,
+  // between two turns, and the next run starts on that build (pinned to it in turn).
+  const runIsDone = () => {
+    const info = workflowInfo();
+    return info.continueAsNewSuggested || turnsThisRun >= maxTurnsPerRun || info.targetWorkerDeploymentVersionChanged;
+  };
+  await condition(() => state.closed || (idle() && runIsDone()));
   await condition(allHandlersFinished);
   if (state.closed) return state;
   const carried = {
     ...(state.tokens ? { tokens: state.tokens } : {}),
     ...(state.omittedMessages ? { omittedMessages: state.omittedMessages } : {}),
   };
-  return continueAsNew<typeof conversation>({ ...input, history: state.history, turns: state.turns, ...carried });
+  // The next run starts on the build the task queue targets now: the same one unless a newer build was made current.
+  const nextRun = makeContinueAsNewFunc<typeof conversation>({ initialVersioningBehavior: 'AUTO_UPGRADE' });
+  return nextRun({ ...input, history: state.history, turns: state.turns, ...carried });
 }
