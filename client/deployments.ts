@@ -161,7 +161,12 @@ export async function promoteBuild(
   if (rampPercent === undefined) {
     const answer = await client.workflowService.setWorkerDeploymentCurrentVersion({ namespace, deploymentName, buildId, identity });
     const previous = answer.previousDeploymentVersion?.buildId || undefined;
-    return { deploymentName, buildId, previous, temporalCommand: base.replace('deployment --', 'deployment set-current-version --') };
+    return {
+      deploymentName,
+      buildId,
+      ...(previous && previous !== buildId ? { previous } : {}),
+      temporalCommand: base.replace('deployment --', 'deployment set-current-version --'),
+    };
   }
   const answer = await client.workflowService.setWorkerDeploymentRampingVersion({
     namespace,
@@ -175,7 +180,7 @@ export async function promoteBuild(
     deploymentName,
     buildId,
     rampPercent,
-    previous,
+    ...(previous && previous !== buildId ? { previous } : {}),
     temporalCommand: `${base.replace('deployment --', 'deployment set-ramping-version --')} --percentage ${rampPercent}`,
   };
 }

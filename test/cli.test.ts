@@ -267,6 +267,32 @@ describe('the tollgate CLI', () => {
     expect(statusOfServer).toMatchObject({ code: 0, stdout: `A Temporal server answers at ${server.address}.\n` });
   });
 
+  it("shows the deployment's builds, promotes one, and refuses a build no worker runs and a ramp that is no percentage", async () => {
+    expect(await worker.madeCurrent).toEqual({ made: 'current' });
+    const buildId = worker.deploymentVersion!.buildId;
+    const shown = await tollgate(['deploy', 'status']);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain('Deployment tollgate-cli-test:');
+    expect(shown.stdout).toMatch(new RegExp(`\\n${buildId} +current +\\d+ +0 +\\d+ +.+ no\\n`));
+    const listed = JSON.parse((await tollgate(['--json', 'deploy', 'status'])).stdout);
+    expect(listed).toMatchObject({ deploymentName: 'tollgate-cli-test', builds: [{ buildId, state: 'current', safeToStop: false }] });
+    const again = await tollgate(['deploy', 'promote', buildId]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toBe(
+      `Build ${buildId} of tollgate-cli-test is current.\n` +
+        `The same with Temporal's CLI: temporal worker deployment set-current-version --namespace default --deployment-name tollgate-cli-test --build-id ${buildId}\n`,
+    );
+    const nobody = await tollgate(['deploy', 'promote', 'wf-no-worker-runs-this']);
+    expect(nobody.code).toBe(1);
+    expect(nobody.stderr).toMatch(/^tollgate: the server refused: .+\n$/);
+    expect(JSON.parse((await tollgate(['--json', 'deploy', 'status'])).stdout).builds[0]).toMatchObject({ buildId, state: 'current' });
+    const ramp = await tollgate(['deploy', 'promote', buildId, '--ramp', '150']);
+    expect(ramp).toMatchObject({ code: 1, stderr: 'tollgate: --ramp: "150" is not a percentage from 0 to 100\n' });
+    const none = await tollgate(['deploy', 'status', '--deployment', 'no-such-deployment']);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toBe('tollgate: no worker deployment "no-such-deployment" in namespace default: no worker of it has polled yet\n');
+  });
+
   it('generates an approver key pair as the two environment entries, and names a bad key name in one line', async () => {
     const text = await tollgate(['keys', 'generate', 'ops-lead']);
     expect(text.code).toBe(0);
@@ -285,7 +311,20 @@ describe('the tollgate CLI', () => {
   });
 
   it('prints help for every command', async () => {
-    for (const command of ['run', 'start', 'status', 'follow', 'inbox', 'approve', 'deny', 'history', 'worker', 'server', 'keys']) {
+    for (const command of [
+      'run',
+      'start',
+      'status',
+      'follow',
+      'inbox',
+      'approve',
+      'deny',
+      'history',
+      'worker',
+      'server',
+      'keys',
+      'deploy',
+    ]) {
       const help = await tollgate([command, '--help']);
       expect(help.code).toBe(0);
       expect(help.stdout).toContain(`Usage: tollgate ${command}`);
