@@ -227,13 +227,13 @@ export class TollgateClient {
   /**
    * Everything that waits for a person across all running turns: calls waiting for approval, writes
    * waiting for a resolution and model steps waiting for a resume decision, each with what it needs.
-   * Found by `TollgateWaitingFor`, and by `TollgateAwaitingApproval = true` for turns started before the former.
+   * Found by `TollgateWaitingFor`.
    */
   async inbox(): Promise<InboxEntry[]> {
     const entries: InboxEntry[] = [];
     const waiting = `${WAITING_FOR_SEARCH_ATTRIBUTE.name} IN ('approval', 'resolution', 'resume')`;
     for await (const execution of this.client.workflow.list({
-      query: `(${AWAITING_APPROVAL_SEARCH_ATTRIBUTE.name} = true OR ${waiting}) AND ExecutionStatus = 'Running'`,
+      query: `${waiting} AND ExecutionStatus = 'Running'`,
     })) {
       const state = await this.client.workflow.getHandle(execution.workflowId, execution.runId).query(stateQuery);
       const place = { workflowId: execution.workflowId, runId: execution.runId, taskId: state.taskId };

@@ -59,8 +59,8 @@ export interface ToolPolicy {
   approvalTimeoutMs: number;
   /**
    * Irreversible writes: how long the approved call may wait for a worker to start it (config
-   * `approvals.scheduleToStart`); after that it did not run and ends as `not_run`. Policies
-   * recorded before this field existed carry none, and their calls wait without a bound.
+   * `approvals.scheduleToStart`); after that it did not run and ends as `not_run`. Irreversible
+   * writes only.
    */
   scheduleToStartMs?: number;
   /** The backoff between attempts, from the worker's config. */
@@ -70,9 +70,9 @@ export interface ToolPolicy {
   /**
    * SHA-256 of what the model step's worker declared for the tool: effect, timeout, attempts,
    * output limit, approval and start bounds, and the JSON schema of its arguments. `runTool` runs
-   * the call only when its own registry declares the same (policies recorded before it carry none).
+   * the call only when its own registry declares the same.
    */
-  policyDigest?: string;
+  policyDigest: string;
 }
 
 /** A tool call after the boundary's first checks: either runnable with its policy, or refused. */
@@ -118,8 +118,8 @@ export interface RunToolInput {
   allowedTools?: string[];
   /**
    * The effect the workflow decided the call runs under (the model step's worker declared it).
-   * `runTool` refuses the call when its own registry declares another. Inputs recorded before this
-   * field existed carry none and are run as before.
+   * `runTool` refuses the call when its own registry declares another. Left out by a caller that is
+   * not a turn (a test, a script starting the activity): the call runs under this worker's declaration.
    */
   effect?: ToolEffect;
   /** The definition digest from the call's recorded policy; must equal the executing worker's. */
@@ -140,7 +140,7 @@ export interface BoundaryResult {
   /** Characters of output before truncation. */
   originalSize: number;
   truncated: boolean;
-  /** Writes: what the intent store said (traces only; older workers leave it out). */
+  /** Writes: what the intent store said (traces only). */
   idempotency?: IdempotencyOutcome;
   /** Reversible writes: the last status lookup's answer (set by the workflow's strategy; traces only). */
   statusLookup?: StatusLookupAnswer;
@@ -186,20 +186,20 @@ export interface TurnSettings {
   limits: ResolvedTurnLimits;
   /** Config `limits.maxConversationTokens`: a conversation's token budget when its input sets none (left out when unset). */
   conversationMaxTokens?: number;
-  /** Left out by workers older than the approval settings; a turn then requires the digest. */
-  approvals?: {
+  /** Config `approvals`: whether a decision must name the digest, and the keys it must be signed with. */
+  approvals: {
     requireDigest: boolean;
     /** Approver public keys (raw, base64) by name; when present, every decision must be signed by one. Left out when signing is off. */
     publicKeys?: Record<string, string>;
     /** How old a signature's `signedAt` may be; present with `publicKeys`. */
     signatureMaxAgeMs?: number;
   };
-  /** Left out by workers older than the setting; a turn then asks, waiting the default 15 minutes. */
-  interruptedStreams?: { onInterruptedStream: InterruptedStreamPolicy; resumeTimeoutMs: number };
-  /** Whether the worker counts calls and turns (config `telemetry.prometheus`); left out by older workers and recorded settings. */
+  /** Config `model.onInterruptedStream` and `model.resumeTimeout`. */
+  interruptedStreams: { onInterruptedStream: InterruptedStreamPolicy; resumeTimeoutMs: number };
+  /** Whether the worker counts calls and turns (config `telemetry.prometheus`); left out when it does not. */
   telemetry?: { metrics: boolean };
-  /** What a write whose outcome is unknown does (config `outcomes`); left out by older workers, whose turns report it at once. */
-  outcomes?: { onUnknown: 'ask' | 'report'; resolveTimeoutMs: number };
+  /** What a write whose outcome is unknown does (config `outcomes`). */
+  outcomes: { onUnknown: 'ask' | 'report'; resolveTimeoutMs: number };
 }
 
 /** The input of the `resolveIntent` activity: a person's word on a write whose outcome was unknown. */

@@ -301,8 +301,8 @@ export interface TurnState {
   rejectedDecisionsDropped: number;
   toolCalls: ToolEvent[];
   modelInterruptions: ModelInterruption[];
-  /** Tokens the turn's model steps used so far (left out by turns recorded before token budgets). */
-  usage?: Usage;
+  /** Tokens the turn's model steps used so far. */
+  usage: Usage;
   /** The turn's token budget, when it has one. */
   tokenBudget?: number;
   /** Set while the turn waits in phase `interrupted` for a `resume` decision. */
@@ -315,9 +315,9 @@ export interface ModelInterruption {
   message: string;
   /**
    * What followed: a person's `retry` or `stop`, `timeout` (nobody decided), `stop` by config, or
-   * `fresh_step` (config, or turns recorded before the decision existed, which leave it out).
+   * `fresh_step` by config.
    */
-  decision?: 'retry' | 'stop' | 'timeout' | 'fresh_step';
+  decision: 'retry' | 'stop' | 'timeout' | 'fresh_step';
   /** Who decided, when a person did and named themselves. */
   by?: string;
 }
@@ -360,8 +360,8 @@ export interface ConversationState {
   turns: number;
   history: TurnMessage[];
   closed: boolean;
-  /** Tokens its turns used against its budget (left out by runs recorded before token budgets). */
-  tokens?: TokenLedger;
+  /** Tokens its turns used against its budget. */
+  tokens: TokenLedger;
   /** The oldest messages dropped from `history` to keep it within its bounds; left out when none were. */
   omittedMessages?: number;
 }

@@ -1,9 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ARGUMENTS_INLINE_HISTORY } from './helpers/histories';
 import { openaiStream, startFakeProvider, type FakeProvider } from './helpers/fake-provider';
 import { testConfig } from './helpers/test-config';
 import { scripted, useTimeSkippingEnvironment, useTurnRunner } from './helpers/turn-runner';
@@ -106,26 +103,6 @@ describe('history growth of a turn that saves large drafts', () => {
     expect(secondHalf / firstHalf).toBeLessThan(1.5);
     expect(secondHalf / firstHalf).toBeGreaterThan(1 / 1.5);
   }, 180_000);
-
-  it("replays a turn recorded when the arguments were sent whole: the model steps' inputs differ, the commands do not", async () => {
-    type Recorded = {
-      events: Array<{
-        activityTaskScheduledEventAttributes?: { activityType: { name: string }; input: { payloads: Array<{ data: string }> } };
-      }>;
-    };
-    const recorded = JSON.parse(readFileSync(ARGUMENTS_INLINE_HISTORY, 'utf8')) as Recorded;
-    const modelStepInputs = recorded.events.flatMap((event) => {
-      const scheduled = event.activityTaskScheduledEventAttributes;
-      return scheduled?.activityType.name === 'modelStep' ? [Buffer.from(scheduled.input.payloads[0].data, 'base64').toString('utf8')] : [];
-    });
-    // The last step of the recording was sent both drafts whole; today's code would send references.
-    expect(modelStepInputs).toHaveLength(3);
-    expect(modelStepInputs[2]).toContain('Draft 1: the on-call primary');
-    expect(modelStepInputs[2]).not.toContain('$ref');
-    await expect(
-      Worker.runReplayHistory({ workflowBundle: environment.workflowBundle }, recorded, 'arguments-inline'),
-    ).resolves.toBeUndefined();
-  });
 });
 
 describe('a turn whose history nears its limits', () => {

@@ -1,15 +1,13 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { writeFileSync } from 'node:fs';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WAITING_FOR_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import { sendMessageTool } from '../tools/built-in/send-message';
 import { approvalSignal, resumeSignal, resumeUpdate } from '../workflows/messages';
 import { renderDetails } from '../workflows/approval-book';
 import { openaiStream, startFakeProvider, type FakeProvider } from './helpers/fake-provider';
-import { RESUMED_STREAM_HISTORY, WAITING_FOR_APPROVAL_HISTORY } from './helpers/histories';
+import { keepHistory, RESUMED_STREAM_HISTORY, WAITING_FOR_APPROVAL_HISTORY } from './helpers/histories';
 import { testConfig } from './helpers/test-config';
 import { scripted, useTurnRunner, waitForState } from './helpers/turn-runner';
 
@@ -43,13 +41,6 @@ async function waitingFor(handle: WorkflowHandle): Promise<unknown> {
 }
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
-
-/** With TOLLGATE_RECORD_HISTORIES=1, keeps a turn's history for the replay test, without the failures' stack traces (they name the worker's files). */
-function record(file: string, history: temporal.api.history.v1.IHistory): void {
-  if (process.env.TOLLGATE_RECORD_HISTORIES !== '1') return;
-  const json = historyToJSON(history).replace(/"stackTrace":\s*"(?:[^"\\]|\\.)*"/g, '"stackTrace":""');
-  writeFileSync(file, `${JSON.stringify(JSON.parse(json), null, 2)}\n`);
-}
 
 /** Whether a history event is an upsert of `TollgateWaitingFor`. */
 function listsWaitingFor(event: HistoryEvent): boolean {
@@ -104,7 +95,7 @@ describe('a model stream cut off after chunks went out, model.onInterruptedStrea
     expect(provider.requests.length - before).toBe(2);
     expect(state.pendingResume).toBeUndefined();
     expect(await waitingFor(handle)).toEqual([]);
-    record(RESUMED_STREAM_HISTORY, history);
+    keepHistory(RESUMED_STREAM_HISTORY, history);
   });
 
   it('ends the turn model_failed with the partial text after the stop decision (a signal); the provider was called once', async () => {
@@ -214,7 +205,7 @@ describe('the one inbox: TollgateWaitingFor', () => {
     expect(seen.details).toContain(`\`${JSON.stringify({ callId: seen.callId, decision: 'approve', argsDigest: seen.argsDigest })}\``);
     expect(result.status).toBe('completed');
     expect(await waitingFor(handle)).toEqual([]);
-    record(WAITING_FOR_APPROVAL_HISTORY, history);
+    keepHistory(WAITING_FOR_APPROVAL_HISTORY, history);
     // One upsert sets both attributes and one clears both.
     const upserts = (await handle.fetchHistory()).events?.filter(listsWaitingFor) ?? [];
     expect(
@@ -237,6 +228,7 @@ describe('the one inbox: TollgateWaitingFor', () => {
       rejectedDecisionsDropped: 0,
       toolCalls: [],
       modelInterruptions: [],
+      usage: { inputTokens: 0, outputTokens: 0 },
       pendingResume: {
         step: 2,
         chunks: 5,

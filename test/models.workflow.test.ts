@@ -7,6 +7,7 @@ import type { ModelStepInput } from '../common/activity-types';
 import { createWorker } from '../worker/create-worker';
 import { historyQuery, sendUpdate, closeConversationSignal } from '../workflows/messages';
 import { openaiReply, openaiStream, startFakeProvider, type FakeProvider } from './helpers/fake-provider';
+import { CONCURRENT_SENDS_SERIAL_HISTORY, keepHistory } from './helpers/histories';
 import { testConfig } from './helpers/test-config';
 import { scripted, useTurnRunner, useTimeSkippingEnvironment } from './helpers/turn-runner';
 
@@ -244,6 +245,7 @@ describe('conversation', () => {
       expect(spoken(state.history)).toEqual(exchanges);
       await handle.signal(closeConversationSignal);
       expect(await handle.result()).toMatchObject({ closed: true, turns: 3 });
+      keepHistory(CONCURRENT_SENDS_SERIAL_HISTORY, await handle.fetchHistory());
     });
   });
 });

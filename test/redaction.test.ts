@@ -327,6 +327,7 @@ describe('redaction', () => {
       rejectedDecisionsDropped: 0,
       toolCalls: [],
       modelInterruptions: [],
+      usage: { inputTokens: 0, outputTokens: 0 },
     });
     expect(details).toContain('more characters');
     expect(details.length).toBeLessThan(3_000);

@@ -40,7 +40,7 @@ describe('tollgate replay', () => {
     'replays every recorded history on the current workflow code: exit code 0',
     async () => {
       const files = historyFiles(HISTORY_FOLDER);
-      expect(files.length).toBeGreaterThanOrEqual(8);
+      expect(files.length).toBeGreaterThanOrEqual(6);
       const { code, stdout } = await tollgate(['replay', ...files]);
       expect(
         stdout

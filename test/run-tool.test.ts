@@ -340,7 +340,7 @@ describe('runTool under the effect its own registry declares', () => {
       });
     }
     expect(runs).toBe(0);
-    // The same declaration on another worker agrees, and an input recorded before the digest was sent runs as before.
+    // The same declaration on another worker agrees, and an input that names no digest (a caller that is not a turn) runs.
     const same = createRunTool({ registry: createToolRegistry({ tools: [older] }) });
     await expect(runToolOnce(same, input)).resolves.toMatchObject({ status: 'success', executions: 1 });
     await expect(
@@ -349,7 +349,7 @@ describe('runTool under the effect its own registry declares', () => {
     expect(runs).toBe(2);
   });
 
-  it('runs a call whose effect agrees, and one recorded before the effect was sent, as before', async () => {
+  it('runs a call whose effect agrees, and one whose caller names no effect (not a turn) under its own declaration', async () => {
     let runs = 0;
     const echo = echoTool(() => (runs++, 'said'));
     const runTool = createRunTool({ registry: createToolRegistry({ tools: [echo] }) });

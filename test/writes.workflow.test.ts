@@ -12,6 +12,7 @@ import { sendMessageTool } from '../tools/built-in/send-message';
 import { taskFolderName } from '../tools/built-in/workspace-path';
 import type { TurnState } from '../common/types';
 import { approvalSignal, decideUpdate } from '../workflows/messages';
+import { keepHistory, REVERSIBLE_RETRY_HISTORY } from './helpers/histories';
 import { testConfig } from './helpers/test-config';
 import { createWorker } from '../worker/create-worker';
 import { createActivities } from '../activities';
@@ -95,9 +96,13 @@ describe('the failure matrix for writes', () => {
         return 'booked';
       },
     });
-    const { result } = await runTurn({ tools: [reversible.tool], input: { prompt: 'x', model: scripted([bookStep, { text: 'done' }]) } });
+    const { result, history } = await runTurn({
+      tools: [reversible.tool],
+      input: { prompt: 'x', model: scripted([bookStep, { text: 'done' }]) },
+    });
     expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'book_room', status: 'success', attempts: 2 })]);
     expect(reversible.counts).toEqual({ executions: 2, effects: 1, lookups: 2 });
+    keepHistory(REVERSIBLE_RETRY_HISTORY, history);
   });
 
   it('answers a reversible write that took effect and then timed out from the status lookup: success, 1 execution', async () => {

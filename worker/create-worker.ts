@@ -340,7 +340,7 @@ async function startTelemetry(config: TollgateConfig, coreMetricsUrl: string | u
       observeModelStep: metrics ? (observation) => metrics.observeModelStep(observation) : NO_TELEMETRY.observeModelStep,
     },
     plugins: tracing ? [tracing.plugin] : [],
-    // The sink is registered even when metrics are off: a turn whose settings were recorded by a counting worker reports to it.
+    // The sink is registered even when metrics are off: a turn started by a worker that counts (its settings say so) may go on here.
     sinks: (metrics ?? new TollgateMetrics()).sinks(),
     metricsUrl,
     metrics,

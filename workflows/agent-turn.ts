@@ -1,7 +1,6 @@
 import {
   ActivityFailure,
   ApplicationFailure,
-  patched,
   proxyActivities,
   proxyLocalActivities,
   upsertSearchAttributes,
@@ -17,7 +16,7 @@ import {
 } from '../common/activity-types';
 import { BoundaryResults } from '../common/boundary-results';
 import { keptArguments } from '../common/call-arguments';
-import { CONVERSATION_BOUNDS, DEFAULT_TURN_LIMITS, INTERRUPTED_STREAM_DEFAULTS, TURN_LIMIT_NAMES } from '../common/defaults';
+import { CONVERSATION_BOUNDS, TURN_LIMIT_NAMES } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import type {
   AgentTurnInput,
@@ -39,27 +38,6 @@ import { ResolutionBook } from './resolutions';
 import { ResumeGate } from './resume-gate';
 import { takeTurnMessages } from './turn-messages';
 import { TurnTelemetry } from './turn-telemetry';
-
-/**
- * Turns recorded before this patch took their limits from the input and the built-in defaults
- * only; every turn since asks the worker's config once at its start (a local activity, one marker
- * in history), so config limits apply whichever client started the turn.
- */
-export const TURN_SETTINGS_PATCH = 'turn-settings-from-config';
-
-/**
- * Turns recorded before this patch had no token budget; every turn since asks it once at its start
- * (one marker, before the settings are read) and, when it has a budget (`limits.maxTokens` or a
- * conversation's allowance), checks it before each model step.
- */
-export const TOKEN_BUDGET_PATCH = 'turn-token-budget';
-
-/**
- * Turns recorded before this patch started a fresh step by themselves after a stream broke past its
- * first chunk (paid from the error budget); every turn since follows `model.onInterruptedStream`:
- * it waits for a person's `resume` decision (`ask`), stops, or starts a fresh step as before.
- */
-export const INTERRUPTED_STREAM_PATCH = 'interrupted-stream-asks';
 
 /** What a turn does with a stream cut off after chunks went out. */
 type StreamSettings = Required<TurnSettings>['interruptedStreams'];
@@ -85,33 +63,27 @@ const { turnSettings } = proxyLocalActivities<Activities>({
 });
 
 /**
- * What a turn runs under: the worker's config limits, lowered or raised by the turn's own, and
- * whether decisions must name their digest and be signed. Turns recorded before the settings patch
- * keep the built-in limits and take a decision without a digest, as they did then.
+ * What a turn runs under: the worker's config (asked once at the turn's start, so it is recorded in
+ * history), its limits lowered or raised by the turn's own, and whether decisions must name their
+ * digest and be signed.
  */
 async function settingsFor(own: TurnLimits | undefined): Promise<{
   limits: ResolvedTurnLimits;
   requireDigest: boolean;
   signing?: ApprovalBook['signing'];
   streams: StreamSettings;
-  metrics?: boolean;
-  outcomes?: TurnSettings['outcomes'];
+  metrics: boolean;
+  outcomes: TurnSettings['outcomes'];
 }> {
-  if (!patched(TURN_SETTINGS_PATCH)) {
-    return { limits: { ...DEFAULT_TURN_LIMITS, ...own }, requireDigest: false, streams: INTERRUPTED_STREAM_DEFAULTS };
-  }
   const settings = await turnSettings();
-  const { publicKeys, signatureMaxAgeMs } = settings.approvals ?? {};
+  const { requireDigest, publicKeys, signatureMaxAgeMs } = settings.approvals;
   const signing = publicKeys ? { publicKeys, maxAgeMs: signatureMaxAgeMs ?? 0 } : undefined;
-  // Workers older than the history limits send settings without them; the defaults fill them in.
-  const limits = { ...DEFAULT_TURN_LIMITS, ...settings.limits, ...own };
-  const streams = settings.interruptedStreams ?? INTERRUPTED_STREAM_DEFAULTS;
-  // Settings recorded before `outcomes` existed leave it out: those turns report an unknown outcome at once, as they did.
-  const requireDigest = settings.approvals?.requireDigest ?? true;
-  return { limits, requireDigest, signing, streams, metrics: settings.telemetry?.metrics, outcomes: settings.outcomes };
+  const limits = { ...settings.limits, ...own };
+  const metrics = settings.telemetry?.metrics ?? false;
+  return { limits, requireDigest, signing, streams: settings.interruptedStreams, metrics, outcomes: settings.outcomes };
 }
 
-/** What had streamed before the break, from the failure's details (activities older than them send none). */
+/** What had streamed before the break, from the failure's details. */
 function streamProgress(error: unknown): StreamProgress {
   const details = error instanceof ActivityFailure && error.cause instanceof ApplicationFailure ? error.cause.details?.[0] : undefined;
   const { chunks, text } = (details ?? {}) as Partial<StreamProgress>;
@@ -189,14 +161,15 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
 async function runTurn(input: AgentTurnInput, telemetry: TurnTelemetry): Promise<AgentTurnResult> {
   const { taskId, prompt, model, tools: allowedTools } = input;
   // TollgateClient sets both search attributes at the start, so such a turn records no upsert; a
-  // turn started by another client (or by a TollgateClient older than that, whose histories must
-  // replay unchanged) sets the task id here.
+  // turn started by another client (the Temporal CLI, another SDK) sets the task id here.
   const started = workflowInfo().typedSearchAttributes;
   if (started.get(TASK_ID_SEARCH_ATTRIBUTE) !== taskId || started.get(AWAITING_APPROVAL_SEARCH_ATTRIBUTE) === undefined) {
     upsertSearchAttributes([{ key: TASK_ID_SEARCH_ATTRIBUTE, value: taskId }]);
   }
 
   const events: ToolEvent[] = [];
+  // The live view reads the usage so far from the state, against the budget when there is one.
+  const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   const state: TurnState = {
     taskId,
     status: 'running',
@@ -208,29 +181,24 @@ async function runTurn(input: AgentTurnInput, telemetry: TurnTelemetry): Promise
     rejectedDecisionsDropped: 0,
     toolCalls: events,
     modelInterruptions: [],
+    usage,
   };
-  const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   const approvals = new ApprovalBook(state);
   const resumes = new ResumeGate(state, approvals);
   const resolutions = new ResolutionBook(state, approvals);
   takeTurnMessages({ state, approvals, resolutions, resumes });
 
-  const keepsBudget = patched(TOKEN_BUDGET_PATCH);
   const { limits, requireDigest, signing, streams, metrics, outcomes } = await settingsFor(input.limits);
   approvals.allowedTools = allowedTools;
   approvals.requireDigest = requireDigest;
   approvals.signing = signing;
   approvals.historyLimits = { maxEvents: limits.maxHistoryEvents, maxBytes: limits.maxHistoryBytes };
   approvals.telemetry = telemetry;
-  telemetry.metrics = metrics ?? false;
-  if (outcomes) {
-    resolutions.mode = outcomes.onUnknown;
-    resolutions.timeoutMs = outcomes.resolveTimeoutMs;
-  }
+  telemetry.metrics = metrics;
+  resolutions.mode = outcomes.onUnknown;
+  resolutions.timeoutMs = outcomes.resolveTimeoutMs;
   const messages: TurnMessage[] = [...(input.history ?? []), { role: 'user', content: prompt }];
-  const budget = keepsBudget ? tokenBudgetOf(limits, input.tokenAllowance) : undefined;
-  // The live view reads the usage so far from the state, against the budget when there is one.
-  state.usage = usage;
+  const budget = tokenBudgetOf(limits, input.tokenAllowance);
   if (budget !== undefined) state.tokenBudget = budget;
   let lastInputTokens = 0;
   let answer: string | undefined;
@@ -261,7 +229,7 @@ async function runTurn(input: AgentTurnInput, telemetry: TurnTelemetry): Promise
     } catch (failure) {
       const problem = modelFailure(failure);
       if (!problem) throw failure;
-      if (problem.type === MODEL_FAILURES.streamInterrupted && patched(INTERRUPTED_STREAM_PATCH)) {
+      if (problem.type === MODEL_FAILURES.streamInterrupted) {
         const progress = streamProgress(failure);
         const next = await afterInterruption({ step, message: problem.message, progress, streams, resumes });
         state.modelInterruptions.push(next.interruption);
@@ -278,13 +246,6 @@ async function runTurn(input: AgentTurnInput, telemetry: TurnTelemetry): Promise
         partialText = progress.text;
         status = 'model_failed';
         break;
-      }
-      // Turns recorded before the interrupted-stream patch: the turn started a fresh step by itself,
-      // visibly (recorded in state and result), paid from the error budget.
-      if (problem.type === MODEL_FAILURES.streamInterrupted && errors + 1 <= limits.errorBudget) {
-        errors++;
-        state.modelInterruptions.push({ step, message: problem.message });
-        continue;
       }
       error = problem;
       status = 'model_failed';
@@ -360,7 +321,7 @@ async function afterInterruption({
   progress: StreamProgress;
   streams: StreamSettings;
   resumes: ResumeGate;
-}): Promise<{ decision: NonNullable<ModelInterruption['decision']>; interruption: ModelInterruption; message: string }> {
+}): Promise<{ decision: ModelInterruption['decision']; interruption: ModelInterruption; message: string }> {
   const { onInterruptedStream, resumeTimeoutMs } = streams;
   if (onInterruptedStream === 'fresh_step') {
     return { decision: 'fresh_step', interruption: { step, message, decision: 'fresh_step' }, message };

@@ -1,4 +1,4 @@
-import { patched, proxyLocalActivities, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { proxyLocalActivities, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { Activities } from '../activities';
 import type { CheckedToolCall } from '../common/activity-types';
@@ -10,12 +10,6 @@ import { unencryptedMode } from '../common/unencrypted';
 import { waitingFor } from './waiting-for';
 import { DecisionLedger } from './decision-ledger';
 import { TurnTelemetry } from './turn-telemetry';
-
-/**
- * Turns recorded before this patch took no edited arguments; every turn since checks them with the
- * `checkCall` local activity when an approval carries them.
- */
-export const EDITED_APPROVALS_PATCH = 'edited-approvals';
 
 const { checkCall } = proxyLocalActivities<Activities>({
   startToCloseTimeout: '10 seconds',
@@ -137,7 +131,6 @@ export class ApprovalBook {
   async checkEdit(decision: ApprovalDecision): Promise<{ call: CheckedToolCall; why?: undefined } | { why: string }> {
     const pending = this.state.pendingApprovals.find((entry) => entry.callId === decision.callId);
     if (!pending) return { why: `no call ${decision.callId} waits for approval` };
-    if (!patched(EDITED_APPROVALS_PATCH)) return { why: 'this turn takes no edited arguments' };
     const call = await checkCall({
       taskId: this.state.taskId,
       callId: decision.callId,

@@ -4,7 +4,6 @@ import {
   condition,
   makeContinueAsNewFunc,
   executeChild,
-  patched,
   proxyLocalActivities,
   setHandler,
   workflowInfo,
@@ -21,20 +20,6 @@ import { decodedOrRefused, decodedValue, rawQuery, rawSignal, rawUpdate } from '
 
 /** Bytes of a carried input kept free for the fields beside the history (turn count, token ledger, omitted count). */
 const CARRIED_FIELDS_BYTES = 1_024;
-
-/**
- * Patch id: each `send` takes the conversation's mutex, so sends made at once run their turns one
- * after another, in the order they were accepted. Runs recorded before it (whose waiting sends could
- * start their turns together) replay without the mutex.
- */
-export const SERIAL_SENDS_PATCH = 'conversation-serial-sends';
-
-/**
- * Patch id: the conversation keeps a token ledger (its turns' usage against its budget, carried across
- * continue-as-new), reads config `limits.maxConversationTokens` once when its input sets no budget,
- * and gives each turn the tokens left as its allowance. Runs recorded before it keep no ledger.
- */
-export const TOKEN_LEDGER_PATCH = 'conversation-token-ledger';
 
 const { turnSettings } = proxyLocalActivities<Activities>({
   startToCloseTimeout: '10 seconds',
@@ -53,9 +38,9 @@ function copyLedger(ledger: TokenLedger): TokenLedger {
 }
 
 /** Why a conversation cannot run another turn on its budget, or undefined when it can. */
-function budgetSpent(ledger: TokenLedger | undefined): string | undefined {
-  const left = ledger ? tokensLeft(ledger) : undefined;
-  if (!ledger || left === undefined || left > 0) return undefined;
+function budgetSpent(ledger: TokenLedger): string | undefined {
+  const left = tokensLeft(ledger);
+  if (left === undefined || left > 0) return undefined;
   const used = ledger.used.inputTokens + ledger.used.outputTokens;
   return `the conversation's token budget is spent (${used} of ${ledger.budget} tokens used); raise it with the raiseTokenBudget update`;
 }
@@ -142,7 +127,12 @@ export async function conversation(input: ConversationInput): Promise<Conversati
   }
   // The carried history's share of the continue-as-new input, which so stays within CONVERSATION_BOUNDS.inputBytes.
   const historyBudgetBytes = CONVERSATION_BOUNDS.inputBytes - settingsBytes - CARRIED_FIELDS_BYTES;
-  const state: ConversationState = { conversationId, turns: input.turns ?? 0, history: [], closed: false };
+  // The ledger: carried from the run before, or started here with the input's budget. When neither the
+  // input nor an earlier run set a budget, config's is read once below, before any turn runs.
+  const tokens = input.tokens
+    ? copyLedger(input.tokens)
+    : { used: { inputTokens: 0, outputTokens: 0 }, ...(input.maxTokens === undefined ? {} : { budget: input.maxTokens }) };
+  const state: ConversationState = { conversationId, turns: input.turns ?? 0, history: [], closed: false, tokens };
   // Keeps the history within its budget: each message cut to its bound, the oldest dropped and counted.
   const keepWithinBounds = (history: TurnMessage[]) => {
     const fitted = fitHistory({ history, budgetBytes: historyBudgetBytes, messageBytes: CONVERSATION_BOUNDS.messageBytes });
@@ -153,64 +143,47 @@ export async function conversation(input: ConversationInput): Promise<Conversati
   if (omittedBefore > 0) state.omittedMessages = omittedBefore;
   keepWithinBounds(input.history ?? []);
   let turnsThisRun = 0;
-  let busy = false;
-  // The ledger: carried from the run before, or started here with the input's budget. When neither the
-  // input nor an earlier run set a budget, config's is read once below, before any turn runs.
-  const keepsLedger = patched(TOKEN_LEDGER_PATCH);
-  if (keepsLedger) {
-    const budget = input.maxTokens === undefined ? {} : { budget: input.maxTokens };
-    state.tokens = input.tokens ? copyLedger(input.tokens) : { used: { inputTokens: 0, outputTokens: 0 }, ...budget };
-  }
-  let budgetKnown = !keepsLedger || input.tokens !== undefined || input.maxTokens !== undefined;
+  let budgetKnown = input.tokens !== undefined || input.maxTokens !== undefined;
 
-  // One turn for one message. The busy flag alone does not serialize sends: when it clears, every send
-  // waiting on it is unblocked in the same activation. It stays so that a locked send also waits for a
-  // turn that a run from before the patch started without the lock.
+  // One turn for one message; sends hold the conversation's mutex (below), so turns run one at a time.
   const runTurn = async (text: string): Promise<AgentTurnResult> => {
-    await condition(() => !busy && budgetKnown);
-    busy = true;
-    try {
-      // A turn that ran while this send waited may have spent the rest of the budget.
-      const spent = budgetSpent(state.tokens);
-      if (spent) throw ApplicationFailure.create({ type: 'token_budget_exhausted', message: `send: ${spent}`, nonRetryable: true });
-      const left = state.tokens && tokensLeft(state.tokens);
-      const turn = ++state.turns;
-      turnsThisRun++;
-      const turnInput = {
-        taskId: conversationId,
-        prompt: text,
-        model,
-        tools,
-        limits,
-        ...(left === undefined ? {} : { tokenAllowance: left }),
-      };
-      // The turn's input stays within CONVERSATION_BOUNDS.inputBytes too, and the model is told how many earlier messages it is not given.
-      const marker = leftOutMarker(state.history.length + (state.omittedMessages ?? 0));
-      const roomBytes = CONVERSATION_BOUNDS.inputBytes - jsonBytes(turnInput) - jsonBytes(marker) - CARRIED_FIELDS_BYTES;
-      const given = boundedHistory(state.history, contextBudgetChars, roomBytes);
-      const leftOut = (state.omittedMessages ?? 0) + state.history.length - given.length;
-      const result = await executeChild(agentTurn, {
-        workflowId: `${workflowInfo().workflowId}-turn-${turn}`,
-        args: [{ ...turnInput, history: leftOut > 0 ? [leftOutMarker(leftOut), ...given] : given }],
-      });
-      if (state.tokens) {
-        state.tokens.used.inputTokens += result.usage.inputTokens;
-        state.tokens.used.outputTokens += result.usage.outputTokens;
-      }
-      const answer: TurnMessage = {
-        role: 'assistant',
-        text: result.answer ?? `(the turn ended with status ${result.status})`,
-        toolCalls: [],
-      };
-      keepWithinBounds([
-        ...state.history,
-        cutMessage({ role: 'user', content: text }, CONVERSATION_BOUNDS.messageBytes),
-        cutMessage(answer, CONVERSATION_BOUNDS.messageBytes),
-      ]);
-      return result;
-    } finally {
-      busy = false;
-    }
+    await condition(() => budgetKnown);
+    // A turn that ran while this send waited may have spent the rest of the budget.
+    const spent = budgetSpent(tokens);
+    if (spent) throw ApplicationFailure.create({ type: 'token_budget_exhausted', message: `send: ${spent}`, nonRetryable: true });
+    const left = tokensLeft(tokens);
+    const turn = ++state.turns;
+    turnsThisRun++;
+    const turnInput = {
+      taskId: conversationId,
+      prompt: text,
+      model,
+      tools,
+      limits,
+      ...(left === undefined ? {} : { tokenAllowance: left }),
+    };
+    // The turn's input stays within CONVERSATION_BOUNDS.inputBytes too, and the model is told how many earlier messages it is not given.
+    const marker = leftOutMarker(state.history.length + (state.omittedMessages ?? 0));
+    const roomBytes = CONVERSATION_BOUNDS.inputBytes - jsonBytes(turnInput) - jsonBytes(marker) - CARRIED_FIELDS_BYTES;
+    const given = boundedHistory(state.history, contextBudgetChars, roomBytes);
+    const leftOut = (state.omittedMessages ?? 0) + state.history.length - given.length;
+    const result = await executeChild(agentTurn, {
+      workflowId: `${workflowInfo().workflowId}-turn-${turn}`,
+      args: [{ ...turnInput, history: leftOut > 0 ? [leftOutMarker(leftOut), ...given] : given }],
+    });
+    tokens.used.inputTokens += result.usage.inputTokens;
+    tokens.used.outputTokens += result.usage.outputTokens;
+    const answer: TurnMessage = {
+      role: 'assistant',
+      text: result.answer ?? `(the turn ended with status ${result.status})`,
+      toolCalls: [],
+    };
+    keepWithinBounds([
+      ...state.history,
+      cutMessage({ role: 'user', content: text }, CONVERSATION_BOUNDS.messageBytes),
+      cutMessage(answer, CONVERSATION_BOUNDS.messageBytes),
+    ]);
+    return result;
   };
   // First in, first out: the send accepted first runs its turn first, and each turn sees the answers of all before it.
   const sendLock = new Mutex();
@@ -224,7 +197,7 @@ export async function conversation(input: ConversationInput): Promise<Conversati
     rawUpdate<AgentTurnResult>(sendUpdate.name),
     (raw): Promise<AgentTurnResult> => {
       const { text } = decodedValue(raw) as { text: string };
-      return patched(SERIAL_SENDS_PATCH) ? sendLock.runExclusive(() => runTurn(text)) : runTurn(text);
+      return sendLock.runExclusive(() => runTurn(text));
     },
     {
       validator: (raw) => {
@@ -238,40 +211,37 @@ export async function conversation(input: ConversationInput): Promise<Conversati
           throw new Error('send: the message arrived unencrypted; encryption.requireEncrypted is "all"');
         }
         if (state.closed) throw new Error('send: the conversation is closed');
-        const spent = budgetSpent(state.tokens);
+        const spent = budgetSpent(tokens);
         if (spent) throw new Error(`send: ${spent}`);
       },
     },
   );
-  if (keepsLedger) {
-    setHandler(
-      rawUpdate<TokenLedger>(raiseTokenBudgetUpdate.name),
-      async (raw): Promise<TokenLedger> => {
-        const { maxTokens } = decodedValue(raw) as { maxTokens: number };
-        await condition(() => budgetKnown);
-        const ledger = state.tokens!;
-        const refused = refusedRaise(ledger, maxTokens);
-        if (refused) throw ApplicationFailure.create({ type: 'invalid_input', message: refused, nonRetryable: true });
-        ledger.budget = maxTokens;
-        return copyLedger(ledger);
+  setHandler(
+    rawUpdate<TokenLedger>(raiseTokenBudgetUpdate.name),
+    async (raw): Promise<TokenLedger> => {
+      const { maxTokens } = decodedValue(raw) as { maxTokens: number };
+      await condition(() => budgetKnown);
+      const refused = refusedRaise(tokens, maxTokens);
+      if (refused) throw ApplicationFailure.create({ type: 'invalid_input', message: refused, nonRetryable: true });
+      tokens.budget = maxTokens;
+      return copyLedger(tokens);
+    },
+    {
+      validator: (raw) => {
+        const raise = decodedOrRefused(raw, 'raiseTokenBudget') as { maxTokens?: unknown } | null;
+        if (!raise || typeof raise !== 'object') throw new Error('raiseTokenBudget: expected { maxTokens }');
+        const refused = budgetKnown ? refusedRaise(tokens, raise.maxTokens) : undefined;
+        if (refused) throw new Error(refused);
       },
-      {
-        validator: (raw) => {
-          const raise = decodedOrRefused(raw, 'raiseTokenBudget') as { maxTokens?: unknown } | null;
-          if (!raise || typeof raise !== 'object') throw new Error('raiseTokenBudget: expected { maxTokens }');
-          const refused = budgetKnown ? refusedRaise(state.tokens!, raise.maxTokens) : undefined;
-          if (refused) throw new Error(refused);
-        },
-      },
-    );
-  }
+    },
+  );
   if (!budgetKnown) {
     const { conversationMaxTokens } = await turnSettings();
-    if (conversationMaxTokens !== undefined) state.tokens!.budget = conversationMaxTokens;
+    if (conversationMaxTokens !== undefined) tokens.budget = conversationMaxTokens;
     budgetKnown = true;
   }
 
-  const idle = () => !busy && !sendLock.isLocked();
+  const idle = () => !sendLock.isLocked();
   // A newer build made current moves the conversation at its next boundary: it continues as new,
   // between two turns, and the next run starts on that build (pinned to it in turn).
   const runIsDone = () => {
@@ -281,10 +251,7 @@ export async function conversation(input: ConversationInput): Promise<Conversati
   await condition(() => state.closed || (idle() && runIsDone()));
   await condition(allHandlersFinished);
   if (state.closed) return state;
-  const carried = {
-    ...(state.tokens ? { tokens: state.tokens } : {}),
-    ...(state.omittedMessages ? { omittedMessages: state.omittedMessages } : {}),
-  };
+  const carried = { tokens, ...(state.omittedMessages ? { omittedMessages: state.omittedMessages } : {}) };
   // The next run starts on the build the task queue targets now: the same one unless a newer build was made current.
   const nextRun = makeContinueAsNewFunc<typeof conversation>({ initialVersioningBehavior: 'AUTO_UPGRADE' });
   return nextRun({ ...input, history: state.history, turns: state.turns, ...carried });

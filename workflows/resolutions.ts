@@ -1,4 +1,4 @@
-import { condition, patched, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { condition, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { BoundaryResult, StatusLookup } from '../common/activity-types';
 import { BoundaryResults } from '../common/boundary-results';
@@ -9,13 +9,7 @@ import type { PendingResolution, ResolutionDecision, ToolResult, TurnState } fro
 import { unencryptedMode } from '../common/unencrypted';
 import type { ApprovalBook } from './approval-book';
 import type { EffectContext } from './effects/effect-strategy';
-import { WAITING_FOR_PATCH, waitingFor } from './waiting-for';
-
-/**
- * Turns recorded before this patch gave the model `outcome_unknown` at once; every turn since
- * (under `outcomes.onUnknown: ask`) waits for a person's `resolve` first.
- */
-export const RESOLVE_UNKNOWN_PATCH = 'resolve-unknown-outcomes';
+import { waitingFor } from './waiting-for';
 
 /** Adds `kind` to the turn's `TollgateWaitingFor` or removes it, through the one module that keeps it. */
 export function setWaitingFor(kind: WaitingKind, waiting: boolean): void {
@@ -171,7 +165,7 @@ export async function resolveUnknown(
   executions: number,
 ): Promise<Reconciled> {
   const unknown: Reconciled = { verdict: 'settled', outcome: BoundaryResults.outcomeUnknown(reason, executions) };
-  if (!resolutions || resolutions.mode !== 'ask' || !patched(RESOLVE_UNKNOWN_PATCH)) return unknown;
+  if (!resolutions || resolutions.mode !== 'ask') return unknown;
   const since = Date.now();
   resolutions.open({
     callId: call.callId,
@@ -206,30 +200,12 @@ export async function resolveUnknown(
 }
 
 /**
- * Turns recorded before this patch asked a person (or reported) as soon as a lookup found an attempt
- * in flight; every turn since first waits for that attempt's lease to end and looks up once more.
+ * How long to wait before looking up again, when a lookup found an attempt still in flight and this
+ * call has not waited yet: the attempt's lease ends first, so the next lookup may tell.
  */
-export const WAIT_OUT_LEASE_PATCH = 'wait-out-lease-before-asking';
-
-/**
- * Asks, ahead of the status lookup that follows a cut-off write, the patches a lookup that cannot
- * tell leads to (waiting out a lease, a person's resolution, the inbox). Asked first right after the
- * lookup, a local activity, they were at risk: a worker may record the lookup's marker at the end of
- * one workflow task and go on in the next, and a replay, which hands the result over one task
- * earlier, would then ask them before their markers are known and take the old path. Asked here,
- * after an activity's outcome, they land where every replay finds them; the later asks only read them.
- */
-export function askPatchesBeforeLookup(resolutions: ResolutionBook | undefined): void {
-  patched(WAIT_OUT_LEASE_PATCH);
-  if (resolutions?.mode !== 'ask') return;
-  patched(RESOLVE_UNKNOWN_PATCH);
-  patched(WAITING_FOR_PATCH);
-}
-
-/** How long to wait before looking up again, when a lookup found an attempt still in flight and this call has not waited yet. */
 export function leaseWait(status: StatusLookup, waitedAlready: boolean): number | undefined {
   if (status.state !== 'unknown' || status.inFlightForMs === undefined || waitedAlready) return undefined;
-  return patched(WAIT_OUT_LEASE_PATCH) ? status.inFlightForMs + 1_000 : undefined;
+  return status.inFlightForMs + 1_000;
 }
 
 /** Gives up the started record of a write its status check found not applied, so that it may run again after a new approval. */

@@ -66,7 +66,7 @@ function keepPlaceUntilSettled(handled: Promise<unknown>, release: () => void): 
 /**
  * Why a call may not run under the effect the workflow decided: the worker of the model step
  * declared another effect for the tool than this worker does (a fleet mixing tool versions).
- * Undefined when they agree, or when the input names no effect (recorded before it was sent).
+ * Undefined when they agree, or when the input names no effect (a caller that is not a turn).
  */
 export function effectMismatch(tool: ToolDefinition, input: RunToolInput): string | undefined {
   if (input.effect === undefined || input.effect === tool.effect) return undefined;

@@ -25,6 +25,27 @@ async function eventTypes(context: BenchContext, workflowId: string): Promise<st
   return (history.events ?? []).map((event) => eventName(event.eventType));
 }
 
+/** Whether an event is a patch marker, or the upsert of `TemporalChangeVersion` that goes with one. */
+function patchEvent(event: temporal.api.history.v1.IHistoryEvent): boolean {
+  if (event.markerRecordedEventAttributes?.markerName === 'core_patch') return true;
+  const fields = event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields;
+  return fields ? Object.keys(fields).length === 1 && 'TemporalChangeVersion' in fields : false;
+}
+
+/** One whole turn: its events and their encoded bytes, and what of them patch markers take. */
+async function turnBytes(context: BenchContext, workflowId: string) {
+  const events = (await context.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  const bytes = (list: temporal.api.history.v1.IHistoryEvent[]) =>
+    list.reduce((total, event) => total + temporal.api.history.v1.HistoryEvent.encode(event).finish().length, 0);
+  const patches = events.filter(patchEvent);
+  return {
+    events: events.length,
+    bytes: bytes(events),
+    patchMarkers: patches.filter((event) => event.markerRecordedEventAttributes).length,
+    patchBytes: bytes(patches),
+  };
+}
+
 /** What `more` has beyond `base`, by event type (negative when it has fewer). */
 function difference(more: string[], base: string[]): Record<string, number> {
   const counts: Record<string, number> = {};
@@ -71,9 +92,7 @@ export async function historySection(context: BenchContext): Promise<SectionResu
     const sum = (counts: Record<string, number>) => Object.values(counts).reduce((total, count) => total + count, 0);
     rows.push({ kind, bare: sum(bare), tollgate: sum(tollgate), bareEvents: bare, tollgateEvents: tollgate });
   }
-  // The first status lookup of a turn also records the patch that made lookups local (a marker and
-  // the TemporalChangeVersion search attribute, once per turn); a second write in the turn shows
-  // what each further one adds.
+  // A second write in the turn shows what each further one adds.
   const secondWrite = { toolCalls: [{ tool: 'put_note', args: { key: 'history-2', text: 'second note' } }] };
   const twoWrites = await context.runTurn('history-two-writes', [call('reversible_write'), secondWrite, { text: 'done' }]);
   const oneWrite = await context.runTurn('history-one-write', [call('reversible_write'), call('refused'), { text: 'done' }]);
@@ -96,10 +115,29 @@ export async function historySection(context: BenchContext): Promise<SectionResu
     ['call', 'bare events', 'Tollgate events', 'added by Tollgate', 'Tollgate events by type'],
     rows.map((row) => [row.kind, row.bare, row.tollgate, row.tollgate - row.bare, list(row.tollgateEvents)]),
   );
+  const turns = [];
+  for (const [kind, workflowId] of [
+    ['refused call', 'history-refused'],
+    ['read', 'history-read'],
+    ['reversible_write', 'history-reversible_write'],
+    ['irreversible_write, approved', 'history-irreversible_write'],
+  ]) {
+    turns.push({ kind, ...(await turnBytes(context, workflowId)) });
+  }
+  const perTurn = table(
+    ['turn (one call, then the answer)', 'events', 'bytes (encoded)', 'patch markers', 'bytes of patch markers and TemporalChangeVersion'],
+    turns.map((turn) => [
+      turn.kind,
+      turn.events,
+      turn.bytes.toLocaleString('en-US'),
+      turn.patchMarkers,
+      turn.patchBytes.toLocaleString('en-US'),
+    ]),
+  );
   return {
     name: 'history-events',
     title: 'History events per tool call',
-    markdown: `${markdown}\n\nTollgate: a turn with one such call minus the same turn with a refused call; bare: one activity call (the irreversible one after a signal) minus an empty workflow. Target: a read adds no events over a bare activity.`,
-    data: { rows, tollgateBase: base.length, bareBase: bareBase.length },
+    markdown: `${markdown}\n\nTollgate: a turn with one such call minus the same turn with a refused call; bare: one activity call (the irreversible one after a signal) minus an empty workflow. Target: a read adds no events over a bare activity.\n\n${perTurn}\n\nWhole turns: every event of the turn, encoded as the server stores it. Workflow changes ship as new worker builds (Worker Versioning), so a turn records no patch marker.`,
+    data: { rows, turns, tollgateBase: base.length, bareBase: bareBase.length },
   };
 }

@@ -2,26 +2,10 @@ import { TimeoutType } from '@temporalio/common';
 import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
 import type { BoundaryResult } from '../../common/activity-types';
 import { ERROR_CODES, type ErrorCode } from '../../common/codes';
-import type { ToolResult } from '../../common/types';
 
-/** The shape `runTool` returned before BoundaryResult: the result's fields with `attempt` beside them. Histories recorded then still hold it. */
-interface LegacyRunToolResult extends ToolResult {
-  attempt: number;
-  originalSize: number;
-  truncated: boolean;
-}
-
-/** Reads what `runTool` returned, in today's shape or in the one recorded by older workers. */
-export function readBoundaryResult(raw: BoundaryResult | LegacyRunToolResult): BoundaryResult {
-  if ('result' in raw && raw.result && typeof raw.result === 'object') return raw;
-  const { attempt, originalSize, truncated, ...result } = raw as LegacyRunToolResult;
-  return { result, executions: attempt, originalSize, truncated };
-}
-
-/** How often the handler ran, from the details of a failure `runTool` threw (today's shape or the older `{ attempt }`). */
+/** How often the handler ran, from the details of a failure `runTool` threw (a BoundaryResult). */
 export function executionsFromDetails(details: unknown): number | undefined {
-  const first = (details as Array<{ executions?: number; attempt?: number }> | undefined)?.[0];
-  return first?.executions ?? first?.attempt;
+  return (details as Array<Partial<BoundaryResult>> | undefined)?.[0]?.executions;
 }
 
 /** A stable code for a failure type, `tool_failure` for anything unknown. */

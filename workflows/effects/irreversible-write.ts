@@ -1,16 +1,10 @@
-import { condition, patched, sleep, workflowInfo } from '@temporalio/workflow';
+import { condition, sleep, workflowInfo } from '@temporalio/workflow';
 import type { BoundaryResult } from '../../common/activity-types';
 import { BoundaryResults } from '../../common/boundary-results';
-import { askPatchesBeforeLookup, leaseWait, releaseNotApplied, resolveUnknown } from '../resolutions';
-import { interruption, neverStarted, readBoundaryResult } from './activity-results';
+import { leaseWait, releaseNotApplied, resolveUnknown } from '../resolutions';
+import { interruption, neverStarted } from './activity-results';
 import { runToolInput, type EffectContext, type EffectStrategy, type RunnableCall } from './effect-strategy';
 import { lookupActivity, writeActivity } from './write-activities';
-
-/**
- * Turns recorded before this patch gave the model `outcome_unknown` as soon as an approved call was
- * cut off; every turn since looks its status up first (the tool's own check, else the store).
- */
-export const RECONCILE_IRREVERSIBLE_PATCH = 'reconcile-irreversible-after-cut-off';
 
 /**
  * Waits for a human decision on the call; the result to give the model when it is not an approval,
@@ -86,8 +80,6 @@ function approvedCall({ call, approvals }: EffectContext): { runnable: RunnableC
  */
 async function reconcile(context: EffectContext, reason: string, executions: number): Promise<BoundaryResult | undefined> {
   const { taskId, call } = context;
-  if (!patched(RECONCILE_IRREVERSIBLE_PATCH)) return BoundaryResults.outcomeUnknown(reason, executions);
-  askPatchesBeforeLookup(context.resolutions);
   const lookup = () => lookupActivity(call)({ taskId, callId: call.callId, tool: call.tool, args: call.args });
   let status = await lookup();
   const wait = leaseWait(status, false);
@@ -130,7 +122,7 @@ export const irreversibleWriteStrategy: EffectStrategy = {
       const edited = (outcome: BoundaryResult): BoundaryResult => ({ ...asEdited(outcome), approvalWaitMs });
       let ran: BoundaryResult;
       try {
-        ran = readBoundaryResult(await writeActivity(runnable)(runToolInput({ taskId, call: runnable, allowedTools })));
+        ran = await writeActivity(runnable)(runToolInput({ taskId, call: runnable, allowedTools }));
       } catch (error) {
         if (neverStarted(error)) {
           const waited = `${policy.scheduleToStartMs! / 1000} s`;
@@ -146,7 +138,7 @@ export const irreversibleWriteStrategy: EffectStrategy = {
       }
       executions += ran.executions > 0 ? 1 : 0;
       // The boundary could not tell either (the intent held by another call, the store unreachable): reconciled the same way.
-      if (ran.result.code !== 'outcome_unknown' || !patched(RECONCILE_IRREVERSIBLE_PATCH)) return edited({ ...ran, executions });
+      if (ran.result.code !== 'outcome_unknown') return edited({ ...ran, executions });
       const reconciled = await reconcile({ ...context, call: runnable }, ran.result.message ?? `${call.tool}: outcome unknown`, executions);
       if (reconciled) return edited(reconciled);
       approvals.forget(call.callId);

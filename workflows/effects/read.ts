@@ -4,7 +4,7 @@ import { ACTIVITY_GRACE_MS } from '../../common/activity-types';
 import { BoundaryResults } from '../../common/boundary-results';
 import { NON_RETRYABLE_CODES } from '../../common/codes';
 import type { Activities } from '../../activities';
-import { executionsFromDetails, failureCode, readBoundaryResult } from './activity-results';
+import { executionsFromDetails, failureCode } from './activity-results';
 import { runToolInput, type EffectStrategy } from './effect-strategy';
 
 /**
@@ -27,7 +27,7 @@ export const readStrategy: EffectStrategy = {
       },
     });
     try {
-      return readBoundaryResult(await runTool(runToolInput({ taskId, call, allowedTools })));
+      return await runTool(runToolInput({ taskId, call, allowedTools }));
     } catch (error) {
       if (!(error instanceof ActivityFailure)) throw error;
       const exhausted = error.retryState === RetryState.MAXIMUM_ATTEMPTS_REACHED;

@@ -1,16 +1,9 @@
-import { patched, sleep } from '@temporalio/workflow';
+import { sleep } from '@temporalio/workflow';
 import { BoundaryResults } from '../../common/boundary-results';
-import { interruption, readBoundaryResult } from './activity-results';
+import { interruption } from './activity-results';
 import { runToolInput, type EffectStrategy } from './effect-strategy';
-import { askPatchesBeforeLookup, leaseWait, resolveUnknown } from '../resolutions';
+import { leaseWait, resolveUnknown } from '../resolutions';
 import { lookupActivity, writeActivity } from './write-activities';
-
-/**
- * Turns recorded before this patch looked the status up, then slept the backoff, then ran again; a
- * handler still applying after its timeout could then be run a second time. Every turn since
- * sleeps first and looks up after, so the lookup sees what the earlier attempt did meanwhile.
- */
-export const LOOKUP_AFTER_BACKOFF_PATCH = 'lookup-after-backoff';
 
 /** The backoff before round `round` (1 for the first retry). */
 function backoffMs(retry: { initialIntervalMs: number; backoffCoefficient: number; maximumIntervalMs: number }, round: number): number {
@@ -19,7 +12,8 @@ function backoffMs(retry: { initialIntervalMs: number; backoffCoefficient: numbe
 
 /**
  * `reversible_write`: a status lookup before every execution; applied → success from the receipt,
- * the handler not called; not applied → one execution; cut off → back off, then look up again;
+ * the handler not called; not applied → one execution; cut off → back off, then look up again (so
+ * the lookup sees what a handler still applying after its timeout did meanwhile);
  * cannot tell → a person's resolution under `outcomes.onUnknown: ask` (else `outcome_unknown`):
  * applied → success from their receipt; not applied → the intent given up, then a fresh lookup and
  * one more execution (a person's word counts where the lookup still cannot tell; applied still wins).
@@ -38,10 +32,7 @@ export const reversibleWriteStrategy: EffectStrategy = {
     let personSaysNotApplied = false;
     let waitedOutLease = false;
     for (let round = 0; ; round++) {
-      // A later round follows a write that failed or was cut off: its lookup may well be unable to tell.
-      if (round > 0) askPatchesBeforeLookup(resolutions);
-      const backoffFirst = round > 0 && patched(LOOKUP_AFTER_BACKOFF_PATCH);
-      if (backoffFirst) await sleep(backoffMs(policy.retry, round));
+      if (round > 0) await sleep(backoffMs(policy.retry, round));
       const status = await lookupStatus({ taskId, callId: call.callId, tool: call.tool, args: call.args });
       if (status.state === 'applied') return { ...BoundaryResults.fromReceipt(status.receipt, executions), statusLookup: status.state };
       const wait = leaseWait(status, waitedOutLease);
@@ -67,9 +58,8 @@ export const reversibleWriteStrategy: EffectStrategy = {
         });
         return { ...failure, statusLookup: status.state };
       }
-      if (round > 0 && !backoffFirst) await sleep(backoffMs(policy.retry, round));
       try {
-        const ran = readBoundaryResult(await runTool(runToolInput({ taskId, call, allowedTools })));
+        const ran = await runTool(runToolInput({ taskId, call, allowedTools }));
         executions += ran.executions > 0 ? 1 : 0;
         if (ran.result.status === 'error' && ran.result.retryable) {
           lastProblem = ran.result.message ?? ran.result.code ?? 'error';

@@ -1,31 +1,25 @@
 import type { LocalActivityOptions } from '@temporalio/common';
-import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import { ACTIVITY_GRACE_MS } from '../../common/activity-types';
 import type { RunnableCall } from './effect-strategy';
 
 /**
- * Turns recorded before this patch ran the status lookup as a regular activity; every turn since
- * runs it as a local activity (in the worker that runs the workflow task: one marker event and no
- * extra round trip through the server). Both paths stay so that older histories still replay.
+ * The status lookup of one call, a local activity (in the worker that runs the workflow task: one
+ * marker event and no round trip through the server). It only reads, so it may be retried freely.
  */
-export const STATUS_LOOKUP_LOCAL_PATCH = 'status-lookup-local-activity';
-
-/** The status lookup of one call: it only reads, so it may be retried freely. */
 export function lookupActivity(call: RunnableCall) {
   const options: LocalActivityOptions = {
     startToCloseTimeout: '30 seconds',
     summary: `status of ${call.summary ?? call.tool}`,
     retry: { maximumAttempts: 3, initialInterval: '200 ms', nonRetryableErrorTypes: ['invalid_arguments'] },
   };
-  return patched(STATUS_LOOKUP_LOCAL_PATCH)
-    ? proxyLocalActivities<Activities>(options).lookupStatus
-    : proxyActivities<Activities>(options).lookupStatus;
+  return proxyLocalActivities<Activities>(options).lookupStatus;
 }
 
 /**
  * The write activity: exactly one attempt; whatever cut it off is decided by the strategy, never by a
- * retry. An approved irreversible call also carries its schedule-to-start bound, when its policy has one.
+ * retry. An approved irreversible call also carries its schedule-to-start bound (its policy's).
  */
 export function writeActivity(call: RunnableCall) {
   const { scheduleToStartMs } = call.policy;
