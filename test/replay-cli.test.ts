@@ -28,7 +28,7 @@ function historyFiles(folder: string): string[] {
 }
 
 // A copy of the workflows beside the real ones (their relative imports still resolve), with one change:
-// the turn's first model step is scheduled before its settings are read, the other way round from the recorded turns.
+// a tool call is scheduled right after the turn's settings are read, where the recorded turns schedule their first model step.
 const changed = path.join(PROJECT_ROOT, `workflows-changed-${process.pid}`);
 afterAll(() => rmSync(changed, { recursive: true, force: true }));
 
@@ -60,13 +60,15 @@ describe('tollgate replay', () => {
       cpSync(path.join(PROJECT_ROOT, 'workflows'), changed, { recursive: true });
       const turnFile = path.join(changed, 'agent-turn.ts');
       const source = readFileSync(turnFile, 'utf8');
-      // The line that reads the turn's settings, whatever it destructures: the change puts a model step before it.
+      // The line that reads the turn's settings, whatever it destructures: the change puts a tool call after it.
       const settings = /^ {2}const \{ limits, [^\n]*\} = await settingsFor\(input\.limits\);\n/m.exec(source)?.[0];
       expect(settings, 'the settings line of workflows/agent-turn.ts').toBeDefined();
-      const early = "  await modelStep({ taskId: input.taskId, step: 0, messages: [{ role: 'user', content: input.prompt }] });\n";
-      writeFileSync(turnFile, source.replace(settings!, early + settings!));
+      const early =
+        "  await proxyActivities<Activities>({ startToCloseTimeout: '1 minute' }).runTool({ taskId, callId: 'early', tool: 'search_local_sources', args: { query: prompt } });\n";
+      writeFileSync(turnFile, source.replace(settings!, settings! + early));
       const { code, stdout } = await tollgate(['replay', '--workflows', changed, RECORDED_HISTORY]);
       expect(stdout).toMatch(new RegExp(`^BREAKS +${RECORDED_HISTORY.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(.+\\): .*modelStep`, 'm'));
+      expect(stdout).toContain("'runTool'");
       expect(stdout).toContain('1 history(ies) replayed: 0 replay, 1 would break.');
       expect(code).toBe(1);
 
