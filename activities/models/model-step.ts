@@ -1,4 +1,4 @@
-import type { LanguageModelV3, LanguageModelV3FunctionTool, LanguageModelV3Usage } from '@ai-sdk/provider';
+import type { LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4Usage } from '@ai-sdk/provider';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { z } from 'zod';
 import { toMilliseconds } from '../../common/duration';
@@ -83,7 +83,7 @@ function interrupted(message: string, progress: StreamProgress): ApplicationFail
 
 /** The model a step runs on, and the output cap its config entry sets. */
 interface ResolvedModel {
-  model: LanguageModelV3;
+  model: LanguageModelV4;
   maxOutputTokens?: number;
   /** False when the entry asks for the whole reply at once (`stream: false`). */
   stream: boolean;
@@ -92,7 +92,7 @@ interface ResolvedModel {
 function resolveModel(
   selection: ModelSelection | undefined,
   config: TollgateConfig,
-  models: Map<string, { model: LanguageModelV3; entry?: ModelEntry }>,
+  models: Map<string, { model: LanguageModelV4; entry?: ModelEntry }>,
 ): ResolvedModel {
   const chosen = selection ?? config.model.default;
   if (typeof chosen === 'string') {
@@ -119,14 +119,14 @@ function resolveModel(
   return { model: scriptedModel(parsed.data), stream: true };
 }
 
-function totalUsage(usage: LanguageModelV3Usage | undefined): Usage {
+function totalUsage(usage: LanguageModelV4Usage | undefined): Usage {
   return { inputTokens: usage?.inputTokens.total ?? 0, outputTokens: usage?.outputTokens.total ?? 0 };
 }
 
 /** Reports one attempt to the worker's metrics, from its end (success or failure). */
 function observe(
   telemetry: ActivityTelemetry,
-  { model, usage, startedAt, firstChunkAt }: { model: string; usage?: LanguageModelV3Usage; startedAt: number; firstChunkAt?: number },
+  { model, usage, startedAt, firstChunkAt }: { model: string; usage?: LanguageModelV4Usage; startedAt: number; firstChunkAt?: number },
 ): void {
   const { inputTokens, outputTokens } = totalUsage(usage);
   telemetry.observeModelStep({
@@ -157,7 +157,7 @@ export function createModelStep({
 }: {
   registry: ToolRegistry;
   config: TollgateConfig;
-  models: Map<string, { model: LanguageModelV3; entry?: ModelEntry }>;
+  models: Map<string, { model: LanguageModelV4; entry?: ModelEntry }>;
   /** The worker's redaction pass: applied to the live text, the step's text, summaries, shown arguments, refusals, failures and spans. */
   redactor?: Redactor;
   /** The worker's tracer and metrics: one `chat <model>` span and one observation per attempt. */
@@ -186,7 +186,7 @@ function streamStep({
 }: {
   registry: ToolRegistry;
   config: TollgateConfig;
-  models: Map<string, { model: LanguageModelV3; entry?: ModelEntry }>;
+  models: Map<string, { model: LanguageModelV4; entry?: ModelEntry }>;
   redactor: Redactor;
   telemetry: ActivityTelemetry;
   maxRetryDelayMs: number;
@@ -201,14 +201,14 @@ function streamStep({
       );
     }
     const { model, maxOutputTokens, stream: streaming } = resolveModel(input.model, config, models);
-    const tools: LanguageModelV3FunctionTool[] = registry
+    const tools: LanguageModelV4FunctionTool[] = registry
       .list()
       .filter((tool) => !input.allowedTools || input.allowedTools.includes(tool.name))
       .map((tool) => ({
         type: 'function',
         name: tool.name,
         description: tool.description,
-        inputSchema: toolJsonSchema(tool) as LanguageModelV3FunctionTool['inputSchema'],
+        inputSchema: toolJsonSchema(tool) as LanguageModelV4FunctionTool['inputSchema'],
       }));
 
     const progress: StreamProgress = { chunks: 0, text: '' };
@@ -235,7 +235,7 @@ function streamStep({
     };
     const keepAlive = setInterval(beats.now, KEEP_ALIVE_MS);
     const requested: Array<{ toolName: string; input: string }> = [];
-    let usage: LanguageModelV3Usage | undefined;
+    let usage: LanguageModelV4Usage | undefined;
     let finishReason: string | undefined;
     let responseModel: string | undefined;
     try {
