@@ -15,7 +15,7 @@ import { argsDigest } from '../../tools/canonical-json';
 import { checkToolCall, shownArguments } from '../boundary/check-tool-call';
 import { redactorForConfig, type Redactor } from '../../hardened/redact';
 import { redactFailure } from '../../hardened/redact-failure';
-import { classifyModelError } from './model-errors';
+import { classifyModelError, IncompleteStreamError } from './model-errors';
 import { endChatSpan, NO_TELEMETRY, startChatSpan, type ActivityTelemetry } from '../activity-telemetry';
 import { toModelPrompt } from './model-prompt';
 import { scriptedModel } from './language-model';
@@ -143,10 +143,11 @@ function observe(
  * and passes each tool call it asks for through the boundary's checks (known tool, allowed for the
  * task, valid JSON and valid arguments), so the workflow only ever schedules calls that may run.
  *
- * The retry rule: 429, 529, 5xx and connection errors are retried only while no chunk has gone
- * out in this step; Retry-After sets the next delay, capped by `model.maxRetryDelay`. Once a chunk
- * went out, a failure is final (`stream_interrupted`), and that fact survives a worker crash
- * because it is in the heartbeat details the next attempt reads.
+ * The retry rule: 429, 529, 5xx and connection errors, and a stream that ends without the
+ * provider's completion signal, are retried only while no chunk has gone out in this step;
+ * Retry-After sets the next delay, capped by `model.maxRetryDelay`. Once a chunk went out, a
+ * failure is final (`stream_interrupted`), and that fact survives a worker crash because it is in
+ * the heartbeat details the next attempt reads.
  */
 export function createModelStep({
   registry,
@@ -258,8 +259,11 @@ function streamStep({
         finishReason = reply.finishReason.unified;
         responseModel = reply.response?.modelId;
         firstChunkAt = performance.now();
+        // A whole reply the provider marks interrupted was cut short too (and, with no chunk out, is asked again).
+        if (finishReason === 'interrupted') throw new IncompleteStreamError();
       }
       const { stream } = streaming ? await model.doStream(options) : { stream: [] };
+      let finished = !streaming;
       for await (const part of stream) {
         if (part.type === 'text-delta') {
           if (part.delta === '') continue;
@@ -272,9 +276,14 @@ function streamStep({
         } else if (part.type === 'finish') {
           usage = part.usage;
           finishReason = part.finishReason.unified;
+          finished = true;
+          // The provider saw the answer end without its completion signal: the reply may be cut short, so the stream broke.
+          if (finishReason === 'interrupted') throw new IncompleteStreamError();
         } else if (part.type === 'response-metadata') responseModel = part.modelId ?? responseModel;
         else if (part.type === 'error') throw part.error;
       }
+      // A stream that closes with no finish part at all is cut short the same way.
+      if (!finished) throw new IncompleteStreamError();
       beats.flush();
     } catch (error) {
       const failure = classifyModelError(error);
