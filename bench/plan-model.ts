@@ -1,4 +1,4 @@
-// The bare agent loop's model step for the peer benchmark: one AI SDK 6 call through the
+// The bare agent loop's model step for the peer benchmark: one AI SDK 7 call through the
 // openai-compatible provider to the loopback model server, offering the plan's three tools without
 // `execute`, so that the step returns the calls the model asks for and the workflow runs them.
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';

@@ -1,4 +1,4 @@
-import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import type { LanguageModelV4, LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -71,8 +71,8 @@ function isValid(tool: string, args: unknown): boolean {
 }
 
 /** A model that streams one tool call whose input is exactly the given text, JSON or not. */
-function rawToolCallModel(toolName: string, input: string): LanguageModelV3 {
-  const parts: LanguageModelV3StreamPart[] = [
+function rawToolCallModel(toolName: string, input: string): LanguageModelV4 {
+  const parts: LanguageModelV4StreamPart[] = [
     { type: 'stream-start', warnings: [] },
     { type: 'tool-call', toolCallId: 't1', toolName, input },
     {
@@ -85,7 +85,7 @@ function rawToolCallModel(toolName: string, input: string): LanguageModelV3 {
     },
   ];
   return {
-    specificationVersion: 'v3',
+    specificationVersion: 'v4',
     provider: 'fuzz',
     modelId: 'fuzz',
     supportedUrls: {},

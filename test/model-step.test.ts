@@ -166,6 +166,30 @@ describe('modelStep with AI SDK providers', () => {
     expect(provider.requests.length - before).toBe(1);
   });
 
+  it('takes a stream that closes cleanly without its completion signal as broken, never as a whole reply', async () => {
+    const before = provider.requests.length;
+    const incomplete = "the model provider's answer ended without its completion signal";
+    // OpenAI: three text deltas, then the response ends with no finish_reason and no [DONE] (finish reason interrupted).
+    provider.enqueue({ kind: 'stream', events: openaiStream.text(['one ', 'two ', 'three ', 'four']).slice(0, 4) });
+    const cut = await failure('gpt');
+    expect(cut).toMatchObject({ type: 'stream_interrupted', nonRetryable: true });
+    expect(cut.message).toContain(`after 3 chunks had gone out; not replayed: ${incomplete}`);
+    expect(cut.details).toEqual([{ chunks: 3, text: 'one two three ' }]);
+    // Anthropic: two text deltas and no message_delta or message_stop.
+    provider.enqueue({ kind: 'stream', events: anthropicStream.text(['one ', 'two ', 'three']).slice(0, 4) });
+    await expect(failure('claude')).resolves.toMatchObject({
+      type: 'stream_interrupted',
+      message: expect.stringContaining('after 2 chunks'),
+    });
+    // Before any chunk went out the step may be asked again: OpenAI's opening delta alone, and Anthropic's
+    // message_start alone (its stream then has no finish part at all).
+    provider.enqueue({ kind: 'stream', events: openaiStream.text(['never sent']).slice(0, 1) });
+    await expect(failure('gpt')).resolves.toMatchObject({ type: 'model_unavailable', nonRetryable: false, message: incomplete });
+    provider.enqueue({ kind: 'stream', events: anthropicStream.text(['never sent']).slice(0, 1) });
+    await expect(failure('claude')).resolves.toMatchObject({ type: 'model_unavailable', nonRetryable: false, message: incomplete });
+    expect(provider.requests.length - before).toBe(4);
+  });
+
   it('asks a model configured stream: false for the whole reply at once: text, tool calls and usage, no live text', async () => {
     const before = provider.requests.length;
     provider.enqueue(

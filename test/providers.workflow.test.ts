@@ -1,4 +1,4 @@
-import { createGoogleGenerativeAI } from '@ai-sdk/google';
+import { createGoogle } from '@ai-sdk/google';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../activities';
@@ -114,7 +114,7 @@ describe('models built in code', () => {
     const base = testConfig();
     const config = { ...base, temporal: { ...base.temporal, taskQueue } };
     const store = openSqliteStore(':memory:');
-    const coded = createGoogleGenerativeAI({ apiKey: 'coded-key', baseURL: provider.baseURL })('gemini-test');
+    const coded = createGoogle({ apiKey: 'coded-key', baseURL: provider.baseURL })('gemini-test');
     const worker = await createWorker({ config, connection: env.nativeConnection, store, models: { coded }, workflowBundle });
     const before = provider.requests.length;
     provider.enqueue({ kind: 'stream', events: geminiStream.text(['From ', 'code.']) });
@@ -130,16 +130,16 @@ describe('models built in code', () => {
     expect(provider.requests[before].headers['x-goog-api-key']).toBe('coded-key');
   });
 
-  it('refuses a code model whose name the config already has, and one that is not a v3 language model', () => {
+  it('refuses a code model whose name the config already has, and one that is not a v4 language model', () => {
     const config = testConfig();
     const store = openSqliteStore(':memory:');
-    const coded = createGoogleGenerativeAI({ apiKey: 'k', baseURL: provider.baseURL })('gemini-test');
+    const coded = createGoogle({ apiKey: 'k', baseURL: provider.baseURL })('gemini-test');
     expect(() => createActivities({ config, store, models: { scripted: coded } })).toThrow(
       `model "scripted" is both in the config's model list and among the models built in code`,
     );
-    const old = { ...coded, specificationVersion: 'v2', doStream: coded.doStream };
+    const old = { ...coded, specificationVersion: 'v3', doStream: coded.doStream };
     expect(() => createActivities({ config, store, models: { old: old as unknown as typeof coded } })).toThrow(
-      'createWorker({ models }): model "old": its specificationVersion is v2; Tollgate takes v3 models (AI SDK 6 providers)',
+      'createWorker({ models }): model "old": its specificationVersion is v3; Tollgate takes v4 models (AI SDK 7 providers)',
     );
   });
 });

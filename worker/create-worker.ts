@@ -76,7 +76,7 @@ export interface CreateWorkerOptions {
   /** Replaces the store the config names; the caller then closes it. */
   store?: IdempotencyStore;
   /**
-   * AI SDK language models built in code (specification v3), by the name a turn selects them with,
+   * AI SDK language models built in code (specification v4), by the name a turn selects them with,
    * next to the config's `model.models` (a name may not be in both).
    */
   models?: CodeModels;

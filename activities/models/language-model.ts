@@ -1,7 +1,7 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import type { LanguageModelV3 } from '@ai-sdk/provider';
+import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { ScriptStep } from '../../common/types';
@@ -18,18 +18,22 @@ export interface ModelEnvironment {
   projectRoot?: string;
 }
 
-/** Models built in code (any AI SDK LanguageModel of specification v3), by the name a turn selects them with. */
-export type CodeModels = Record<string, LanguageModelV3>;
+/** Models built in code (any AI SDK LanguageModel of specification v4), by the name a turn selects them with. */
+export type CodeModels = Record<string, LanguageModelV4>;
 
 /** A configured or code-built model, and its config entry when it has one. */
 export interface AvailableModel {
-  model: LanguageModelV3;
+  model: LanguageModelV4;
   entry?: ModelEntry;
 }
 
 type ProviderFactory = (options: Record<string, unknown>) => unknown;
 
-/** The factory of an AI SDK provider package: the export the entry names, or the package's one `create...` function. */
+/**
+ * The factory of an AI SDK provider package: the export the entry names, or the package's one
+ * `create...` function. Names that export the same function (a deprecated alias such as
+ * `createGoogleGenerativeAI` beside `createGoogle`) count as one factory.
+ */
 function providerFactory(entryName: string, entry: PackageModelEntry, root: string): ProviderFactory {
   const where = `model "${entryName}" (provider ${entry.provider})`;
   let loaded: Record<string, unknown>;
@@ -38,7 +42,8 @@ function providerFactory(entryName: string, entry: PackageModelEntry, root: stri
   } catch (error) {
     throw new ConfigError(`${where}: the package cannot be loaded (${(error as Error).message.split('\n')[0]}); is it installed?`);
   }
-  const factories = Object.keys(loaded).filter((name) => /^create[A-Z]/.test(name) && typeof loaded[name] === 'function');
+  const creators = Object.keys(loaded).filter((name) => /^create[A-Z]/.test(name) && typeof loaded[name] === 'function');
+  const factories = creators.filter((name, index) => creators.findIndex((other) => loaded[other] === loaded[name]) === index);
   const name = entry.factory ?? (factories.length === 1 ? factories[0] : undefined);
   if (!name) {
     const found = factories.length === 0 ? 'none' : factories.join(', ');
@@ -48,18 +53,18 @@ function providerFactory(entryName: string, entry: PackageModelEntry, root: stri
   return loaded[name] as ProviderFactory;
 }
 
-/** Checks that a value is an AI SDK language model Tollgate can stream from (specification v3, as the AI SDK 6 providers build). */
-export function checkLanguageModel(value: unknown, where: string): LanguageModelV3 {
-  const model = value as Partial<LanguageModelV3> | undefined;
+/** Checks that a value is an AI SDK language model Tollgate can stream from (specification v4, as the AI SDK 7 providers build). */
+export function checkLanguageModel(value: unknown, where: string): LanguageModelV4 {
+  const model = value as Partial<LanguageModelV4> | undefined;
   if (!model || typeof model !== 'object' || typeof model.doStream !== 'function') {
     throw new ConfigError(`${where}: not an AI SDK language model (it has no doStream)`);
   }
-  if (model.specificationVersion !== 'v3') {
+  if (model.specificationVersion !== 'v4') {
     throw new ConfigError(
-      `${where}: its specificationVersion is ${String(model.specificationVersion)}; Tollgate takes v3 models (AI SDK 6 providers)`,
+      `${where}: its specificationVersion is ${String(model.specificationVersion)}; Tollgate takes v4 models (AI SDK 7 providers)`,
     );
   }
-  return model as LanguageModelV3;
+  return model as LanguageModelV4;
 }
 
 /** A model of an AI SDK provider package: factory(options + key + fetch), then the provider's language model by id. */
@@ -86,7 +91,7 @@ function apiKey(name: string, entryName: string, env: NodeJS.ProcessEnv): string
 }
 
 /** A configured model behind the AI SDK's provider interface; none of them retries by itself (Tollgate's rule decides). */
-export function createLanguageModel(entryName: string, entry: ModelEntry, environment: ModelEnvironment = {}): LanguageModelV3 {
+export function createLanguageModel(entryName: string, entry: ModelEntry, environment: ModelEnvironment = {}): LanguageModelV4 {
   if (!isBuiltIn(entry)) return packageModel(entryName, entry, environment);
   const { env = process.env, fetch } = environment;
   switch (entry.provider) {
@@ -108,7 +113,7 @@ export function createLanguageModel(entryName: string, entry: ModelEntry, enviro
 }
 
 /** A scripted model playing exactly these steps, or its built-in plan. */
-export function scriptedModel(script?: ScriptStep[]): LanguageModelV3 {
+export function scriptedModel(script?: ScriptStep[]): LanguageModelV4 {
   return new ScriptedLanguageModel(script);
 }
 

@@ -14,6 +14,20 @@ const CONNECTION_CODES = new Set([
   'UND_ERR_HEADERS_TIMEOUT',
 ]);
 
+/**
+ * A reply that ended without the provider's completion signal (the finish reason `interrupted`, or
+ * a stream with no finish part: the connection closed cleanly before the provider's last event),
+ * so it may be cut short. It is a transient fault like a broken connection: what a step does with
+ * it depends on whether a chunk went out (the model step's rule).
+ */
+export class IncompleteStreamError extends Error {
+  override readonly name = 'IncompleteStreamError';
+
+  constructor() {
+    super("the model provider's answer ended without its completion signal");
+  }
+}
+
 /** How a failed model call may be retried: whether at all, and after how long the provider asked. */
 export interface ModelFailure {
   retryable: boolean;
@@ -58,8 +72,9 @@ function tooLarge(error: unknown): BodyTooLargeError | undefined {
 
 /**
  * Sorts a model-call failure: 408/409/425/429/5xx/529 and connection errors may be retried, the
- * rest not. An answer cut at `maxResponseBytes` is transient too: what a step does with it depends
- * on whether a chunk went out (the model step's rule).
+ * rest not. An answer cut at `maxResponseBytes`, and one that ended without the provider's
+ * completion signal, are transient too: what a step does with them depends on whether a chunk went
+ * out (the model step's rule).
  */
 export function classifyModelError(error: unknown): ModelFailure {
   const capped = tooLarge(error);
@@ -69,6 +84,7 @@ export function classifyModelError(error: unknown): ModelFailure {
       message: `the model provider's answer passed ${capped.maxBytes} bytes (maxResponseBytes); the rest was not read`,
     };
   }
+  if (error instanceof IncompleteStreamError) return { retryable: true, message: error.message };
   if (APICallError.isInstance(error)) {
     const status = error.statusCode;
     const cause = systemCode(error.cause);

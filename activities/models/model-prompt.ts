@@ -1,4 +1,4 @@
-import type { JSONValue, LanguageModelV3Prompt } from '@ai-sdk/provider';
+import type { JSONValue, LanguageModelV4Prompt } from '@ai-sdk/provider';
 import { describeReference, isArgumentsReference } from '../../common/call-arguments';
 import type { ToolCallRequest, ToolResult, TurnMessage } from '../../common/types';
 
@@ -19,8 +19,8 @@ function toolInput(call: ToolCallRequest): unknown {
 }
 
 /** A turn's messages in the AI SDK's provider prompt format. */
-export function toModelPrompt(messages: TurnMessage[]): LanguageModelV3Prompt {
-  const prompt: LanguageModelV3Prompt = [{ role: 'system', content: SYSTEM_MESSAGE }];
+export function toModelPrompt(messages: TurnMessage[]): LanguageModelV4Prompt {
+  const prompt: LanguageModelV4Prompt = [{ role: 'system', content: SYSTEM_MESSAGE }];
   for (const message of messages) {
     if (message.role === 'user') prompt.push({ role: 'user', content: [{ type: 'text', text: message.content }] });
     else if (message.role === 'assistant') {
@@ -47,7 +47,7 @@ export function toModelPrompt(messages: TurnMessage[]): LanguageModelV3Prompt {
 }
 
 /** The turn's messages back from a provider prompt (what the scripted model reads). */
-export function fromModelPrompt(prompt: LanguageModelV3Prompt): TurnMessage[] {
+export function fromModelPrompt(prompt: LanguageModelV4Prompt): TurnMessage[] {
   const messages: TurnMessage[] = [];
   for (const message of prompt) {
     if (message.role === 'system') continue;

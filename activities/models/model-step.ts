@@ -1,4 +1,4 @@
-import type { LanguageModelV3, LanguageModelV3FunctionTool, LanguageModelV3Usage } from '@ai-sdk/provider';
+import type { LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4Usage } from '@ai-sdk/provider';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { z } from 'zod';
 import { toMilliseconds } from '../../common/duration';
@@ -15,7 +15,7 @@ import { argsDigest } from '../../tools/canonical-json';
 import { checkToolCall, shownArguments } from '../boundary/check-tool-call';
 import { redactorForConfig, type Redactor } from '../../hardened/redact';
 import { redactFailure } from '../../hardened/redact-failure';
-import { classifyModelError } from './model-errors';
+import { classifyModelError, IncompleteStreamError } from './model-errors';
 import { endChatSpan, NO_TELEMETRY, startChatSpan, type ActivityTelemetry } from '../activity-telemetry';
 import { toModelPrompt } from './model-prompt';
 import { scriptedModel } from './language-model';
@@ -83,7 +83,7 @@ function interrupted(message: string, progress: StreamProgress): ApplicationFail
 
 /** The model a step runs on, and the output cap its config entry sets. */
 interface ResolvedModel {
-  model: LanguageModelV3;
+  model: LanguageModelV4;
   maxOutputTokens?: number;
   /** False when the entry asks for the whole reply at once (`stream: false`). */
   stream: boolean;
@@ -92,7 +92,7 @@ interface ResolvedModel {
 function resolveModel(
   selection: ModelSelection | undefined,
   config: TollgateConfig,
-  models: Map<string, { model: LanguageModelV3; entry?: ModelEntry }>,
+  models: Map<string, { model: LanguageModelV4; entry?: ModelEntry }>,
 ): ResolvedModel {
   const chosen = selection ?? config.model.default;
   if (typeof chosen === 'string') {
@@ -119,14 +119,14 @@ function resolveModel(
   return { model: scriptedModel(parsed.data), stream: true };
 }
 
-function totalUsage(usage: LanguageModelV3Usage | undefined): Usage {
+function totalUsage(usage: LanguageModelV4Usage | undefined): Usage {
   return { inputTokens: usage?.inputTokens.total ?? 0, outputTokens: usage?.outputTokens.total ?? 0 };
 }
 
 /** Reports one attempt to the worker's metrics, from its end (success or failure). */
 function observe(
   telemetry: ActivityTelemetry,
-  { model, usage, startedAt, firstChunkAt }: { model: string; usage?: LanguageModelV3Usage; startedAt: number; firstChunkAt?: number },
+  { model, usage, startedAt, firstChunkAt }: { model: string; usage?: LanguageModelV4Usage; startedAt: number; firstChunkAt?: number },
 ): void {
   const { inputTokens, outputTokens } = totalUsage(usage);
   telemetry.observeModelStep({
@@ -143,10 +143,11 @@ function observe(
  * and passes each tool call it asks for through the boundary's checks (known tool, allowed for the
  * task, valid JSON and valid arguments), so the workflow only ever schedules calls that may run.
  *
- * The retry rule: 429, 529, 5xx and connection errors are retried only while no chunk has gone
- * out in this step; Retry-After sets the next delay, capped by `model.maxRetryDelay`. Once a chunk
- * went out, a failure is final (`stream_interrupted`), and that fact survives a worker crash
- * because it is in the heartbeat details the next attempt reads.
+ * The retry rule: 429, 529, 5xx and connection errors, and a stream that ends without the
+ * provider's completion signal, are retried only while no chunk has gone out in this step;
+ * Retry-After sets the next delay, capped by `model.maxRetryDelay`. Once a chunk went out, a
+ * failure is final (`stream_interrupted`), and that fact survives a worker crash because it is in
+ * the heartbeat details the next attempt reads.
  */
 export function createModelStep({
   registry,
@@ -157,7 +158,7 @@ export function createModelStep({
 }: {
   registry: ToolRegistry;
   config: TollgateConfig;
-  models: Map<string, { model: LanguageModelV3; entry?: ModelEntry }>;
+  models: Map<string, { model: LanguageModelV4; entry?: ModelEntry }>;
   /** The worker's redaction pass: applied to the live text, the step's text, summaries, shown arguments, refusals, failures and spans. */
   redactor?: Redactor;
   /** The worker's tracer and metrics: one `chat <model>` span and one observation per attempt. */
@@ -186,7 +187,7 @@ function streamStep({
 }: {
   registry: ToolRegistry;
   config: TollgateConfig;
-  models: Map<string, { model: LanguageModelV3; entry?: ModelEntry }>;
+  models: Map<string, { model: LanguageModelV4; entry?: ModelEntry }>;
   redactor: Redactor;
   telemetry: ActivityTelemetry;
   maxRetryDelayMs: number;
@@ -201,14 +202,14 @@ function streamStep({
       );
     }
     const { model, maxOutputTokens, stream: streaming } = resolveModel(input.model, config, models);
-    const tools: LanguageModelV3FunctionTool[] = registry
+    const tools: LanguageModelV4FunctionTool[] = registry
       .list()
       .filter((tool) => !input.allowedTools || input.allowedTools.includes(tool.name))
       .map((tool) => ({
         type: 'function',
         name: tool.name,
         description: tool.description,
-        inputSchema: toolJsonSchema(tool) as LanguageModelV3FunctionTool['inputSchema'],
+        inputSchema: toolJsonSchema(tool) as LanguageModelV4FunctionTool['inputSchema'],
       }));
 
     const progress: StreamProgress = { chunks: 0, text: '' };
@@ -235,7 +236,7 @@ function streamStep({
     };
     const keepAlive = setInterval(beats.now, KEEP_ALIVE_MS);
     const requested: Array<{ toolName: string; input: string }> = [];
-    let usage: LanguageModelV3Usage | undefined;
+    let usage: LanguageModelV4Usage | undefined;
     let finishReason: string | undefined;
     let responseModel: string | undefined;
     try {
@@ -258,8 +259,11 @@ function streamStep({
         finishReason = reply.finishReason.unified;
         responseModel = reply.response?.modelId;
         firstChunkAt = performance.now();
+        // A whole reply the provider marks interrupted was cut short too (and, with no chunk out, is asked again).
+        if (finishReason === 'interrupted') throw new IncompleteStreamError();
       }
       const { stream } = streaming ? await model.doStream(options) : { stream: [] };
+      let finished = !streaming;
       for await (const part of stream) {
         if (part.type === 'text-delta') {
           if (part.delta === '') continue;
@@ -272,9 +276,14 @@ function streamStep({
         } else if (part.type === 'finish') {
           usage = part.usage;
           finishReason = part.finishReason.unified;
+          finished = true;
+          // The provider saw the answer end without its completion signal: the reply may be cut short, so the stream broke.
+          if (finishReason === 'interrupted') throw new IncompleteStreamError();
         } else if (part.type === 'response-metadata') responseModel = part.modelId ?? responseModel;
         else if (part.type === 'error') throw part.error;
       }
+      // A stream that closes with no finish part at all is cut short the same way.
+      if (!finished) throw new IncompleteStreamError();
       beats.flush();
     } catch (error) {
       const failure = classifyModelError(error);

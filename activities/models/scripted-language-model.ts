@@ -1,4 +1,4 @@
-import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
+import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart, LanguageModelV4Usage } from '@ai-sdk/provider';
 import type { ScriptStep } from '../../common/types';
 import { playScriptedModel } from './scripted-plan';
 import { fromModelPrompt } from './model-prompt';
@@ -7,7 +7,7 @@ function wordCount(text: string): number {
   return text.split(/\s+/).filter(Boolean).length;
 }
 
-function usage(input: number, output: number): LanguageModelV3Usage {
+function usage(input: number, output: number): LanguageModelV4Usage {
   return {
     inputTokens: { total: input, noCache: input, cacheRead: undefined, cacheWrite: undefined },
     outputTokens: { total: output, text: output, reasoning: undefined },
@@ -19,15 +19,15 @@ function usage(input: number, output: number): LanguageModelV3Usage {
  * model, plays its script (or the built-in plan) and streams the reply as text deltas and tool
  * calls. It counts words as tokens.
  */
-export class ScriptedLanguageModel implements LanguageModelV3 {
-  readonly specificationVersion = 'v3';
+export class ScriptedLanguageModel implements LanguageModelV4 {
+  readonly specificationVersion = 'v4';
   readonly provider = 'tollgate';
   readonly modelId = 'scripted';
   readonly supportedUrls = {};
 
   constructor(private readonly script?: ScriptStep[]) {}
 
-  private reply(options: LanguageModelV3CallOptions) {
+  private reply(options: LanguageModelV4CallOptions) {
     const messages = fromModelPrompt(options.prompt);
     const taskId = String((options.providerOptions?.tollgate as { taskId?: unknown } | undefined)?.taskId ?? '');
     const prompt = messages.filter((message) => message.role === 'user').at(-1);
@@ -44,7 +44,7 @@ export class ScriptedLanguageModel implements LanguageModelV3 {
     return { reply, usage: usage(inputWords, outputWords) };
   }
 
-  async doGenerate(options: LanguageModelV3CallOptions): Promise<Awaited<ReturnType<LanguageModelV3['doGenerate']>>> {
+  async doGenerate(options: LanguageModelV4CallOptions): Promise<Awaited<ReturnType<LanguageModelV4['doGenerate']>>> {
     const { reply, usage: counted } = this.reply(options);
     return {
       content: [
@@ -62,9 +62,9 @@ export class ScriptedLanguageModel implements LanguageModelV3 {
     };
   }
 
-  async doStream(options: LanguageModelV3CallOptions): Promise<Awaited<ReturnType<LanguageModelV3['doStream']>>> {
+  async doStream(options: LanguageModelV4CallOptions): Promise<Awaited<ReturnType<LanguageModelV4['doStream']>>> {
     const { reply, usage: counted } = this.reply(options);
-    const parts: LanguageModelV3StreamPart[] = [{ type: 'stream-start', warnings: [] }];
+    const parts: LanguageModelV4StreamPart[] = [{ type: 'stream-start', warnings: [] }];
     if (reply.text) {
       parts.push({ type: 'text-start', id: 'text-0' });
       for (const piece of reply.text.match(/\S+\s*|\s+/g) ?? []) parts.push({ type: 'text-delta', id: 'text-0', delta: piece });
