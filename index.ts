@@ -20,7 +20,7 @@ export { builtInTools } from './tools/built-in';
 
 // Running workers
 /** Builds and runs a worker with the configured tools, models and idempotency store; closes what it opened. */
-export { createWorker, TollgateWorker, type CreateWorkerOptions } from './worker/create-worker';
+export { createWorker, TollgateWorker, type CreateWorkerOptions, type WorkflowCodeSource } from './worker/create-worker';
 /** AI SDK language models built in code, by name, as `createWorker({ models })` takes them. */
 export type { CodeModels } from './activities/models/language-model';
 /** Installs the process's Temporal runtime with its Prometheus exporter; its URL goes to `createWorker({ coreMetricsUrl })`. */

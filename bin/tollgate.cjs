@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The `tollgate` command, runnable from any folder once the project is installed (npm link, or npx).
+// The `tollgate` command, runnable from any folder once Tollgate is installed (a dependency, npm link, or npx).
 // On a Node.js older than the oldest supported line it runs on the pinned one `npm run setup`
 // installed into .tollgate/node, whose build of the native addons it needs.
 const path = require('node:path');
@@ -23,5 +23,12 @@ if (Number(process.versions.node.split('.')[0]) < oldest) {
   });
   process.exit(again.status ?? 1);
 }
-require('tsx/cjs/api').register();
-require('../client/cli.ts');
+// The built package runs its JavaScript; a source checkout (where client/cli.ts is) runs its
+// sources through the development loader, so that what runs is what was just edited.
+const source = path.join(root, 'client', 'cli.ts');
+if (existsSync(source)) {
+  require('tsx/cjs/api').register();
+  require(source);
+} else {
+  require('../dist/client/cli.js');
+}

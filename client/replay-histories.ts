@@ -3,7 +3,6 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
-import { transpileTollgateWorkflows } from '../worker/create-worker';
 
 /** One history to replay, and where it came from (a file, or a workflow on a server). */
 export interface HistorySource {
@@ -100,7 +99,6 @@ export async function replayHistories(workflowsPath: string, histories: AsyncIte
   const workflowBundle = await bundleWorkflowCode({
     workflowsPath,
     logger: new DefaultLogger('WARN'),
-    webpackConfigHook: transpileTollgateWorkflows,
   });
   const sources: HistorySource[] = [];
   async function* feed() {

@@ -13,8 +13,16 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-/** Where the project lives: the folder holding Tollgate's package.json. */
-export const PROJECT_ROOT = path.resolve(__dirname, '..');
+/** Where the project lives: the folder holding Tollgate's package.json (above `dist/` when Tollgate runs built). */
+export const PROJECT_ROOT = packageRoot(__dirname);
+
+function packageRoot(from: string): string {
+  for (let folder = from; ; folder = path.dirname(folder)) {
+    if (existsSync(path.join(folder, 'package.json'))) return folder;
+    if (path.dirname(folder) === folder)
+      throw new Error(`no package.json at or above ${from}: Tollgate's files are not where its package put them`);
+  }
+}
 
 function describeIssue(issue: z.core.$ZodIssue): string {
   const at = issue.path.map(String).join('.');

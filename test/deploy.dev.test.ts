@@ -15,7 +15,7 @@ import { TollgateClient } from '../client/tollgate-client';
 import type { AgentTurnResult, TurnState } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import { approvalSignal, historyQuery, sendUpdate, stateQuery } from '../workflows/messages';
-import { createWorker, transpileTollgateWorkflows, type TollgateWorker } from '../worker/create-worker';
+import { createWorker, type TollgateWorker } from '../worker/create-worker';
 import { buildIdOfBundle } from '../worker/deployment';
 import { bundleWorkflows, startDevServerEnvironment } from '../testing/servers';
 import { testConfig } from './helpers/test-config';
@@ -125,7 +125,6 @@ beforeAll(async () => {
   v1Bundle = await bundleWorkflows();
   v2Bundle = await bundleWorkflowCode({
     workflowsPath: path.join(__dirname, 'fixtures', 'deploy-v2-workflows.ts'),
-    webpackConfigHook: transpileTollgateWorkflows,
     logger: new DefaultLogger('WARN'),
   });
 });

@@ -1,9 +1,8 @@
-import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ensureSearchAttributes } from '../connection/temporal-connection';
 import { requireBinary } from '../server/temporal-binaries';
-import { ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gcm-codec';
-import { transpileTollgateWorkflows, WORKFLOWS_PATH } from '../worker/create-worker';
+import { bundleTollgateWorkflows } from '../worker/workflow-bundle';
 import { trackServerProcess, untrackServerProcesses } from './cleanup';
 
 let runtimeInstalled = false;
@@ -57,11 +56,5 @@ async function tracked(env: TestWorkflowEnvironment, executable: string): Promis
 
 /** The workflows bundled once for a test file; with `encrypted`, with the converters of an encrypting worker. */
 export function bundleWorkflows({ encrypted = false }: { encrypted?: boolean } = {}): Promise<WorkflowBundleWithSourceMap> {
-  const converters = encrypted ? ENCRYPTED_CONVERTER_PATHS : {};
-  return bundleWorkflowCode({
-    workflowsPath: WORKFLOWS_PATH,
-    logger: new DefaultLogger('WARN'),
-    webpackConfigHook: transpileTollgateWorkflows,
-    ...converters,
-  });
+  return bundleTollgateWorkflows({ encrypted, traced: false }, new DefaultLogger('WARN'));
 }

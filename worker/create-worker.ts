@@ -1,16 +1,8 @@
 import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import type { DataConverter } from '@temporalio/common';
-import {
-  bundleWorkflowCode,
-  Runtime,
-  Worker,
-  type InjectedSinks,
-  type NativeConnection,
-  type WorkerOptions,
-  type WorkerPlugin,
-} from '@temporalio/worker';
+import { Runtime, Worker, type InjectedSinks, type NativeConnection, type WorkerOptions, type WorkerPlugin } from '@temporalio/worker';
 import { codecFromEnvironment, ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gcm-codec';
+import { tollgateWorkflowBundle } from './workflow-bundle';
 import { createActivities, type Activities } from '../activities';
 import type { CodeModels } from '../activities/models/language-model';
 import { openConfiguredStore } from '../activities/intents/open-store';
@@ -40,27 +32,7 @@ import {
 } from './deployment';
 import type { WorkerDeploymentVersion } from '@temporalio/common';
 
-/** The file webpack bundles the workflows from. */
-export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
-
-type WebpackConfiguration = Parameters<NonNullable<Parameters<typeof bundleWorkflowCode>[0]['webpackConfigHook']>>[0];
-
-const TOLLGATE_ROOT = `${path.resolve(__dirname, '..')}${path.sep}`;
-
-/**
- * Temporal's bundler transpiles TypeScript outside node_modules only; Tollgate's workflows are
- * TypeScript sources wherever Tollgate is installed, so its own files are transpiled too (a
- * `webpackConfigHook` for `bundleWorkflowCode`).
- */
-export function transpileTollgateWorkflows(config: WebpackConfiguration): WebpackConfiguration {
-  for (const rule of config.module?.rules ?? []) {
-    if (rule && typeof rule === 'object' && rule.exclude instanceof RegExp && String(rule.test) === String(/\.ts$/)) {
-      const excluded = rule.exclude;
-      rule.exclude = (file: string) => excluded.test(file) && !file.startsWith(TOLLGATE_ROOT);
-    }
-  }
-  return config;
-}
+export { WORKFLOWS_PATH } from './workflow-bundle';
 
 /** Options of a Tollgate worker; anything in `workerOptions` goes to Temporal's Worker as it is. */
 export interface CreateWorkerOptions {
@@ -82,12 +54,18 @@ export interface CreateWorkerOptions {
   models?: CodeModels;
   /** Replaces the activities built from config and tools (tests wrap them to observe calls). */
   activities?: Activities;
-  /** A prebuilt bundle from `bundleWorkflowCode`; the workflows are bundled from source otherwise. */
+  /**
+   * A bundle of your own from `bundleWorkflowCode`; otherwise the worker loads the bundle
+   * `npm run build` prebuilt for its config (built Tollgate), or bundles the workflows as it starts (from source).
+   */
   workflowBundle?: WorkerOptions['workflowBundle'];
   workerOptions?: Partial<WorkerOptions>;
   /** The Temporal runtime's own metrics endpoint (from `installRuntimeMetrics`), merged into this worker's `/metrics`. */
   coreMetricsUrl?: string;
 }
+
+/** Where a worker's workflow code came from (the prebuilt bundle's path, when it is one). */
+export type WorkflowCodeSource = { from: 'given' } | { from: 'prebuilt'; path: string } | { from: 'bundled at start' };
 
 /** Something that runs beside the worker while it runs (the store's retention): started with it, it returns how to stop it. */
 export type WorkerService = () => () => void;
@@ -109,6 +87,8 @@ export class TollgateWorker {
     /** The deployment version this worker is (config `temporal.deployment`); undefined for an unversioned worker. */
     readonly deploymentVersion?: WorkerDeploymentVersion,
     private readonly promotion?: Promotion,
+    /** Where this worker's workflow code came from: given by the caller, prebuilt by `npm run build`, or bundled as it started. */
+    readonly workflowCode: WorkflowCodeSource = { from: 'given' },
   ) {}
 
   /**
@@ -215,7 +195,17 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Tollga
     }
     const services = store ? [retentionService(store, config)] : [];
     // The bundle is built before the worker, so the build id can be derived from its code.
-    const bundle = workflowBundle ?? (await bundleTollgateWorkflows(config, telemetry.plugins));
+    const bundle =
+      workflowBundle ??
+      (await tollgateWorkflowBundle(
+        { encrypted: Boolean(config.encryption.keysEnv), traced: telemetry.plugins.length > 0 },
+        Runtime.instance().logger,
+      ));
+    const workflowCode: WorkflowCodeSource = workflowBundle
+      ? { from: 'given' }
+      : 'codePath' in bundle
+        ? { from: 'prebuilt', path: bundle.codePath }
+        : { from: 'bundled at start' };
     const code = 'code' in bundle ? bundle.code : await readFile(bundle.codePath, 'utf8');
     const version = deploymentVersionOf(config, code);
     const worker = await Worker.create({
@@ -233,25 +223,11 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Tollga
       sinks: { ...telemetry.sinks, ...workerOptions?.sinks },
     });
     const promotion = version ? new Promotion(config, connection, version) : undefined;
-    return new TollgateWorker(worker, owned, services, telemetry.metricsUrl, version, promotion);
+    return new TollgateWorker(worker, owned, services, telemetry.metricsUrl, version, promotion, workflowCode);
   } catch (error) {
     for (const close of owned.reverse()) await close().catch(() => undefined);
     throw error;
   }
-}
-
-/**
- * Tollgate's workflows bundled for a worker of this config: with the converters of an encrypting
- * worker when it encrypts, and the workflow interceptors its plugins add (tracing).
- */
-async function bundleTollgateWorkflows(config: TollgateConfig, plugins: WorkerPlugin[]) {
-  return bundleWorkflowCode({
-    workflowsPath: WORKFLOWS_PATH,
-    webpackConfigHook: transpileTollgateWorkflows,
-    ...(config.encryption.keysEnv ? ENCRYPTED_CONVERTER_PATHS : {}),
-    plugins,
-    logger: Runtime.instance().logger,
-  });
 }
 
 /**

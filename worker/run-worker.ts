@@ -17,5 +17,7 @@ export async function runWorker(config: TollgateConfig): Promise<void> {
   console.log(`Tollgate worker: task queue ${taskQueue} on ${address} (namespace ${namespace}); Ctrl-C stops it.`);
   if (worker.metricsUrl) console.log(`Metrics: ${worker.metricsUrl} (Tollgate's and the Temporal runtime's)`);
   if (config.telemetry.otlp) console.log(`Traces: OTLP/HTTP to ${config.telemetry.otlp.endpoint}`);
+  const code = worker.workflowCode;
+  console.log(`Workflows: ${code.from === 'prebuilt' ? `the bundle prebuilt at ${code.path}` : code.from}`);
   await worker.run();
 }

@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { ScriptStep } from '../../common/types';
 import { BUILT_IN_PROVIDERS, type ModelEntry, type PackageModelEntry, type TollgateConfig } from '../../config/config-schema';
-import { ConfigError } from '../../config/load-config';
+import { ConfigError, PROJECT_ROOT } from '../../config/load-config';
 import { ScriptedLanguageModel } from './scripted-language-model';
 import { cappedFetch } from '../../hardened/capped-fetch';
 
@@ -69,7 +69,7 @@ export function checkLanguageModel(value: unknown, where: string): LanguageModel
 
 /** A model of an AI SDK provider package: factory(options + key + fetch), then the provider's language model by id. */
 function packageModel(entryName: string, entry: PackageModelEntry, { env = process.env, fetch, projectRoot }: ModelEnvironment) {
-  const factory = providerFactory(entryName, entry, projectRoot ?? path.resolve(__dirname, '..', '..'));
+  const factory = providerFactory(entryName, entry, projectRoot ?? PROJECT_ROOT);
   const key = entry.apiKeyEnv ? { apiKey: apiKey(entry.apiKeyEnv, entryName, env) } : {};
   const provider = factory({ ...entry.options, ...key, ...(fetch ? { fetch } : {}) }) as
     (((id: string) => unknown) & { languageModel?: (id: string) => unknown }) | { languageModel?: (id: string) => unknown } | undefined;

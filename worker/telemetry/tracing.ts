@@ -8,11 +8,12 @@ import type { TollgateConfig } from '../../config/config-schema';
 import { installContextManager } from './context-manager';
 
 /**
- * The workflow interceptor modules of Temporal's OpenTelemetry plugin: a worker given a prebuilt
- * `workflowBundle` traces its workflows only when the bundle was built with them
+ * The workflow interceptor module of Temporal's OpenTelemetry plugin (the one it adds to a bundle
+ * it builds, exporting `interceptors`): a worker given a prebuilt `workflowBundle` traces its
+ * workflows only when the bundle was built with it
  * (`bundleWorkflowCode({ workflowInterceptorModules: TRACING_WORKFLOW_MODULES })`).
  */
-export const TRACING_WORKFLOW_MODULES = [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow')];
+export const TRACING_WORKFLOW_MODULES = [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
 
 /** A worker's tracing: Temporal's OpenTelemetry plugin (its interceptors and the workflow spans' sink) and Tollgate's tracer. */
 export interface Tracing {
