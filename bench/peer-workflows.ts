@@ -4,7 +4,7 @@
 import { generateText, jsonSchema, stepCountIs, tool } from 'ai';
 import { temporalProvider } from '@temporalio/ai-sdk/workflow';
 import { condition, defineQuery, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
-import type { GetDocumentArgs, PlanToolActivities, SaveDraftArgs, SearchArgs } from '../plan-tools';
+import type { GetDocumentArgs, PlanToolActivities, SaveDraftArgs, SearchArgs } from './plan-tools';
 
 const { planSearch, planGetDocument, planSaveDraft } = proxyActivities<PlanToolActivities>({
   startToCloseTimeout: '10 seconds',
