@@ -1,7 +1,7 @@
 // `npm run bench`: every benchmark against one dev server (and the time-skipping server for the
 // expiry), printed as markdown tables and written to bench/results/ as JSON and markdown.
 // `npm run bench -- --only overhead,history` runs some sections; names: overhead, throughput,
-// history, memory, expiry, peers. `npm run bench -- --search` runs only the search benchmark, which needs
+// history, memory, expiry, peers, startup (start time from source against the built package, and the package's size). `npm run bench -- --search` runs only the search benchmark, which needs
 // no Temporal server: retrieval quality and cost of the read tools' index over the Node.js docs.
 // `npm run bench -- --peers` runs the peer section alone.
 import os from 'node:os';
@@ -14,6 +14,7 @@ import { memorySection } from './sections/memory';
 import { overheadSection } from './sections/overhead';
 import { searchSection } from './sections/search';
 import { peersSection } from './sections/peers';
+import { startupSection } from './sections/startup';
 import { throughputSection } from './sections/throughput';
 
 const SECTIONS: Record<string, (context: BenchContext) => Promise<SectionResult>> = {
@@ -23,6 +24,7 @@ const SECTIONS: Record<string, (context: BenchContext) => Promise<SectionResult>
   memory: memorySection,
   expiry: expirySection,
   peers: peersSection,
+  startup: startupSection,
 };
 
 function chosenSections(argv: string[]): string[] {
