@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentTurnResult } from '../../common/types';
 import type { TollgateConfig } from '../../config/config-schema';
-import { createWorker, WORKFLOWS_PATH } from '../../worker/create-worker';
-import { createTracing } from '../../worker/telemetry/tracing';
+import { createWorker, transpileTollgateWorkflows, WORKFLOWS_PATH } from '../../worker/create-worker';
+import { createTracing, TRACING_WORKFLOW_MODULES } from '../../worker/telemetry/tracing';
 import { TollgateMetrics } from '../../worker/telemetry/metrics';
 import { startTimeSkippingServer } from '../helpers/servers';
 import { testConfig } from '../helpers/test-config';
@@ -153,5 +153,31 @@ describe('OpenTelemetry traces of a turn', () => {
     expect(input).toContain('[redacted]');
     expect(input).not.toContain('sk-abcdefghijklmnopqrstuv');
     expect(String(chat.attributes['gen_ai.output.messages'])).toContain('answer');
+  });
+
+  it('traces the workflow of a worker given a prebuilt bundle built with TRACING_WORKFLOW_MODULES', async () => {
+    const config = tracedConfig();
+    const workflowBundle = await bundleWorkflowCode({
+      workflowsPath: WORKFLOWS_PATH,
+      webpackConfigHook: transpileTollgateWorkflows,
+      workflowInterceptorModules: TRACING_WORKFLOW_MODULES,
+      logger: new DefaultLogger('WARN'),
+    });
+    const worker = await createWorker({ config, connection: env.nativeConnection, workflowBundle });
+    const taskId = `task-${randomUUID()}`;
+    await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start('agentTurn', {
+        workflowId: `turn-${randomUUID()}`,
+        taskQueue: config.temporal.taskQueue,
+        args: [{ taskId, prompt: 'say done', model: scripted([{ text: 'done' }]) }],
+      });
+      return handle.result();
+    });
+    const turn = receiver.spans.find((span) => span.name === 'invoke_agent' && span.attributes['gen_ai.conversation.id'] === taskId);
+    expect(turn, 'the workflow span of the turn').toBeDefined();
+    const spans = receiver.spans.filter((span) => span.traceId === turn!.traceId);
+    expect(parentOf(spans, turn!)?.name).toBe('RunWorkflow:agentTurn');
+    const chat = only(spans, 'chat scripted');
+    expect(parentOf(spans, parentOf(spans, parentOf(spans, chat)!)!)?.spanId).toBe(turn!.spanId);
   });
 });

@@ -1,18 +1,19 @@
 import type { Tracer } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { Resource } from '@opentelemetry/resources';
+import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
+import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry-v2';
 import type { TollgateConfig } from '../../config/config-schema';
 import { installContextManager } from './context-manager';
 
 /**
- * The workflow interceptor modules of Temporal's OpenTelemetry plugin: a worker given a prebuilt
- * `workflowBundle` traces its workflows only when the bundle was built with them
+ * The workflow interceptor modules of Temporal's OpenTelemetry plugin (the module its plugin adds,
+ * the one that exports `interceptors`): a worker given a prebuilt `workflowBundle` traces its
+ * workflows only when the bundle was built with them
  * (`bundleWorkflowCode({ workflowInterceptorModules: TRACING_WORKFLOW_MODULES })`).
  */
-export const TRACING_WORKFLOW_MODULES = [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow')];
+export const TRACING_WORKFLOW_MODULES = [require.resolve('@temporalio/interceptors-opentelemetry-v2/lib/workflow-interceptors')];
 
 /** A worker's tracing: Temporal's OpenTelemetry plugin (its interceptors and the workflow spans' sink) and Tollgate's tracer. */
 export interface Tracing {
@@ -32,7 +33,7 @@ export function createTracing(config: TollgateConfig): Tracing | undefined {
   const otlp = config.telemetry.otlp;
   if (!otlp) return undefined;
   installContextManager();
-  const resource = new Resource({ [ATTR_SERVICE_NAME]: otlp.serviceName });
+  const resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: otlp.serviceName });
   const processor = new BatchSpanProcessor(new OTLPTraceExporter({ url: otlp.endpoint, headers: otlp.headers }), {
     scheduledDelayMillis: 1_000,
   });
