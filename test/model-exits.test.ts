@@ -102,7 +102,7 @@ async function turnWith(replies: FakeReply[]) {
     return handle.result();
   });
   const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
-  const turn = receiver.spans.find((span) => span.name === 'invoke_agent' && span.attributes['gen_ai.conversation.id'] === taskId);
+  const turn = receiver.spans.find((span) => span.name === 'invoke_agent tollgate' && span.attributes['gen_ai.conversation.id'] === taskId);
   const spans = receiver.spans.filter((span) => span.traceId === turn?.traceId);
   const requests = provider.requests.slice(before);
   return {
@@ -142,6 +142,8 @@ describe('the model step redacts every text that leaves it', () => {
     const chat = seen.spans.find((span) => span.name === 'chat gpt-test');
     expect(chat?.attributes['error.type']).toBe('model_error');
     expect(chat?.status).toMatchObject({ code: 2, message: expect.stringContaining('Incorrect API key provided: [redacted]') });
+    // The AI SDK's `openai.chat` is the conventions' `openai`.
+    expect(chat?.attributes).toMatchObject({ 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'gpt-test' });
     // The worker logged the failure (and so the search above looked at it).
     expect(seen.newLogs.some((entry) => entry.message === 'Activity failed')).toBe(true);
   });

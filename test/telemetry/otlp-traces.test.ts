@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentTurnResult } from '../../common/types';
 import type { TollgateConfig } from '../../config/config-schema';
 import { createWorker, WORKFLOWS_PATH } from '../../worker/create-worker';
-import { createTracing } from '../../worker/telemetry/tracing';
+import { createTracing, TRACING_WORKFLOW_MODULES } from '../../worker/telemetry/tracing';
 import { TollgateMetrics } from '../../worker/telemetry/metrics';
 import { startTimeSkippingServer } from '../helpers/servers';
 import { testConfig } from '../helpers/test-config';
@@ -44,7 +44,7 @@ function parentOf(spans: ReceivedSpan[], span: ReceivedSpan): ReceivedSpan | und
 }
 
 describe('OpenTelemetry traces of a turn', () => {
-  it('exports the span tree of a turn (invoke_agent over chat and execute_tool spans), nothing again on replay', async () => {
+  it('exports the span tree of a turn (invoke_agent tollgate over chat and execute_tool spans), nothing again on replay', async () => {
     const config = tracedConfig();
     const taskId = `task-${randomUUID()}`;
     const worker = await createWorker({ config, connection: env.nativeConnection });
@@ -69,13 +69,14 @@ describe('OpenTelemetry traces of a turn', () => {
     });
     expect(result.status).toBe('completed');
     // The worker flushed its exporter when it stopped.
-    const spans = receiver.spans.filter((span) => span.traceId === receiver.spans.find((s) => s.name === 'invoke_agent')?.traceId);
+    const spans = receiver.spans.filter((span) => span.traceId === receiver.spans.find((s) => s.name === 'invoke_agent tollgate')?.traceId);
     expect(new Set(spans.map((span) => span.spanId)).size, 'no span exported twice').toBe(spans.length);
     expect(spans.every((span) => span.serviceName === 'tollgate-test')).toBe(true);
 
-    const turn = only(spans, 'invoke_agent');
+    const turn = only(spans, 'invoke_agent tollgate');
     expect(turn.attributes).toMatchObject({
       'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.agent.name': 'tollgate',
       'gen_ai.conversation.id': taskId,
       'tollgate.turn.status': 'completed',
     });
@@ -95,15 +96,20 @@ describe('OpenTelemetry traces of a turn', () => {
         'gen_ai.usage.input_tokens': expect.any(Number),
         'gen_ai.usage.output_tokens': expect.any(Number),
       });
+      // gen_ai.system is the conventions' old name of the provider.
+      expect(chat.attributes['gen_ai.system']).toBeUndefined();
       // Content is off unless the config says so.
       expect(chat.attributes['gen_ai.input.messages']).toBeUndefined();
+      expect(chat.attributes['gen_ai.output.messages']).toBeUndefined();
     }
-    expect(chats.map((chat) => chat.attributes['gen_ai.response.finish_reasons'])).toEqual([['tool-calls'], ['tool-calls'], ['stop']]);
+    expect(chats.map((chat) => chat.attributes['gen_ai.response.finish_reasons'])).toEqual([['tool_call'], ['tool_call'], ['stop']]);
 
     const search = only(spans, 'execute_tool search_local_sources');
     expect(parentOf(spans, search)?.spanId).toBe(turn.spanId);
     expect(search.attributes).toMatchObject({
+      'gen_ai.operation.name': 'execute_tool',
       'gen_ai.tool.name': 'search_local_sources',
+      'gen_ai.tool.type': 'function',
       'gen_ai.tool.call.id': 'call-0-0',
       'tollgate.effect': 'read',
       'tollgate.status': 'success',
@@ -146,12 +152,45 @@ describe('OpenTelemetry traces of a turn', () => {
       });
       return handle.result();
     });
-    const turn = receiver.spans.find((span) => span.name === 'invoke_agent' && span.attributes['gen_ai.conversation.id'] === taskId)!;
+    const turn = receiver.spans.find(
+      (span) => span.name === 'invoke_agent tollgate' && span.attributes['gen_ai.conversation.id'] === taskId,
+    )!;
     const chat = receiver.spans.find((span) => span.traceId === turn.traceId && span.name === 'chat scripted')!;
     const input = String(chat.attributes['gen_ai.input.messages']);
     expect(input).toContain('use key');
     expect(input).toContain('[redacted]');
     expect(input).not.toContain('sk-abcdefghijklmnopqrstuv');
-    expect(String(chat.attributes['gen_ai.output.messages'])).toContain('answer');
+    // The conventions' message schemas: roles and typed parts, the output with its finish reason.
+    expect(JSON.parse(input)).toEqual([{ role: 'user', parts: [{ type: 'text', content: 'use key [redacted] please' }] }]);
+    expect(JSON.parse(String(chat.attributes['gen_ai.output.messages']))).toEqual([
+      { role: 'assistant', parts: [{ type: 'text', content: 'answer' }], finish_reason: 'stop' },
+    ]);
+  });
+
+  it('traces the workflow of a worker given a prebuilt bundle built with TRACING_WORKFLOW_MODULES', async () => {
+    const config = tracedConfig();
+    const workflowBundle = await bundleWorkflowCode({
+      workflowsPath: WORKFLOWS_PATH,
+      workflowInterceptorModules: TRACING_WORKFLOW_MODULES,
+      logger: new DefaultLogger('WARN'),
+    });
+    const worker = await createWorker({ config, connection: env.nativeConnection, workflowBundle });
+    const taskId = `task-${randomUUID()}`;
+    await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start('agentTurn', {
+        workflowId: `turn-${randomUUID()}`,
+        taskQueue: config.temporal.taskQueue,
+        args: [{ taskId, prompt: 'say done', model: scripted([{ text: 'done' }]) }],
+      });
+      return handle.result();
+    });
+    const turn = receiver.spans.find(
+      (span) => span.name === 'invoke_agent tollgate' && span.attributes['gen_ai.conversation.id'] === taskId,
+    );
+    expect(turn, 'the workflow span of the turn').toBeDefined();
+    const spans = receiver.spans.filter((span) => span.traceId === turn!.traceId);
+    expect(parentOf(spans, turn!)?.name).toBe('RunWorkflow:agentTurn');
+    const chat = only(spans, 'chat scripted');
+    expect(parentOf(spans, parentOf(spans, parentOf(spans, chat)!)!)?.spanId).toBe(turn!.spanId);
   });
 });

@@ -1,19 +1,42 @@
+import path from 'node:path';
 import type { Tracer } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { Resource } from '@opentelemetry/resources';
+import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
+import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry-v2';
 import type { TollgateConfig } from '../../config/config-schema';
 import { installContextManager } from './context-manager';
 
 /**
- * The workflow interceptor module of Temporal's OpenTelemetry plugin (the one it adds to a bundle
- * it builds, exporting `interceptors`): a worker given a prebuilt `workflowBundle` traces its
- * workflows only when the bundle was built with it
+ * The workflow interceptor modules of Temporal's OpenTelemetry plugin (the module its plugin adds,
+ * the one that exports `interceptors`): a worker given a prebuilt `workflowBundle` traces its
+ * workflows only when the bundle was built with them
  * (`bundleWorkflowCode({ workflowInterceptorModules: TRACING_WORKFLOW_MODULES })`).
  */
-export const TRACING_WORKFLOW_MODULES = [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
+export const TRACING_WORKFLOW_MODULES = [require.resolve('@temporalio/interceptors-opentelemetry-v2/lib/workflow-interceptors')];
+
+/** The package Temporal's OpenTelemetry plugin comes in (for the OpenTelemetry JS 2.x SDK). */
+const PLUGIN_PACKAGE = '@temporalio/interceptors-opentelemetry-v2';
+
+/**
+ * The Temporal packages the plugin would load from another copy than Tollgate's own. Its 1.23.0
+ * asks for `@temporalio/common` and `@temporalio/workflow` 1.23.0 exactly; Tollgate's
+ * `package.json` overrides them to its 1.24.0, but npm applies overrides only from the root
+ * project, so a project that installs Tollgate needs the same `overrides` (else the workflow
+ * bundle would hold two `@temporalio/workflow`).
+ */
+export function duplicatedTemporalPackages(): string[] {
+  const pluginFolder = path.dirname(require.resolve(`${PLUGIN_PACKAGE}/package.json`));
+  const resolvedFrom = (name: string, folder?: string) => {
+    try {
+      return require.resolve(name, folder ? { paths: [folder] } : undefined);
+    } catch {
+      return undefined;
+    }
+  };
+  return ['@temporalio/workflow', '@temporalio/common'].filter((name) => resolvedFrom(name, pluginFolder) !== resolvedFrom(name));
+}
 
 /** A worker's tracing: Temporal's OpenTelemetry plugin (its interceptors and the workflow spans' sink) and Tollgate's tracer. */
 export interface Tracing {
@@ -32,8 +55,15 @@ export interface Tracing {
 export function createTracing(config: TollgateConfig): Tracing | undefined {
   const otlp = config.telemetry.otlp;
   if (!otlp) return undefined;
+  const duplicated = duplicatedTemporalPackages();
+  if (duplicated.length > 0) {
+    throw new Error(
+      `telemetry.otlp: ${PLUGIN_PACKAGE} does not load Tollgate's ${duplicated.join(' and ')}; add Tollgate's "overrides" ` +
+        `for ${PLUGIN_PACKAGE} to your project's package.json and install again`,
+    );
+  }
   installContextManager();
-  const resource = new Resource({ [ATTR_SERVICE_NAME]: otlp.serviceName });
+  const resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: otlp.serviceName });
   const processor = new BatchSpanProcessor(new OTLPTraceExporter({ url: otlp.endpoint, headers: otlp.headers }), {
     scheduledDelayMillis: 1_000,
   });
