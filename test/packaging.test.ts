@@ -119,7 +119,7 @@ describe('Tollgate installed from its packed tarball', () => {
       expect(again.stdout).toContain('already installed');
 
       writeFileSync(
-        path.join(project, 'vitest.config.ts'),
+        path.join(project, 'vitest.config.mts'),
         "import { defineConfig } from 'vitest/config';\n\n// Tollgate ships TypeScript: let vitest transpile it.\n" +
           "export default defineConfig({ test: { server: { deps: { inline: ['tollgate'] } }, hookTimeout: 120_000 } });\n",
       );
