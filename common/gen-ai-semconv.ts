@@ -5,6 +5,8 @@
 // does not reach that entry point); test/telemetry/gen-ai-semconv.test.ts checks every one against
 // the package. The workflows use them too, so this file imports nothing.
 
+// Stable, but copied too: the package's main entry would bring every stable name into the workflow bundle.
+export const ATTR_ERROR_TYPE = 'error.type';
 export const ATTR_GEN_AI_OPERATION_NAME = 'gen_ai.operation.name';
 export const ATTR_GEN_AI_PROVIDER_NAME = 'gen_ai.provider.name';
 export const ATTR_GEN_AI_REQUEST_MODEL = 'gen_ai.request.model';

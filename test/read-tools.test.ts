@@ -11,6 +11,7 @@ import { getDocumentTool } from '../tools/built-in/get-document';
 import { countMatches, searchCorpus, searchLocalSourcesTool } from '../tools/built-in/search-local-sources';
 import { countRegexMatches } from '../tools/built-in/regex-search-worker';
 import { ToolOutcome } from '../tools/tool-outcome';
+import { toolJsonSchema } from '../tools/define-tool';
 import { PROJECT_ROOT } from '../config/load-config';
 
 const run = promisify(execFile);
@@ -158,8 +159,7 @@ describe('get_document', () => {
     expect(ToolOutcome.is(none) && !none.ok && none.message).toContain('call search_local_sources to find ids');
   });
 
-  it('publishes a JSON schema with the field descriptions', async () => {
-    const { toolJsonSchema } = await import('../tools/define-tool');
+  it('publishes a JSON schema with the field descriptions', () => {
     expect(toolJsonSchema(getDocument)).toMatchObject({
       type: 'object',
       properties: { id: { type: 'string', description: expect.stringContaining('search_local_sources') } },

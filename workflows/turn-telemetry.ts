@@ -3,7 +3,6 @@
 // through the interceptors' sink, and metrics through Tollgate's, and the worker calls neither
 // while a history is replayed, so a replayed turn exports and counts nothing again.
 import { SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
-import { ATTR_ERROR_TYPE } from '@opentelemetry/semantic-conventions';
 import { proxySinks } from '@temporalio/workflow';
 import type { BoundaryResult, CheckedToolCall } from '../common/activity-types';
 import * as semconv from '../common/gen-ai-semconv';
@@ -116,11 +115,11 @@ function toolAttributes(outcome: BoundaryResult, event: ToolEvent): Attributes {
   if (outcome.approvalWaitMs !== undefined) attributes[TOLLGATE_ATTRIBUTES.approvalWaitMs] = outcome.approvalWaitMs;
   if (outcome.statusLookup) attributes[TOLLGATE_ATTRIBUTES.statusLookup] = outcome.statusLookup;
   if (outcome.idempotency) attributes[TOLLGATE_ATTRIBUTES.idempotency] = outcome.idempotency;
-  if (event.status === 'error') attributes[ATTR_ERROR_TYPE] = event.code ?? 'tool_failure';
+  if (event.status === 'error') attributes[semconv.ATTR_ERROR_TYPE] = event.code ?? 'tool_failure';
   return attributes;
 }
 
 function failed(span: Span, error: unknown): void {
   span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message });
-  span.setAttribute(ATTR_ERROR_TYPE, (error as Error)?.name ?? 'Error');
+  span.setAttribute(semconv.ATTR_ERROR_TYPE, (error as Error)?.name ?? 'Error');
 }

@@ -6,7 +6,6 @@ export default defineConfig({
     // Temporal's native worker runs best in child processes; each file gets its own servers.
     pool: 'forks',
     maxWorkers: 2,
-    minWorkers: 1,
     testTimeout: 120_000,
     hookTimeout: 180_000,
     // The JSON report lets .ci/run print a plain "N passed, N failed" line.
