@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -58,8 +58,18 @@ describe('the library API', () => {
 
   it('exports the testing kit as tollgate/testing beside the root, each export documented in one line', () => {
     const packageJson = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8'));
-    expect(packageJson.exports).toMatchObject({ '.': './index.ts', './testing': './testing/index.ts' });
-    expect(packageJson.main).toBe('index.ts');
+    // The built package's entry points, each compiled from the source entry of the same path.
+    expect(packageJson.exports).toMatchObject({
+      '.': { types: './dist/index.d.ts', default: './dist/index.js' },
+      './testing': { types: './dist/testing/index.d.ts', default: './dist/testing/index.js' },
+      './workflows': { types: './dist/workflows/index.d.ts', default: './dist/workflows/index.js' },
+    });
+    expect(packageJson.main).toBe('./dist/index.js');
+    for (const entry of Object.values(packageJson.exports as Record<string, string | { default: string }>)) {
+      if (typeof entry === 'string') continue;
+      const source = entry.default.replace(/^\.\/dist\//, '').replace(/\.js$/, '.ts');
+      expect(existsSync(path.join(PROJECT_ROOT, source)), source).toBe(true);
+    }
     for (const name of ['createTestEnvironment', 'script', 'expectScriptFollowed', 'ScriptNotFollowedError'] as const) {
       expect(testing[name], name).toBeDefined();
     }
