@@ -130,6 +130,18 @@ async function table(promql: string): Promise<Record<string, number>> {
   );
 }
 
+/** Queries until `promql` answers `expected` (as {@link table} shows it); the last answer is in the error. */
+async function eventuallyTable(promql: string, expected: Record<string, number>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: Record<string, number> = {};
+  while (Date.now() < deadline) {
+    last = await table(promql);
+    if (JSON.stringify(last) === JSON.stringify(expected)) return;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  expect(last, `${promql} after ${timeoutMs} ms`).toEqual(expected);
+}
+
 const lookup = defineTool({
   name: 'lookup',
   description: 'Looks a key up.',
@@ -212,6 +224,12 @@ describe('Prometheus metrics of a worker', () => {
       // The decision is taken before the result is awaited (awaiting it lets the test server skip time towards the approval's expiry).
       await waitForState(denied, (current) => current.pendingApprovals.length === 0, 60_000);
       results.push(await denied.result());
+      // The worker that took the wait over waits on nothing any more: every series of the gauge it serves is 0.
+      const served = (await (await fetch(second.metricsUrl!)).text())
+        .split('\n')
+        .filter((line) => /^tollgate_approvals_waiting[{ ]/.test(line));
+      expect(served.map((line) => Number(line.split(' ').at(-1)))).not.toContain(1);
+      expect(served.every((line) => line.endsWith(' 0'))).toBe(true);
       // The second worker serves /metrics until Prometheus has scraped what it counted.
       await eventually('sum(max_over_time(tollgate_turns_total[10m]))', 4);
     });
@@ -248,8 +266,9 @@ describe('Prometheus metrics of a worker', () => {
     });
     expect(await table(last('gen_ai_client_operation_duration_seconds_count', 'model'))).toEqual({ 'model=scripted': 8 });
     expect(await table(last('tollgate_model_time_to_first_chunk_seconds_count', 'model'))).toEqual({ 'model=scripted': 8 });
-    // Nothing waits any more on the worker that is still up.
-    expect(await table('sum(tollgate_approvals_waiting)')).toEqual({});
+    // Nothing waits any more: once Prometheus has seen both workers' targets go down (it scrapes every second), no
+    // series of the gauge is left, and none ended at a wait.
+    await eventuallyTable('sum(tollgate_approvals_waiting)', {});
     // The same endpoint carries the Temporal runtime's metrics.
     const runtimeSeries = await query('count({job="tollgate", __name__=~"temporal_.+"})');
     expect(Number(runtimeSeries[0]?.value[1] ?? 0)).toBeGreaterThan(0);
