@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
@@ -94,8 +96,14 @@ function boundary(tools: ToolDefinition[]) {
   return { store, call };
 }
 
-/** The worker's memory that a body read whole would grow: the JavaScript heap and the buffers outside it. */
+// A full garbage collection before each reading, so that what is compared is what stays held (a body read whole
+// stays; chunks already read and dropped do not), not how far the collector happened to get.
+setFlagsFromString('--expose-gc');
+const collectGarbage = runInNewContext('gc') as () => void;
+
+/** The worker's memory that a body read whole would grow: the JavaScript heap and the buffers outside it, after a full collection. */
 function memoryBytes(): number {
+  collectGarbage();
   const usage = process.memoryUsage();
   return usage.heapUsed + usage.external + usage.arrayBuffers;
 }
