@@ -186,7 +186,7 @@ export class TollgateClient {
   /**
    * Follows a turn live until it ends: calls `onUpdate` whenever its phase, tool calls, approvals
    * or streamed model text change, and returns the result. The text comes from the running model
-   * step's heartbeat details (see "Live view" in the README), so following costs no history events.
+   * step's heartbeat details (see "Live view" in docs/watching.md), so following costs no history events.
    */
   async follow(
     workflowId: string,
