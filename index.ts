@@ -103,6 +103,7 @@ export type {
 
 // Configuration
 /** The validated config: temporal.config.yaml, a Temporal profile and the environment, layered; the MCP servers as `createWorker({ mcp })` takes them. */
-export type { McpConfigInput, TollgateConfig } from './config/config-schema';
+export type { TollgateConfig } from './config/config-schema';
+export type { McpConfigInput } from './tools/mcp/mcp-config';
 /** Loads and validates the config; a bad key is a ConfigError naming it. */
 export { ConfigError, loadConfig, parseConfig } from './config/load-config';

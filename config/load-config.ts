@@ -3,7 +3,9 @@ import path from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import type { z } from 'zod';
 import { loadClientConfigProfile, type ClientConfigProfile } from '@temporalio/envconfig';
-import { configSchema, deploymentSchema, mcpSchema, type McpConfig, type TollgateConfig } from './config-schema';
+import { configSchema, type TollgateConfig } from './config-schema';
+import { mcpSchema, type McpConfig } from '../tools/mcp/mcp-config';
+import { deploymentSchema } from '../worker/deployment-config';
 
 /** The config file Tollgate reads when `TOLLGATE_CONFIG` names none. */
 export const DEFAULT_CONFIG_FILE = 'temporal.config.yaml';

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenOnLoopback } from '../client/demo/loopback-http';
-import { DEFAULT_MODEL_MAX_RESPONSE_BYTES } from '../config/config-schema';
+import { DEFAULT_MODEL_MAX_RESPONSE_BYTES } from '../activities/models/model-config';
 import { parseConfig } from '../config/load-config';
 import { resumeSignal } from '../workflows/messages';
 import { testConfig } from './helpers/test-config';

@@ -10,7 +10,8 @@ import {
   type ModelStepResult,
   type StreamProgress,
 } from '../../common/activity-types';
-import type { ModelEntry, TollgateConfig } from '../../config/config-schema';
+import type { TollgateConfig } from '../../config/config-schema';
+import type { ModelEntry } from './model-config';
 import { argsDigest } from '../../tools/canonical-json';
 import { checkToolCall, shownArguments } from '../boundary/check-tool-call';
 import { redactorForConfig, type Redactor } from '../../hardened/redact';

@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AgentTurnInput } from '../../common/types';
-import type { McpConfigInput } from '../../config/config-schema';
+import type { McpConfigInput } from '../../tools/mcp/mcp-config';
 
 /** What `npm run demo -- --mcp` runs: the filesystem MCP server on a folder of the workspace, and the turn's script. */
 export interface McpDemo {

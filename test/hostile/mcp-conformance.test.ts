@@ -10,7 +10,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../../activities/intents/sqlite-store';
 import { createRunTool } from '../../activities/boundary/run-tool';
 import { WRITE_INTERRUPTED } from '../../common/activity-types';
-import { mcpSchema, type McpConfigInput } from '../../config/config-schema';
+import { mcpSchema, type McpConfigInput } from '../../tools/mcp/mcp-config';
 import { createToolRegistry } from '../../tools/tool-registry';
 import { startMcpTools, type McpToolSource } from '../../tools/mcp/mcp-tool-source';
 import type { ToolDefinition } from '../../tools/define-tool';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { mcpSchema, type McpServerConfig } from '../../config/config-schema';
+import { mcpSchema, type McpServerConfig } from '../../tools/mcp/mcp-config';
 import { startMcpTools, type McpToolSource } from '../../tools/mcp/mcp-tool-source';
 import type { AgentTurnResult } from '../../common/types';
 import { createWorker } from '../../worker/create-worker';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { mcpSchema, type McpServerConfig } from '../../config/config-schema';
+import { mcpSchema, type McpServerConfig } from '../../tools/mcp/mcp-config';
 import type { ToolDefinition } from '../../tools/define-tool';
 import { ToolError } from '../../tools/tool-error';
 import { ToolOutcome } from '../../tools/tool-outcome';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { mcpSchema, type McpServerConfig } from '../../config/config-schema';
+import { mcpSchema, type McpServerConfig } from '../../tools/mcp/mcp-config';
 import { argsDigest } from '../../tools/canonical-json';
 import { startMcpTools, type McpToolSource } from '../../tools/mcp/mcp-tool-source';
 import { approvalSignal } from '../../workflows/messages';

@@ -14,7 +14,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { toMilliseconds } from '../../common/duration';
-import type { McpServerConfig } from '../../config/config-schema';
+import type { McpServerConfig } from './mcp-config';
 import { BodyTooLargeError, cappedFetch } from '../../hardened/capped-fetch';
 import { McpAnswerLostError, McpListingBoundError, McpNotSentError } from './mcp-call-errors';
 

@@ -1,6 +1,6 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { toMilliseconds } from '../../common/duration';
-import type { McpConfig, McpServerConfig } from '../../config/config-schema';
+import type { McpConfig, McpServerConfig } from './mcp-config';
 import { canonicalJson, sha256 } from '../canonical-json';
 import type { ToolContext, ToolDefinition } from '../define-tool';
 import { TOOL_DEFAULTS } from '../../common/defaults';

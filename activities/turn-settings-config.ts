@@ -1,0 +1,54 @@
+import { z } from 'zod';
+import { DEFAULT_APPROVED_SCHEDULE_TO_START_MS, DEFAULT_TURN_LIMITS, OUTCOME_DEFAULTS } from '../common/defaults';
+import { duration, envName, positiveDuration } from '../config/schema-parts';
+
+// The sections a worker reads into each turn's settings (turn-settings.ts).
+
+/** The `limits` section: a turn's bounds on steps, tool calls, failures, time, history and tokens. */
+export const limitsSchema = z.strictObject({
+  maxSteps: z.number().int().min(1).default(DEFAULT_TURN_LIMITS.maxSteps),
+  maxToolCalls: z.number().int().min(1).default(DEFAULT_TURN_LIMITS.maxToolCalls),
+  errorBudget: z.number().int().min(0).default(DEFAULT_TURN_LIMITS.errorBudget),
+  deadline: duration.default(DEFAULT_TURN_LIMITS.deadlineMs),
+  maxHistoryEvents: z.number().int().min(1).default(DEFAULT_TURN_LIMITS.maxHistoryEvents),
+  maxHistoryBytes: z.number().int().min(1).default(DEFAULT_TURN_LIMITS.maxHistoryBytes),
+  /** A turn's token budget, input and output tokens together; none when unset. */
+  maxTokens: z.number().int().min(1).optional(),
+  /** A conversation's token budget across all its turns and runs; none when unset. */
+  maxConversationTokens: z.number().int().min(1).optional(),
+});
+
+/** The `approvals` section: what a decision on a call must carry (a digest, a signature) and how long an approved call may wait. */
+export const approvalsSchema = z.strictObject({
+  /**
+   * Whether a decision must name the digest of the arguments it approves (the `approval` signal's
+   * and the `decide` update's `argsDigest`); one without it is rejected and recorded.
+   */
+  requireDigest: z.boolean().default(true),
+  /**
+   * On a worker: the environment variable holding the approvers' public keys, `name:base64` entries
+   * (raw 32-byte Ed25519 keys) separated by commas. When set, every decision must be signed by one
+   * of them (docs/approvals.md); off when unset.
+   */
+  publicKeysEnv: envName.optional(),
+  /**
+   * On a client: the environment variable holding the operator's signing key, one `name:base64`
+   * entry (the raw 32-byte Ed25519 private key).
+   */
+  privateKeyEnv: envName.optional(),
+  /** How old a signed decision's `signedAt` may be when the turn takes it, by the turn's clock. */
+  signatureMaxAge: duration.default('10 minutes'),
+  /** How long an approved irreversible call may wait for a worker to start it; after that it ends as `not_run`. */
+  scheduleToStart: positiveDuration.default(DEFAULT_APPROVED_SCHEDULE_TO_START_MS),
+});
+
+/** The `outcomes` section: what a write whose outcome is unknown does. */
+export const outcomesSchema = z.strictObject({
+  /**
+   * What a write whose outcome is unknown does: `ask` waits for a person's `resolve` (applied or
+   * not applied); `report` gives the model `outcome_unknown` at once.
+   */
+  onUnknown: z.enum(['ask', 'report'], { error: 'outcomes.onUnknown must be "ask" or "report"' }).default(OUTCOME_DEFAULTS.onUnknown),
+  /** How long `ask` waits for a resolution; after it the model gets `outcome_unknown`. */
+  resolveTimeout: positiveDuration.default(OUTCOME_DEFAULTS.resolveTimeoutMs),
+});
