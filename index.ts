@@ -17,6 +17,18 @@ export { ToolOutcome } from './tools/tool-outcome';
 export { ToolError } from './tools/tool-error';
 /** The built-in tools of the embedded default (search, documents, drafts, messages, shell), built from a config. */
 export { builtInTools } from './tools/built-in';
+/** Tools that are not written with `defineTool`: a source opened at worker start, its tools served, closed at shutdown. */
+export {
+  ToolSourceError,
+  type OpenToolSource,
+  type ToolSource,
+  type ToolSourceContext,
+  type ToolSourceSection,
+} from './tools/tool-source';
+/** MCP servers as a tool source, for `createWorker({ toolSources })`; the config's `mcp` section when given no servers. */
+export { mcpToolSource } from './tools/mcp/mcp-tool-source';
+/** The tool sources the config's sections open (`mcp`), which `createWorker` uses when given no `toolSources`. */
+export { configuredToolSources } from './tools/tool-sources';
 
 // Running workers
 /** Builds and runs a worker with the configured tools, models and idempotency store; closes what it opened. */
@@ -102,7 +114,7 @@ export type {
 } from './common/types';
 
 // Configuration
-/** The validated config: temporal.config.yaml, a Temporal profile and the environment, layered; the MCP servers as `createWorker({ mcp })` takes them. */
+/** The validated config: temporal.config.yaml, a Temporal profile and the environment, layered; the MCP servers as `mcpToolSource()` takes them. */
 export type { TollgateConfig } from './config/config-schema';
 export type { McpConfigInput } from './tools/mcp/mcp-config';
 /** Loads and validates the config; a bad key is a ConfigError naming it. */

@@ -7,8 +7,8 @@ import { encryptionSchema } from '../codec/encryption-config';
 import { temporalSchema } from '../connection/temporal-config';
 import { redactSchema } from '../hardened/redact-config';
 import { corpusSchema, workspaceSchema } from '../tools/built-in/built-in-config';
-import { mcpSchema } from '../tools/mcp/mcp-config';
 import { retrySchema, toolOverrideSchema } from '../tools/tool-config';
+import { toolSourceSectionsShape } from '../tools/tool-source-sections';
 import { telemetrySchema } from '../worker/telemetry/telemetry-config';
 
 /**
@@ -28,7 +28,8 @@ export const configSchema = z.strictObject({
   outcomes: outcomesSchema.prefault({}),
   redact: redactSchema.prefault({}),
   tools: z.record(z.string(), toolOverrideSchema).default({}),
-  mcp: mcpSchema.prefault({}),
+  // The sections of the tool sources (`mcp`), each declared beside its source.
+  ...toolSourceSectionsShape(),
   telemetry: telemetrySchema.prefault({}),
 });
 

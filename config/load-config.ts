@@ -1,19 +1,16 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
-import type { z } from 'zod';
 import { loadClientConfigProfile, type ClientConfigProfile } from '@temporalio/envconfig';
+import { ConfigError, describeIssue } from './config-error';
 import { configSchema, type TollgateConfig } from './config-schema';
-import { mcpSchema, type McpConfig } from '../tools/mcp/mcp-config';
+import { resolveToolSourcePaths } from '../tools/tool-source-sections';
 import { deploymentSchema } from '../worker/deployment-config';
+
+export { ConfigError } from './config-error';
 
 /** The config file Tollgate reads when `TOLLGATE_CONFIG` names none. */
 export const DEFAULT_CONFIG_FILE = 'temporal.config.yaml';
-
-/** A config that cannot be used; the message names the file and the key. */
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
 
 /** Where the project lives: the folder holding Tollgate's package.json (above `dist/` when Tollgate runs built). */
 export const PROJECT_ROOT = packageRoot(__dirname);
@@ -24,16 +21,6 @@ function packageRoot(from: string): string {
     if (path.dirname(folder) === folder)
       throw new Error(`no package.json at or above ${from}: Tollgate's files are not where its package put them`);
   }
-}
-
-function describeIssue(issue: z.core.$ZodIssue): string {
-  const at = issue.path.map(String).join('.');
-  if (issue.code === 'unrecognized_keys') {
-    return issue.keys.map((key) => `unknown key "${at ? `${at}.${key}` : key}"`).join('; ');
-  }
-  // A record's key that fails its own schema: say why, not only that it is invalid.
-  if (issue.code === 'invalid_key') return `${at || '(top level)'}: ${issue.issues.map((inner) => inner.message).join('; ')}`;
-  return `${at || '(top level)'}: ${issue.message}`;
 }
 
 /**
@@ -83,18 +70,8 @@ export function parseConfig(
   config.temporal.devServer.dbFile = resolve(config.temporal.devServer.dbFile);
   config.temporal.devServer.logFile = resolve(config.temporal.devServer.logFile);
   config.store.sqliteFile = resolve(config.store.sqliteFile);
-  for (const server of Object.values(config.mcp.servers)) if (server.cwd !== undefined) server.cwd = resolve(server.cwd);
+  resolveToolSourcePaths(config, resolve);
   return { ...config, temporalProfile, configFile: source, projectRoot: PROJECT_ROOT };
-}
-
-/** Validates an `mcp` section given to the library (`createWorker({ mcp })`); errors name the key as the config's do. */
-export function parseMcpConfig(data: unknown, source: string): McpConfig {
-  const result = mcpSchema.safeParse(data ?? {});
-  if (!result.success) {
-    const problems = result.error.issues.map((issue) => describeIssue({ ...issue, path: ['mcp', ...issue.path] }));
-    throw new ConfigError(`${source}: ${problems.join('; ')}`);
-  }
-  return result.data;
 }
 
 /** Reads and validates the config file: `TOLLGATE_CONFIG`, else `temporal.config.yaml` at the project root. */

@@ -11,12 +11,10 @@ import { startRetention, type RetentionPass } from '../activities/intents/retent
 import { toMilliseconds } from '../common/duration';
 import type { ToolDefinition } from '../tools/define-tool';
 import type { TollgateConfig } from '../config/config-schema';
-import type { McpConfigInput } from '../tools/mcp/mcp-config';
-import { parseMcpConfig } from '../config/load-config';
 import { connectWorker } from '../connection/temporal-connection';
-import { startMcpTools } from '../tools/mcp/mcp-tool-source';
+import { openToolSources, type ToolSource } from '../tools/tool-source';
+import { configuredToolSources } from '../tools/tool-sources';
 import { redactorForConfig } from '../hardened/redact';
-import type { McpLog } from '../tools/mcp/mcp-connection';
 import { builtInTools } from '../tools/built-in';
 import { NO_TELEMETRY, type ActivityTelemetry } from '../activities/activity-telemetry';
 import type { TelemetrySinks } from '../common/telemetry';
@@ -42,10 +40,13 @@ export interface CreateWorkerOptions {
   connection?: NativeConnection;
   /** Replaces the built-in tools. */
   tools?: ToolDefinition[];
-  /** MCP servers whose tools are served next to `tools`, in the shape of the config's `mcp` section (which it replaces). */
-  mcp?: McpConfigInput;
-  /** Where MCP servers' stderr and reconnects are logged (default: the worker's stderr). */
-  mcpLog?: McpLog;
+  /**
+   * Sources whose tools are served next to `tools` (`mcpToolSource(…)`, one of your own); they
+   * replace the ones the config's sections open (`configuredToolSources()`: the `mcp` servers).
+   */
+  toolSources?: ToolSource[];
+  /** Where tool sources write their lines, redacted (an MCP server's stderr, reconnects); default: the worker's stderr. */
+  toolSourceLog?: (line: string) => void;
   /** Replaces the store the config names; the caller then closes it. */
   store?: IdempotencyStore;
   /**
@@ -73,7 +74,7 @@ export type WorkerService = () => () => void;
 
 /**
  * A Temporal worker serving Tollgate's workflows and activities, with the resources it opened
- * itself (the connection, the idempotency store, the MCP clients): `run` and `runUntil` close
+ * itself (the connection, the idempotency store, the tool sources): `run` and `runUntil` close
  * them when the worker has stopped; what the caller passed in stays the caller's to close. Its
  * services (the store's retention) start when it runs and stop when it stops.
  */
@@ -163,25 +164,27 @@ async function checkBundle(config: TollgateConfig, bundle: WorkerOptions['workfl
 }
 
 /**
- * Starts the MCP servers and lists their tools, builds the tool registry (stopping here on a bad
- * declaration or a server that cannot start), bundles the workflows and creates the worker.
+ * Opens the tool sources and lists their tools, builds the tool registry (stopping here on a bad
+ * declaration or a source that cannot open), bundles the workflows and creates the worker.
  */
 export async function createWorker(options: CreateWorkerOptions): Promise<TollgateWorker> {
   const { config, connection: given, tools, store: givenStore, activities, workflowBundle, workerOptions } = options;
   await checkBundle(config, workflowBundle);
   const owned: Array<() => Promise<void>> = [];
   try {
-    if (activities && options.mcp) throw new Error('createWorker: give mcp or activities, not both (activities already carry their tools)');
+    if (activities && options.toolSources) {
+      throw new Error('createWorker: give toolSources or activities, not both (activities already carry their tools)');
+    }
     if (activities && options.models) {
       throw new Error('createWorker: give models or activities, not both (activities already carry their models)');
     }
-    const mcp = options.mcp === undefined ? config.mcp : parseMcpConfig(options.mcp, 'createWorker({ mcp })');
-    // MCP servers start first: one that cannot start stops the worker before anything else is opened.
-    // What MCP servers write to stderr reaches the log redacted, like every other line a worker writes.
+    // Tool sources open first: one that cannot open stops the worker before anything else is opened.
+    // What they write (a server's stderr) reaches the log redacted, like every other line a worker writes.
     const redactor = redactorForConfig(config);
-    const mcpLog = options.mcpLog ?? ((line: string) => console.warn(line));
-    const mcpTools = activities ? undefined : await startMcpTools({ mcp, log: (line) => mcpLog(redactor.text(line)) });
-    if (mcpTools) owned.push(() => mcpTools.close());
+    const sourceLog = options.toolSourceLog ?? ((line: string) => console.warn(line));
+    const toolSources = options.toolSources ?? (activities ? [] : configuredToolSources());
+    const sourced = await openToolSources(toolSources, { config, log: (line) => sourceLog(redactor.text(line)) });
+    owned.push(() => sourced.close());
     const telemetry = await startTelemetry(config, options.coreMetricsUrl, owned);
     const connection = given ?? (await connectWorker(config));
     if (!given) owned.push(() => connection.close());
@@ -190,7 +193,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Tollga
     if (!served) {
       store ??= openConfiguredStore(config);
       if (!givenStore) owned.push(() => store!.close());
-      const servedTools = [...(tools ?? builtInTools(config)), ...(mcpTools?.tools ?? [])];
+      const servedTools = [...(tools ?? builtInTools(config)), ...sourced.tools];
       served = createActivities({ config, tools: servedTools, store, models: options.models, telemetry: telemetry.activities });
       telemetry.metrics?.knowTools(servedTools);
     }

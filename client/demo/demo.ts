@@ -16,6 +16,7 @@ import { ensureServer } from '../../server/dev-server';
 import { binaryPath } from '../../server/temporal-binaries';
 import { createWorker } from '../../worker/create-worker';
 import { startLoopbackModelServer } from './loopback-model-server';
+import { mcpToolSource } from '../../tools/mcp/mcp-tool-source';
 import { mcpDemo } from './mcp-demo';
 import { followTurn } from '../follow-turn';
 import { formatTable } from '../format-table';
@@ -71,7 +72,7 @@ async function main(): Promise<number> {
   let client: TollgateClient | undefined;
   try {
     // The worker opens its own connection (registering the search attributes) and store, and closes them when it stops.
-    worker = await createWorker({ config, ...(mcp ? { mcp: mcp.mcp } : {}) });
+    worker = await createWorker({ config, ...(mcp ? { toolSources: [mcpToolSource(mcp.mcp)] } : {}) });
     workerRun = worker.run();
     client = await TollgateClient.connect(config);
 

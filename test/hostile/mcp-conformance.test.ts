@@ -10,9 +10,10 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../../activities/intents/sqlite-store';
 import { createRunTool } from '../../activities/boundary/run-tool';
 import { WRITE_INTERRUPTED } from '../../common/activity-types';
-import { mcpSchema, type McpConfigInput } from '../../tools/mcp/mcp-config';
+import type { McpConfigInput } from '../../tools/mcp/mcp-config';
 import { createToolRegistry } from '../../tools/tool-registry';
-import { startMcpTools, type McpToolSource } from '../../tools/mcp/mcp-tool-source';
+import { mcpToolSource, type McpToolSource } from '../../tools/mcp/mcp-tool-source';
+import { openToolSources } from '../../tools/tool-source';
 import type { ToolDefinition } from '../../tools/define-tool';
 import { approvalSignal } from '../../workflows/messages';
 import { eventLoopProbe } from '../helpers/event-loop-probe';
@@ -77,10 +78,15 @@ async function httpServer(record: string): Promise<string> {
   });
 }
 
+/** Opens these servers as a worker does, through the tool source seam. */
+function openServers(servers: McpConfigInput['servers'], log: (line: string) => void) {
+  return openToolSources([mcpToolSource({ servers })], { config: testConfig(), log });
+}
+
 /** The tools of these servers, with the log lines the source wrote. */
 async function hostileTools(servers: McpConfigInput['servers']) {
   const lines: string[] = [];
-  const source = await startMcpTools({ mcp: mcpSchema.parse({ servers }), log: (line) => lines.push(line) });
+  const source = await openServers(servers, (line) => lines.push(line));
   sources.push(source);
   const byName = (name: string) => source.tools.find((tool) => tool.name === name)!;
   return { tools: source.tools, byName, lines };
@@ -222,7 +228,7 @@ describe('an MCP server that lists tools without end', () => {
     const record = recordFile();
     const before = memoryBytes();
     const probe = eventLoopProbe();
-    const started = startMcpTools({ mcp: mcpSchema.parse({ servers: { endless: stdioServer(record, 'endless') } }), log: () => undefined });
+    const started = openServers({ endless: stdioServer(record, 'endless') }, () => undefined);
     await expect(started).rejects.toThrow(
       'mcp server "endless" could not start: it lists its tools in more than 100 pages (mcp.servers.endless.maxListPages)',
     );
@@ -231,8 +237,8 @@ describe('an MCP server that lists tools without end', () => {
   });
 
   it('stops at the tool cap too, naming it', async () => {
-    const mcp = mcpSchema.parse({ servers: { endless: { ...stdioServer(recordFile(), 'endless'), maxTools: 50 } } });
-    await expect(startMcpTools({ mcp, log: () => undefined })).rejects.toThrow(
+    const servers = { endless: { ...stdioServer(recordFile(), 'endless'), maxTools: 50 } };
+    await expect(openServers(servers, () => undefined)).rejects.toThrow(
       'mcp server "endless" could not start: it lists more than 50 tools (mcp.servers.endless.maxTools)',
     );
   });

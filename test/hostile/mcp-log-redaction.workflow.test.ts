@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { mcpToolSource } from '../../tools/mcp/mcp-tool-source';
 import { createWorker } from '../../worker/create-worker';
 import { testConfig } from '../helpers/test-config';
 import { useTimeSkippingEnvironment } from '../helpers/turn-runner';
@@ -17,16 +18,22 @@ describe('what MCP servers write to a worker log', () => {
       config,
       connection: environment.env.nativeConnection,
       workflowBundle: environment.workflowBundle,
-      mcpLog: (line) => lines.push(line),
-      mcp: {
-        servers: {
-          hostile: {
-            command: process.execPath,
-            args: ['--import', 'tsx', FIXTURE],
-            env: { HOSTILE_TRANSPORT: 'stdio', HOSTILE_RECORD: path.join(config.workspace, 'record.jsonl'), HOSTILE_STDERR_SECRET: secret },
+      toolSourceLog: (line) => lines.push(line),
+      toolSources: [
+        mcpToolSource({
+          servers: {
+            hostile: {
+              command: process.execPath,
+              args: ['--import', 'tsx', FIXTURE],
+              env: {
+                HOSTILE_TRANSPORT: 'stdio',
+                HOSTILE_RECORD: path.join(config.workspace, 'record.jsonl'),
+                HOSTILE_STDERR_SECRET: secret,
+              },
+            },
           },
-        },
-      },
+        }),
+      ],
     });
     await worker.runUntil(async () => {
       const deadline = Date.now() + 20_000;

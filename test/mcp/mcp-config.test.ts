@@ -1,6 +1,9 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig, parseMcpConfig, PROJECT_ROOT } from '../../config/load-config';
+import { parseConfigSection } from '../../config/config-error';
+import { ConfigError, parseConfig, PROJECT_ROOT } from '../../config/load-config';
+import { mcpSection } from '../../tools/mcp/mcp-config';
+import { mcpToolSource } from '../../tools/mcp/mcp-tool-source';
 import { testConfig } from '../helpers/test-config';
 import { createWorker } from '../../worker/create-worker';
 
@@ -65,23 +68,25 @@ describe('the mcp section of the config', () => {
     expect(() => parse({ servers: { 'my files': { command: 'node' } } })).toThrow(/mcp\.servers\.my files: expected 1-32 letters/);
   });
 
-  it('gives createWorker({ mcp }) the same checks, naming the key', async () => {
-    expect(() => parseMcpConfig({ servers: { files: { command: 'node', bogus: 1 } } }, 'createWorker({ mcp })')).toThrow(ConfigError);
+  it('gives mcpToolSource({ servers }) the same checks, naming the key', async () => {
+    expect(() => parseConfigSection(mcpSection, { servers: { files: { command: 'node', bogus: 1 } } }, 'mcpToolSource()')).toThrow(
+      ConfigError,
+    );
     const mcp = { servers: { files: { command: 'node', bogus: 1 } } } as never;
-    await expect(createWorker({ config: testConfig(), mcp })).rejects.toThrow(
-      'createWorker({ mcp }): unknown key "mcp.servers.files.bogus"',
+    await expect(createWorker({ config: testConfig(), toolSources: [mcpToolSource(mcp)] })).rejects.toThrow(
+      'mcpToolSource(): unknown key "mcp.servers.files.bogus"',
     );
   });
 
-  it('refuses mcp next to ready-made activities, which already carry their tools', async () => {
+  it('refuses tool sources next to ready-made activities, which already carry their tools', async () => {
     const activities = {} as never;
-    const worker = createWorker({ config: testConfig(), activities, mcp: { servers: {} } });
-    await expect(worker).rejects.toThrow(/give mcp or activities, not both/);
+    const worker = createWorker({ config: testConfig(), activities, toolSources: [mcpToolSource({ servers: {} })] });
+    await expect(worker).rejects.toThrow(/give toolSources or activities, not both/);
   });
 
   it('stops createWorker with one line naming a server that cannot start, before anything else is opened', async () => {
     const missing = path.join(PROJECT_ROOT, 'no-such-mcp-server');
-    const failure = createWorker({ config: testConfig(), mcp: { servers: { files: { command: missing } } } });
+    const failure = createWorker({ config: testConfig(), toolSources: [mcpToolSource({ servers: { files: { command: missing } } })] });
     await expect(failure).rejects.toThrow(/^mcp server "files" could not start: .*ENOENT/);
     const message = await failure.catch((error: Error) => error.message);
     expect(message).not.toContain('\n');

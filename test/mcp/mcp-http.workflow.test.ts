@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { mcpSchema, type McpServerConfig } from '../../tools/mcp/mcp-config';
-import { startMcpTools, type McpToolSource } from '../../tools/mcp/mcp-tool-source';
+import { mcpToolSource, startMcpTools, type McpToolSource } from '../../tools/mcp/mcp-tool-source';
 import type { AgentTurnResult } from '../../common/types';
 import { createWorker } from '../../worker/create-worker';
 import { approvalSignal } from '../../workflows/messages';
@@ -189,13 +189,13 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
     const { env, workflowBundle } = environment;
     const base = testConfig();
     const config = { ...base, temporal: { ...base.temporal, taskQueue: `test-${randomUUID()}` } };
-    const mcp = { servers: { shop: { url: fixture.url, trustAnnotations: true } } };
+    const mcp = mcpToolSource({ servers: { shop: { url: fixture.url, trustAnnotations: true } } });
     // No cached workflows: the turn's next task goes to the task queue, where the second worker polls, not to this worker's own.
     const first = await createWorker({
       config,
       connection: env.nativeConnection,
       workflowBundle,
-      mcp,
+      toolSources: [mcp],
       workerOptions: { maxCachedWorkflows: 0 },
     });
     const handle = await first.runUntil(async () => {
@@ -208,7 +208,7 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
       return started;
     });
     fixture.changeDescription('record_note', 'Records a note and emails it to every customer.');
-    const second = await createWorker({ config, connection: env.nativeConnection, workflowBundle, mcp });
+    const second = await createWorker({ config, connection: env.nativeConnection, workflowBundle, toolSources: [mcp] });
     const result = await second.runUntil(async () => {
       await approveFirst(handle);
       return (await handle.result()) as AgentTurnResult;

@@ -5,7 +5,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { mcpSchema, type McpServerConfig } from '../../tools/mcp/mcp-config';
 import { argsDigest } from '../../tools/canonical-json';
-import { startMcpTools, type McpToolSource } from '../../tools/mcp/mcp-tool-source';
+import { mcpToolSource, startMcpTools, type McpToolSource } from '../../tools/mcp/mcp-tool-source';
 import { approvalSignal } from '../../workflows/messages';
 import { createWorker } from '../../worker/create-worker';
 import { testConfig } from '../helpers/test-config';
@@ -156,15 +156,15 @@ function childProcesses(marker: string): number[] {
     .map(Number);
 }
 
-describe('createWorker({ mcp }) with the filesystem server', () => {
+describe('createWorker({ toolSources: [mcpToolSource(…)] }) with the filesystem server', () => {
   it('starts the server with the worker and ends its process when the worker stops', async () => {
     const folder = filesFolder();
     const worker = await createWorker({
       config: testConfig(),
       connection: environment.env.nativeConnection,
       workflowBundle: environment.workflowBundle,
-      mcp: { servers: { files: { command: process.execPath, args: [FILESYSTEM_SERVER, folder] } } },
-      mcpLog: () => undefined,
+      toolSources: [mcpToolSource({ servers: { files: { command: process.execPath, args: [FILESYSTEM_SERVER, folder] } } })],
+      toolSourceLog: () => undefined,
     });
     const whileRunning = await worker.runUntil(async () => childProcesses(folder).length);
     expect(whileRunning).toBe(1);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { duration, envName, httpUrl } from '../../config/schema-parts';
+import type { ToolSourceSection } from '../tool-source';
 
 /** Overrides of one MCP tool's policy, by the tool's name on its server (config `mcp.servers.<name>.tools.<tool>`). */
 export const mcpToolOverrideSchema = z.strictObject({
@@ -75,5 +76,14 @@ export const mcpSchema = z.strictObject({
 /** The validated `mcp` section. */
 export type McpConfig = z.output<typeof mcpSchema>;
 
-/** The `mcp` section as written (defaults left out), as `createWorker({ mcp })` takes it. */
+/** The `mcp` section as written (defaults left out), as `mcpToolSource()` takes it. */
 export type McpConfigInput = z.input<typeof mcpSchema>;
+
+/** The MCP tool source's section of the config file, `mcp:`; a server's relative `cwd` is resolved against the file's folder. */
+export const mcpSection = {
+  key: 'mcp',
+  schema: mcpSchema,
+  resolvePaths(mcp: McpConfig, resolve: (relative: string) => string) {
+    for (const server of Object.values(mcp.servers)) if (server.cwd !== undefined) server.cwd = resolve(server.cwd);
+  },
+} as const satisfies ToolSourceSection<'mcp', typeof mcpSchema>;

@@ -1,10 +1,12 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { toMilliseconds } from '../../common/duration';
-import type { McpConfig, McpServerConfig } from './mcp-config';
+import { parseConfigSection } from '../../config/config-error';
+import { mcpSection, type McpConfig, type McpConfigInput, type McpServerConfig } from './mcp-config';
 import { canonicalJson, sha256 } from '../canonical-json';
 import type { ToolContext, ToolDefinition } from '../define-tool';
 import { TOOL_DEFAULTS } from '../../common/defaults';
 import { ToolError } from '../tool-error';
+import { ToolSourceError, type OpenToolSource, type ToolSource } from '../tool-source';
 import { McpAnswerLostError, McpListingBoundError, McpNotSentError } from './mcp-call-errors';
 import { isServerAnswer, McpConnection, type McpLog } from './mcp-connection';
 import { jsonSchemaInput } from './mcp-input-schema';
@@ -12,12 +14,8 @@ import { compileOutsideSchema, type CheckedSchema } from './mcp-schema-validator
 import { mcpResultOutcome } from './mcp-result';
 import { mcpToolName } from './mcp-tool-name';
 
-/** The tools of a worker's MCP servers, and the connections behind them. */
-export interface McpToolSource {
-  tools: ToolDefinition[];
-  /** Closes every connection (stdio servers' processes end). */
-  close(): Promise<void>;
-}
+/** The tools of a worker's MCP servers, and the connections behind them (`close` ends stdio servers' processes). */
+export type McpToolSource = OpenToolSource;
 
 /** How much longer than the boundary's own timeout the SDK waits, so the boundary always cuts a call off first. */
 const SDK_TIMEOUT_MARGIN_MS = 5_000;
@@ -262,12 +260,12 @@ export async function startMcpTools({
         continue;
       }
       const cause = outcome.reason instanceof Error ? outcome.reason.message.split('\n')[0] : String(outcome.reason);
-      if (cause.startsWith('config mcp.')) throw new Error(cause);
+      if (cause.startsWith('config mcp.')) throw new ToolSourceError(cause);
       const reason = McpListingBoundError.isInstance(outcome.reason)
         ? `it ${cause.slice(`mcp server "${name}" `.length)}`
         : cause.replace(/^mcp server "[^"]*"(:| could not connect:) /, '');
       const line = `mcp server "${name}" could not start: ${reason}`;
-      if (!server.optional) throw new Error(line);
+      if (!server.optional) throw new ToolSourceError(line);
       log(`${line}; it is optional, so its tools are left out`);
     }
     const names = new Map<string, string>();
@@ -276,11 +274,27 @@ export async function startMcpTools({
         names.set(tool.name, tool.name);
         continue;
       }
-      throw new Error(`mcp: two tools would both be named "${tool.name}"; rename a server in mcp.servers or exclude one of them`);
+      throw new ToolSourceError(`mcp: two tools would both be named "${tool.name}"; rename a server in mcp.servers or exclude one of them`);
     }
   } catch (error) {
     await close();
     throw error;
   }
   return { tools, close };
+}
+
+/**
+ * MCP servers as a tool source: the servers of the config's `mcp` section, or the ones given here
+ * in its shape (which then replace the section's). Opening starts one client per server, as
+ * `startMcpTools` does; closing ends them.
+ */
+export function mcpToolSource(mcp?: McpConfigInput): ToolSource<McpConfig> {
+  return {
+    name: 'mcp',
+    section: mcpSection,
+    async open({ section, log, env }) {
+      const servers = mcp === undefined ? section : parseConfigSection(mcpSection, mcp, 'mcpToolSource()');
+      return startMcpTools({ mcp: servers, log, env });
+    },
+  };
 }
