@@ -18,13 +18,7 @@ export { ToolError } from './tools/tool-error';
 /** The built-in tools of the embedded default (search, documents, drafts, messages, shell), built from a config. */
 export { builtInTools } from './tools/built-in';
 /** Tools that are not written with `defineTool`: a source opened at worker start, its tools served, closed at shutdown. */
-export {
-  ToolSourceError,
-  type OpenToolSource,
-  type ToolSource,
-  type ToolSourceContext,
-  type ToolSourceSection,
-} from './tools/tool-source';
+export { ToolSourceError, type OpenToolSource, type ToolSource, type ToolSourceContext, type ToolSourceSection } from './tools/tool-source';
 /** MCP servers as a tool source, for `createWorker({ toolSources })`; the config's `mcp` section when given no servers. */
 export { mcpToolSource } from './tools/mcp/mcp-tool-source';
 /** The tool sources the config's sections open (`mcp`), which `createWorker` uses when given no `toolSources`. */
@@ -114,8 +108,9 @@ export type {
 } from './common/types';
 
 // Configuration
-/** The validated config: temporal.config.yaml, a Temporal profile and the environment, layered; the MCP servers as `mcpToolSource()` takes them. */
+/** The validated config: temporal.config.yaml, a Temporal profile and the environment, layered. */
 export type { TollgateConfig } from './config/config-schema';
+/** The config's `mcp` section as written, as `mcpToolSource()` takes it. */
 export type { McpConfigInput } from './tools/mcp/mcp-config';
 /** Loads and validates the config; a bad key is a ConfigError naming it. */
 export { ConfigError, loadConfig, parseConfig } from './config/load-config';

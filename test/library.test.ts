@@ -31,7 +31,18 @@ afterAll(async () => {
 
 describe('the library API', () => {
   it('exports what embedding Tollgate needs from one entry point', () => {
-    const names = ['defineTool', 'ToolOutcome', 'createWorker', 'TollgateClient', 'builtInTools', 'loadConfig', 'startDevServer'] as const;
+    const names = [
+      'defineTool',
+      'ToolOutcome',
+      'createWorker',
+      'TollgateClient',
+      'builtInTools',
+      'mcpToolSource',
+      'configuredToolSources',
+      'ToolSourceError',
+      'loadConfig',
+      'startDevServer',
+    ] as const;
     const contract = [
       'agentTurn',
       'conversation',
