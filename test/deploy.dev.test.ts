@@ -105,7 +105,7 @@ const outboxMessages = () =>
   readdirSync(path.join(config.workspace, 'outbox'), { recursive: true }).filter((name) => String(name).endsWith('.json')).length;
 
 function sendAttempts(result: AgentTurnResult): number[] {
-  return result.toolCalls.filter((call) => call.tool === 'send_message').map((call) => call.attempts);
+  return result.toolCalls.filter((call) => call.tool === 'send_message').map((call) => call.executions);
 }
 
 async function build(status: Promise<{ builds: BuildStatus[] }>, buildId: string): Promise<BuildStatus> {

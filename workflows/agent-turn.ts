@@ -416,7 +416,7 @@ async function runCall({
     effect: call.policy?.effect ?? 'unknown',
     status: outcome.result.status,
     code: outcome.result.code,
-    attempts: outcome.executions,
+    executions: outcome.executions,
     durationMs: Date.now() - startedAt,
     originalSize: outcome.originalSize,
     truncated: outcome.truncated,

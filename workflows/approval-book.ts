@@ -351,7 +351,7 @@ export function renderDetails(state: TurnState): string {
     lines.push('### Tool calls', '');
     for (const event of state.toolCalls) {
       lines.push(
-        `- ${event.callId} · ${event.tool} · ${event.effect} · **${event.status}**${event.code ? ` \`${event.code}\`` : ''} · ${event.attempts} execution${event.attempts === 1 ? '' : 's'} · ${event.durationMs} ms`,
+        `- ${event.callId} · ${event.tool} · ${event.effect} · **${event.status}**${event.code ? ` \`${event.code}\`` : ''} · ${event.executions} execution${event.executions === 1 ? '' : 's'} · ${event.durationMs} ms`,
       );
     }
   }

@@ -288,7 +288,7 @@ describe('a PostgreSQL outage', () => {
     // A call the store failed before its handler ran did not run (not_run, 0 executions); one whose outcome the store could not record is unknown.
     for (const call of calls) {
       if (call.status === 'success') continue;
-      if (call.code === 'not_run') expect(call, `${call.tool} ${call.callId}`).toMatchObject({ status: 'error', attempts: 0 });
+      if (call.code === 'not_run') expect(call, `${call.tool} ${call.callId}`).toMatchObject({ status: 'error', executions: 0 });
       else expect(call, `${call.tool} ${call.callId}`).toMatchObject({ status: 'error', code: 'outcome_unknown' });
     }
     const unknown = calls.filter((call) => call.status !== 'success');

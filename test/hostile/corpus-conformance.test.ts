@@ -266,11 +266,11 @@ describe('a corpus full of hostile files, in a real turn on the time-skipping se
     });
     expect(process.memoryUsage().rss - memoryBefore).toBeLessThan(MEMORY_GROWTH_BYTES);
     expect(result).toMatchObject({ status: 'completed', answer: 'Only the refund policy is there.' });
-    expect(result.toolCalls.map(({ tool, status, code, attempts }) => ({ tool, status, code, attempts }))).toEqual([
-      { tool: 'search_local_sources', status: 'success', code: undefined, attempts: 1 },
-      { tool: 'get_document', status: 'error', code: 'forbidden', attempts: 1 },
-      { tool: 'search_local_sources', status: 'success', code: undefined, attempts: 1 },
-      { tool: 'get_document', status: 'success', code: undefined, attempts: 1 },
+    expect(result.toolCalls.map(({ tool, status, code, executions }) => ({ tool, status, code, executions }))).toEqual([
+      { tool: 'search_local_sources', status: 'success', code: undefined, executions: 1 },
+      { tool: 'get_document', status: 'error', code: 'forbidden', executions: 1 },
+      { tool: 'search_local_sources', status: 'success', code: undefined, executions: 1 },
+      { tool: 'get_document', status: 'success', code: undefined, executions: 1 },
     ]);
     expectNothingOutside(JSON.stringify(modelInputs), 'what the model was given');
     expect(JSON.stringify(modelInputs.at(-1))).toContain('pro rata');
