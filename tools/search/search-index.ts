@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { lstatTreeFile, openTree, readTreeFile, walkTree, type Tree, type TreeRefusal } from '../hardened/tree-file';
+import { lstatTreeFile, openTree, readTreeFile, walkTree, type Tree, type TreeRefusal } from '../../hardened/tree-file';
 import { documentText, formatOf, indexedBody, type DocumentFormat, type DocumentSection } from './document-text';
 
 /**
