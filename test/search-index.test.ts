@@ -9,7 +9,8 @@ import { PROJECT_ROOT } from '../config/load-config';
 import { getDocumentTool } from '../tools/built-in/get-document';
 import { searchLocalSourcesTool } from '../tools/built-in/search-local-sources';
 import { indexFileFor, openCorpus } from '../tools/search/corpus';
-import { ftsQuery, openSearchIndex, type SearchIndex } from '../tools/search/search-index';
+import { ftsQuery } from '../tools/search/query-terms';
+import { openSearchIndex, type SearchIndex } from '../tools/search/search-index';
 import { ToolOutcome } from '../tools/tool-outcome';
 
 const run = promisify(execFile);
