@@ -1,6 +1,6 @@
 import type { TollgateConfig } from '../config/config-schema';
 import type { ToolDefinition } from '../tools/define-tool';
-import type { IdempotencyStore } from './intents/intent-store';
+import type { IdempotencyStore } from '../intents/intent-store';
 import { builtInTools } from '../tools/built-in';
 import { createLookupStatus } from './boundary/lookup-status';
 import { createModelStep } from './models/model-step';

@@ -14,7 +14,7 @@ import { loadConfig, PROJECT_ROOT } from '../config/load-config';
 import { startDevServer, type DevServer } from '../server/dev-server';
 import { freePort } from '../connection/ports';
 import { requireBinary } from '../server/temporal-binaries';
-import { openSqliteStore } from '../activities/intents/sqlite-store';
+import { openSqliteStore } from '../intents/sqlite-store';
 import { sendMessageTool } from '../tools/built-in/send-message';
 import { argsDigest } from '../tools/canonical-json';
 import { intentKey } from '../tools/intent-key';

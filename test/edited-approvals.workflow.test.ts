@@ -1,7 +1,7 @@
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { openSqliteStore } from '../activities/intents/sqlite-store';
+import { openSqliteStore } from '../intents/sqlite-store';
 import type { TurnState } from '../common/types';
 import { argsDigest } from '../tools/canonical-json';
 import { defineTool } from '../tools/define-tool';

@@ -2,7 +2,7 @@ import { createGoogle } from '@ai-sdk/google';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../activities';
-import { openSqliteStore } from '../activities/intents/sqlite-store';
+import { openSqliteStore } from '../intents/sqlite-store';
 import type { AgentTurnResult } from '../common/types';
 import { parseConfig } from '../config/load-config';
 import { createWorker } from '../worker/create-worker';

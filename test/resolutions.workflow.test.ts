@@ -1,7 +1,7 @@
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { openSqliteStore } from '../activities/intents/sqlite-store';
+import { openSqliteStore } from '../intents/sqlite-store';
 import { WAITING_FOR_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import type { TurnState } from '../common/types';
 import { defineTool, type StatusAnswer, type ToolDefinition } from '../tools/define-tool';

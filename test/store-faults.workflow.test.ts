@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { IdempotencyStore } from '../activities/intents/intent-store';
-import { openSqliteStore } from '../activities/intents/sqlite-store';
+import type { IdempotencyStore } from '../intents/intent-store';
+import { openSqliteStore } from '../intents/sqlite-store';
 import { defineTool } from '../tools/define-tool';
 import { approvalSignal } from '../workflows/messages';
 import { scripted, waitForState, useTurnRunner } from './helpers/turn-runner';

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { openConfiguredStore } from '../activities/intents/open-store';
+import { openConfiguredStore } from '../intents/open-store';
 import { builtInTools } from '../tools/built-in';
 import { defineTool } from '../tools/define-tool';
 import { openDetails, sendFromUi, shownSignalJson, untilShown, useWebUi, WEB_UI_OUTPUT as OUTPUT } from './helpers/web-ui';

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { argsDigest } from '../tools/canonical-json';
 import { defineTool, type StatusAnswer, type ToolDefinition } from '../tools/define-tool';
-import { openSqliteStore } from '../activities/intents/sqlite-store';
+import { openSqliteStore } from '../intents/sqlite-store';
 import { saveDraftTool } from '../tools/built-in/save-draft';
 import { sendMessageTool } from '../tools/built-in/send-message';
 import { taskFolderName } from '../tools/built-in/workspace-path';

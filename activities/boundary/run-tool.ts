@@ -13,8 +13,8 @@ import {
   type ClaimResult,
   type IdempotencyStore,
   type WriteEffect,
-} from '../intents/intent-store';
-import { guardStore } from '../intents/guard-store';
+} from '../../intents/intent-store';
+import { guardStore } from '../../intents/guard-store';
 import { STORE_FAULT_RETRY } from '../../common/defaults';
 import { askStatusCheck, inFlight } from './lookup-status';
 import { retryStoreCall } from './retry-store-call';

@@ -19,7 +19,7 @@ import { temporal } from '@temporalio/proto';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createRunTool } from '../../activities/boundary/run-tool';
-import { openSqliteStore } from '../../activities/intents/sqlite-store';
+import { openSqliteStore } from '../../intents/sqlite-store';
 import { indexFileFor, openCorpus } from '../../tools/search/corpus';
 import { getDocumentTool } from '../../tools/built-in/get-document';
 import { searchLocalSourcesTool } from '../../tools/built-in/search-local-sources';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Client, type WorkflowHandle } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities';
-import { openConfiguredStore } from '../../activities/intents/open-store';
+import { openConfiguredStore } from '../../intents/open-store';
 import type { AgentTurnResult, ScriptStep } from '../../common/types';
 import type { ModelStepInput, RunToolInput } from '../../common/activity-types';
 import type { TollgateConfig } from '../../config/config-schema';

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { openSqliteStore } from '../../activities/intents/sqlite-store';
+import { openSqliteStore } from '../../intents/sqlite-store';
 import { createRunTool } from '../../activities/boundary/run-tool';
 import { WRITE_INTERRUPTED } from '../../common/activity-types';
 import { mcpSchema, type McpConfigInput } from '../../config/config-schema';
