@@ -15,6 +15,19 @@ export const ACTIVITY_NAMES = {
   checkCall: 'checkCall',
 } as const;
 
+/**
+ * The activities a worker registers, as the workflows call them: one entry per name of
+ * {@link ACTIVITY_NAMES}. `createActivities` is declared to return this, so both sides compile against one list.
+ */
+export interface Activities {
+  modelStep(input: ModelStepInput): Promise<ModelStepResult>;
+  runTool(input: RunToolInput): Promise<BoundaryResult>;
+  lookupStatus(input: LookupStatusInput): Promise<StatusLookup>;
+  turnSettings(): Promise<TurnSettings>;
+  resolveIntent(input: ResolveIntentInput): Promise<ResolveIntentResult>;
+  checkCall(input: CheckCallInput): Promise<CheckedToolCall>;
+}
+
 /** Room an activity gets beyond the tool's own timeout, so the boundary's timer fires first. */
 export const ACTIVITY_GRACE_MS = 5_000;
 

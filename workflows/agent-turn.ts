@@ -6,7 +6,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { Activities } from '../common/activity-types';
 import {
   MODEL_FAILURES,
   type BoundaryResult,

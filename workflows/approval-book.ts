@@ -1,6 +1,6 @@
 import { proxyLocalActivities, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
-import type { Activities } from '../activities';
+import type { Activities } from '../common/activity-types';
 import type { CheckedToolCall } from '../common/activity-types';
 import { MAX_DECISION_CHARS, REJECTED_DECISION_BOUNDS } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE } from '../common/search-attributes';

@@ -9,7 +9,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
-import type { Activities } from '../activities';
+import type { Activities } from '../common/activity-types';
 import type { AgentTurnResult, ConversationInput, ConversationState, TokenLedger, TurnMessage } from '../common/types';
 import { unencryptedMode } from '../common/unencrypted';
 import { agentTurn } from './agent-turn';

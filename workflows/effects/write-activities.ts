@@ -1,6 +1,6 @@
 import type { LocalActivityOptions } from '@temporalio/common';
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
-import type { Activities } from '../../activities';
+import type { Activities } from '../../common/activity-types';
 import { ACTIVITY_GRACE_MS } from '../../common/activity-types';
 import type { RunnableCall } from './effect-strategy';
 
