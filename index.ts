@@ -36,9 +36,9 @@ export { TRACING_WORKFLOW_MODULES } from './worker/telemetry/tracing';
 /** The activities a worker registers, for workers assembled by hand. */
 export { createActivities, type Activities, type ActivityDependencies } from './activities';
 /** The idempotency store on one machine (SQLite); PostgreSQL is chosen by config for several machines. */
-export { openSqliteStore } from './activities/intents/sqlite-store';
+export { openSqliteStore } from './intents/sqlite-store';
 /** The interface of an idempotency store and its records. */
-export type { IdempotencyStore, IntentRecord } from './activities/intents/intent-store';
+export type { IdempotencyStore, IntentRecord } from './intents/intent-store';
 /** Starts Temporal's dev server from the installed binaries, or reuses one that answers. */
 export { ensureServer, startDevServer, type DevServer, type ServerLease } from './server/dev-server';
 

@@ -1,6 +1,6 @@
 import type { TollgateConfig } from '../config/config-schema';
 import type { ToolDefinition } from '../tools/define-tool';
-import type { IdempotencyStore } from './intents/intent-store';
+import type { IdempotencyStore } from '../intents/intent-store';
 import { builtInTools } from '../tools/built-in';
 import { createLookupStatus } from './boundary/lookup-status';
 import { createModelStep } from './models/model-step';
@@ -13,6 +13,7 @@ import { createResolveIntent } from './boundary/resolve-intent';
 import { createCheckCall } from './boundary/check-call';
 import { createTurnSettings } from './turn-settings';
 import { toMilliseconds } from '../common/duration';
+import type { Activities } from '../common/activity-types';
 import { createToolRegistry, retryBackoffFromConfig, type ToolRegistry } from '../tools/tool-registry';
 
 /** What the activities are built from; tests pass their own tools and store. */
@@ -31,7 +32,14 @@ export interface ActivityDependencies {
 }
 
 /** Builds the activities; their export names are their registered names. */
-export function createActivities({ config, tools, store, modelEnvironment, models: codeModels, telemetry }: ActivityDependencies) {
+export function createActivities({
+  config,
+  tools,
+  store,
+  modelEnvironment,
+  models: codeModels,
+  telemetry,
+}: ActivityDependencies): Activities {
   const models = createConfiguredModels(config, modelEnvironment, codeModels);
   const registry: ToolRegistry = createToolRegistry({
     tools: tools ?? builtInTools(config),
@@ -52,5 +60,5 @@ export function createActivities({ config, tools, store, modelEnvironment, model
   };
 }
 
-/** The activity functions a worker registers, as the workflow sees their types. */
-export type Activities = ReturnType<typeof createActivities>;
+/** The activity functions a worker registers (their contract with the workflows is in common/activity-types.ts). */
+export type { Activities } from '../common/activity-types';

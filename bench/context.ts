@@ -1,4 +1,4 @@
-import { openSqliteStore } from '../activities/intents/sqlite-store';
+import { openSqliteStore } from '../intents/sqlite-store';
 import type { TollgateWorker } from '../worker/create-worker';
 // The dev server, worker and clients the in-process benchmark sections share.
 import { mkdtempSync, rmSync } from 'node:fs';

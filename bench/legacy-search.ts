@@ -1,7 +1,7 @@
 // The search of the read tools before the full-text index, kept as the retrieval benchmark's
 // baseline: every document scanned with one regular expression per query word (cut to a crude
 // stem), ranked by match counts, a title match counting three. Words mode only; the code as it was.
-import type { CorpusDocument } from '../tools/corpus';
+import type { CorpusDocument } from '../tools/search/corpus';
 import type { MatchCount } from '../tools/built-in/regex-search-worker';
 // The two helpers the search kept unchanged from this algorithm are shared, not copied.
 import { countMatches, snippetAround } from '../tools/built-in/search-local-sources';

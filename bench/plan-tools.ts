@@ -6,7 +6,7 @@ import path from 'node:path';
 import { getDocumentTool } from '../tools/built-in/get-document';
 import { saveDraftTool } from '../tools/built-in/save-draft';
 import { searchLocalSourcesTool } from '../tools/built-in/search-local-sources';
-import { openCorpus } from '../tools/corpus';
+import { openCorpus } from '../tools/search/corpus';
 import type { ToolDefinition } from '../tools/define-tool';
 import { ToolOutcome } from '../tools/tool-outcome';
 

@@ -30,7 +30,7 @@ async function decide(pending: PendingApproval, mode: ApprovalMode): Promise<{ d
 
 /** One line for a finished tool call, safe to print. */
 export function describeEvent(event: ToolEvent): string {
-  const executions = `${event.attempts} execution${event.attempts === 1 ? '' : 's'}`;
+  const executions = `${event.executions} execution${event.executions === 1 ? '' : 's'}`;
   const code = event.code ? ` ${event.code}` : '';
   return forTerminal(`[step ${event.step + 1}] ${event.tool} (${event.effect}): ${event.status}${code}, ${executions}`);
 }
@@ -44,9 +44,9 @@ export function describeUsage(usage: Usage, budget?: number): string {
 /** The tool calls of a turn as a table, safe to print. */
 export function toolCallTable(events: ToolEvent[]): string {
   return formatTable(
-    ['call', 'tool', 'effect', 'status', 'code', 'attempts', 'ms', 'size', 'truncated'],
+    ['call', 'tool', 'effect', 'status', 'code', 'executions', 'ms', 'size', 'truncated'],
     events.map((event) => {
-      const cells = [event.callId, event.tool, event.effect, event.status, event.code ?? '-', event.attempts, event.durationMs];
+      const cells = [event.callId, event.tool, event.effect, event.status, event.code ?? '-', event.executions, event.durationMs];
       return [...cells, event.originalSize, event.truncated ? 'yes' : '-'].map((cell) => forTerminal(String(cell)));
     }),
   );

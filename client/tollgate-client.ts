@@ -1,5 +1,5 @@
 import { Client, WorkflowIdReusePolicy } from '@temporalio/client';
-import { createRedactor, type Redactor } from '../activities/boundary/redact';
+import { createRedactor, type Redactor } from '../hardened/redact';
 import { connectClient } from '../connection/temporal-connection';
 import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import { codecFromEnvironment, ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gcm-codec';

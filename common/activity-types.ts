@@ -2,6 +2,7 @@
 // names, inputs and results, the heartbeat shape, failure types and shared timing constants.
 // Other programs rely only on common/types.ts; these may change between versions of Tollgate.
 import type { ErrorCode, ToolEffect } from './codes';
+import { FAILURE_TYPE, failureTypes } from './failures';
 import type { IdempotencyOutcome, StatusLookupAnswer } from './telemetry';
 import type { CallEdit, ModelSelection, ResolvedTurnLimits, ToolCallRequest, ToolResult, TurnMessage, Usage } from './types';
 
@@ -15,23 +16,35 @@ export const ACTIVITY_NAMES = {
   checkCall: 'checkCall',
 } as const;
 
+/**
+ * The activities a worker registers, as the workflows call them: one entry per name of
+ * {@link ACTIVITY_NAMES}. `createActivities` is declared to return this, so both sides compile against one list.
+ */
+export interface Activities {
+  modelStep(input: ModelStepInput): Promise<ModelStepResult>;
+  runTool(input: RunToolInput): Promise<BoundaryResult>;
+  lookupStatus(input: LookupStatusInput): Promise<StatusLookup>;
+  turnSettings(): Promise<TurnSettings>;
+  resolveIntent(input: ResolveIntentInput): Promise<ResolveIntentResult>;
+  checkCall(input: CheckCallInput): Promise<CheckedToolCall>;
+}
+
 /** Room an activity gets beyond the tool's own timeout, so the boundary's timer fires first. */
 export const ACTIVITY_GRACE_MS = 5_000;
 
 /** The failure type of a write whose handler was cut off (timeout, reset, crash): it may or may not have taken effect. */
-export const WRITE_INTERRUPTED = 'write_interrupted';
+export const WRITE_INTERRUPTED = FAILURE_TYPE.write_interrupted;
 
-/** Failure types of a model step that retry policies name. */
+/** Failure types of a model step that retry policies name (common/failures.ts says what each means). */
 export const MODEL_FAILURES = {
-  /** 429, 5xx, 529 or a connection error before any chunk: retried, after Retry-After when given. */
-  unavailable: 'model_unavailable',
-  /** The stream broke after chunks went out: never replayed automatically. */
-  streamInterrupted: 'stream_interrupted',
-  /** Anything else the provider refused: retrying cannot help. */
-  error: 'model_error',
-  /** The input names no usable model. */
-  invalidModel: 'invalid_model',
+  unavailable: FAILURE_TYPE.model_unavailable,
+  streamInterrupted: FAILURE_TYPE.stream_interrupted,
+  error: FAILURE_TYPE.model_error,
+  invalidModel: FAILURE_TYPE.invalid_model,
 } as const;
+
+/** The model step's failures that its retry policy never repeats. */
+export const MODEL_STEP_NON_RETRYABLE: readonly string[] = failureTypes('model_step', 'final');
 
 /**
  * What a model step has streamed so far: its heartbeat details, read by its next attempt and by live

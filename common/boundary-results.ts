@@ -1,5 +1,6 @@
 // One constructor for each kind of result the boundary produces; pure, so workflows use it too.
 import type { ErrorCode } from './codes';
+import { isRetried } from './failures';
 import type { BoundaryResult } from './activity-types';
 import type { ToolResult } from './types';
 
@@ -16,7 +17,7 @@ export const BoundaryResults = {
   failure(
     code: ErrorCode,
     message: string,
-    { executions = 0, retryable = code === 'transient_failure' }: { executions?: number; retryable?: boolean } = {},
+    { executions = 0, retryable = isRetried(code) }: { executions?: number; retryable?: boolean } = {},
   ): BoundaryResult {
     return { result: { status: 'error', code, retryable, message }, executions, originalSize: 0, truncated: false };
   },

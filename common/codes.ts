@@ -1,47 +1,19 @@
+import { failureTypes, type FailureTypeOf } from './failures';
+
 /** The effect a tool declares: it decides retry, idempotency and approval together. */
 export type ToolEffect = 'read' | 'reversible_write' | 'irreversible_write';
 
 /** Every effect level, in order of the harm a blind retry could do. */
 export const TOOL_EFFECTS: readonly ToolEffect[] = ['read', 'reversible_write', 'irreversible_write'];
 
-/** Stable error codes the model, retry policies and other programs rely on. */
-export type ErrorCode =
-  | 'unknown_tool'
-  | 'invalid_arguments'
-  | 'forbidden'
-  | 'transient_failure'
-  | 'tool_failure'
-  | 'outcome_unknown'
-  | 'denied'
-  | 'approval_expired'
-  /**
-   * Nothing ran: an approved irreversible call that no worker started within its schedule-to-start
-   * bound, or a write whose intent the idempotency store could not record before its handler.
-   */
-  | 'not_run';
+/** Stable error codes the model, retry policies and other programs rely on: the tool-call failures of common/failures.ts. */
+export type ErrorCode = FailureTypeOf<'tool_call'>;
 
 /** Every error code, also used as `ApplicationFailure` types. */
-export const ERROR_CODES: readonly ErrorCode[] = [
-  'unknown_tool',
-  'invalid_arguments',
-  'forbidden',
-  'transient_failure',
-  'tool_failure',
-  'outcome_unknown',
-  'denied',
-  'approval_expired',
-  'not_run',
-];
+export const ERROR_CODES: readonly ErrorCode[] = failureTypes('tool_call');
 
 /** Codes that no automatic retry may repeat. */
-export const NON_RETRYABLE_CODES: readonly ErrorCode[] = [
-  'unknown_tool',
-  'invalid_arguments',
-  'forbidden',
-  'tool_failure',
-  'outcome_unknown',
-  'not_run',
-];
+export const NON_RETRYABLE_CODES: readonly ErrorCode[] = failureTypes('tool_call', 'final');
 
 /** How a tool call ended: `denied` is its own status and spends no error budget. */
 export type ToolCallStatus = 'success' | 'error' | 'denied';

@@ -68,8 +68,8 @@ export interface ToolEvent {
   effect: ToolEffect | 'unknown';
   status: ToolCallStatus;
   code?: ErrorCode;
-  /** How many times the handler was started (0 when the boundary refused the call). */
-  attempts: number;
+  /** How many times the handler really ran (0 when the boundary refused the call, or a receipt answered it). */
+  executions: number;
   durationMs: number;
   /** Characters of output before truncation. */
   originalSize: number;

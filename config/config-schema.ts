@@ -1,6 +1,6 @@
 import type { ClientConfigProfile } from '@temporalio/envconfig';
 import { z } from 'zod';
-import { storeSchema } from '../activities/intents/store-config';
+import { storeSchema } from '../intents/store-config';
 import { modelSchema } from '../activities/models/model-config';
 import { approvalsSchema, limitsSchema, outcomesSchema } from '../activities/turn-settings-config';
 import { encryptionSchema } from '../codec/encryption-config';

@@ -77,7 +77,7 @@ describe('my booking tools', () => {
     remote.failNextHolds = 2;
     const before = kit.executions('hold_seat');
     const result = await kit.run('hold 12A', [script.toolCall('hold_seat', { flight: 'LX8', seat: '12A' }), script.text('Held.')]);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'hold_seat', status: 'success', attempts: 3 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'hold_seat', status: 'success', executions: 3 })]);
     expect([kit.executions('hold_seat') - before, remote.holds.size]).toEqual([3, 1]);
   });
 
@@ -90,7 +90,7 @@ describe('my booking tools', () => {
     const before = kit.executions('charge_card');
     const turn = await kit.startTurn('charge', [script.toolCall('charge_card', { cents: 4200 }), script.text('Charged.')]);
     await kit.approve(turn);
-    expect((await turn.result()).toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
+    expect((await turn.result()).toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 1 })]);
     expect(kit.executions('charge_card') - before).toBe(1);
   });
 
@@ -98,7 +98,7 @@ describe('my booking tools', () => {
     const before = kit.executions('charge_card');
     const turn = await kit.startTurn('charge', [script.toolCall('charge_card', { cents: 990 }), script.text('Not charged.')]);
     await kit.deny(turn);
-    expect((await turn.result()).toolCalls).toEqual([expect.objectContaining({ status: 'denied', attempts: 0 })]);
+    expect((await turn.result()).toolCalls).toEqual([expect.objectContaining({ status: 'denied', executions: 0 })]);
     expect(kit.executions('charge_card')).toBe(before);
   });
 
@@ -121,7 +121,7 @@ describe('my booking tools', () => {
     remote.ledgerDown = false;
     await kit.resolve(turn, 'applied', { note: 'found in the hotel system' });
     const result = await turn.result();
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'book_room', status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'book_room', status: 'success', executions: 1 })]);
     expect([kit.executions('book_room') - before, remote.rooms.size]).toEqual([1, 1]);
   });
 
@@ -135,7 +135,7 @@ describe('my booking tools', () => {
     await kit.skip('24h');
     const result = await turn.result();
     const wall = Date.now() - started;
-    expect(result.toolCalls).toEqual([expect.objectContaining({ code: 'approval_expired', attempts: 0 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ code: 'approval_expired', executions: 0 })]);
     expect(kit.executions('charge_card')).toBe(before);
     expect(wall).toBeLessThan(1_000);
   });

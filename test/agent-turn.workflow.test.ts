@@ -49,7 +49,7 @@ describe('agentTurn', () => {
     expect(result.status).toBe('completed');
     expect(result.answer).toContain('acknowledges a page within 15 minutes');
     expect(result.answer).toContain('It was sent to the requester.');
-    expect(result.toolCalls.map((event) => [event.tool, event.effect, event.status, event.attempts])).toEqual([
+    expect(result.toolCalls.map((event) => [event.tool, event.effect, event.status, event.executions])).toEqual([
       ['search_local_sources', 'read', 'success', 1],
       ['get_document', 'read', 'success', 1],
       ['get_document', 'read', 'success', 1],
@@ -76,7 +76,7 @@ describe('agentTurn', () => {
     });
     expect(result).toMatchObject({ status: 'completed', answer: 'Pro costs 8 EUR.', steps: 2 });
     expect(result.toolCalls).toEqual([
-      expect.objectContaining({ callId: 'call-0-0', tool: 'get_document', status: 'success', attempts: 1, truncated: false }),
+      expect.objectContaining({ callId: 'call-0-0', tool: 'get_document', status: 'success', executions: 1, truncated: false }),
     ]);
     const toolMessage = modelInputs[1].messages.find((message) => message.role === 'tool');
     expect(toolMessage).toMatchObject({ result: { status: 'success', data: { id: 'pricing-plans' } } });
@@ -93,7 +93,7 @@ describe('agentTurn', () => {
     });
     expect(counter.executions).toBe(3);
     expect(result.status).toBe('completed');
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'flaky_lookup', status: 'success', attempts: 3 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'flaky_lookup', status: 'success', executions: 3 })]);
   });
 
   it('stops a read that always fails at maxAttempts; the turn goes on and the model sees transient_failure', async () => {
@@ -113,7 +113,7 @@ describe('agentTurn', () => {
     });
     expect(counter.executions).toBe(4);
     expect(result).toMatchObject({ status: 'completed', answer: 'I could not look it up.' });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'transient_failure', attempts: 4 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'transient_failure', executions: 4 })]);
     const seen = modelInputs[1].messages.find((message) => message.role === 'tool');
     expect(seen).toEqual({
       role: 'tool',
@@ -132,7 +132,7 @@ describe('agentTurn', () => {
       input: { prompt: 'x', model: scripted([{ toolCalls: [{ tool: 'slow_lookup', args: { q: 'a' } }] }, { text: 'done' }]) },
     });
     expect(counter.executions).toBe(2);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 2 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 2 })]);
   });
 
   it('never schedules unknown, invalid or forbidden calls, and the model gets their codes', async () => {
@@ -158,7 +158,7 @@ describe('agentTurn', () => {
     });
     expect(counter.executions).toBe(0);
     expect(runToolScheduled).toBe(0);
-    expect(result.toolCalls.map((event) => [event.tool, event.code, event.attempts])).toEqual([
+    expect(result.toolCalls.map((event) => [event.tool, event.code, event.executions])).toEqual([
       ['launch_rockets', 'unknown_tool', 0],
       ['lookup', 'invalid_arguments', 0],
       ['lookup', 'invalid_arguments', 0],
@@ -175,7 +175,9 @@ describe('agentTurn', () => {
       tools: [small],
       input: { prompt: 'x', model: scripted([{ toolCalls: [{ tool: 'big_lookup', args: { q: 'a' } }] }, { text: 'done' }]) },
     });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', truncated: true, originalSize: 50_000, attempts: 1 })]);
+    expect(result.toolCalls).toEqual([
+      expect.objectContaining({ status: 'success', truncated: true, originalSize: 50_000, executions: 1 }),
+    ]);
     const seen = modelInputs[1].messages.find((message) => message.role === 'tool');
     expect(seen?.role === 'tool' && String(seen.result.data).length).toBeLessThan(1_100);
   });

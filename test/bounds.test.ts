@@ -135,7 +135,7 @@ describe('bounds on what senders can make a workflow keep', () => {
       expect((flagged.rejectedDecisions[0].decision as TruncatedDecision).json).toHaveLength(REJECTED_DECISION_BOUNDS.decisionChars);
       expect(flagged.pendingApprovals).toHaveLength(1);
       await client.deny(turn.workflowId, callId, { argsDigest, reason: 'checked' });
-      expect((await client.result(turn.workflowId)).toolCalls[0]).toMatchObject({ status: 'denied', attempts: 0 });
+      expect((await client.result(turn.workflowId)).toolCalls[0]).toMatchObject({ status: 'denied', executions: 0 });
     });
     await client.close();
     await connection.close();
@@ -172,7 +172,7 @@ describe('bounds on what senders can make a workflow keep', () => {
       return { result: ended, described: await handle.describe() };
     });
     expect(result.status).toBe('history_limit');
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'send_message', status: 'error', code: 'not_run', attempts: 0 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'send_message', status: 'error', code: 'not_run', executions: 0 })]);
     expect(described.status.name).toBe('COMPLETED');
     const size = Number(described.raw.workflowExecutionInfo!.historySizeBytes);
     expect(size).toBeGreaterThanOrEqual(maxHistoryBytes);

@@ -14,7 +14,7 @@ import { loadConfig, PROJECT_ROOT } from '../config/load-config';
 import { startDevServer, type DevServer } from '../server/dev-server';
 import { freePort } from '../connection/ports';
 import { requireBinary } from '../server/temporal-binaries';
-import { openSqliteStore } from '../activities/intents/sqlite-store';
+import { openSqliteStore } from '../intents/sqlite-store';
 import { sendMessageTool } from '../tools/built-in/send-message';
 import { argsDigest } from '../tools/canonical-json';
 import { intentKey } from '../tools/intent-key';
@@ -141,7 +141,7 @@ describe('the tollgate CLI', () => {
     expect(followed.stdout).toContain('finance lead');
 
     const history = await tollgate(['--json', 'history', workflowId]);
-    expect((JSON.parse(history.stdout) as ToolEvent[]).map((event) => `${event.tool}:${event.status}:${event.attempts}`)).toEqual([
+    expect((JSON.parse(history.stdout) as ToolEvent[]).map((event) => `${event.tool}:${event.status}:${event.executions}`)).toEqual([
       'search_local_sources:success:1',
       'get_document:success:1',
       'get_document:success:1',
@@ -220,7 +220,7 @@ describe('the tollgate CLI', () => {
     const result = JSON.parse((await tollgate(['--json', 'follow', workflowId])).stdout) as AgentTurnResult;
     expect(result.status).toBe('completed');
     const sent = result.toolCalls.find((event) => event.tool === 'send_message');
-    expect(sent).toMatchObject({ status: 'success', attempts: 1, edit: { editedDigest: argsDigest(edited) } });
+    expect(sent).toMatchObject({ status: 'success', executions: 1, edit: { editedDigest: argsDigest(edited) } });
     expect(messages()).toHaveLength(1);
     expect(JSON.parse(readFileSync(path.join(outbox, messages()[0]), 'utf8'))).toMatchObject({ to: 'team-list' });
   });
@@ -416,7 +416,7 @@ describe("interop with Temporal's own CLI", () => {
       status: string;
     };
     expect(result.result.status).toBe('completed');
-    expect(result.result.toolCalls.at(-1)).toMatchObject({ tool: 'send_message', status: 'success', attempts: 1 });
+    expect(result.result.toolCalls.at(-1)).toMatchObject({ tool: 'send_message', status: 'success', executions: 1 });
     const listed = await temporal(['workflow', 'list', '--query', 'TollgateTaskId="interop-1"', '--output', 'json']);
     expect(JSON.parse(listed)).toEqual([expect.objectContaining({ execution: expect.objectContaining({ workflowId }) })]);
   });

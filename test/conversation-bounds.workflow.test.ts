@@ -3,7 +3,7 @@ import type { temporal } from '@temporalio/proto';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../activities';
-import { openSqliteStore } from '../activities/intents/sqlite-store';
+import { openSqliteStore } from '../intents/sqlite-store';
 import type { ModelStepInput } from '../common/activity-types';
 import { CONVERSATION_BOUNDS } from '../common/defaults';
 import type { AgentTurnResult, ConversationInput, TurnMessage } from '../common/types';

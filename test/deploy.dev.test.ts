@@ -8,8 +8,8 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openConfiguredStore } from '../activities/intents/open-store';
-import type { IdempotencyStore } from '../activities/intents/intent-store';
+import { openConfiguredStore } from '../intents/open-store';
+import type { IdempotencyStore } from '../intents/intent-store';
 import { deploymentStatus, promoteBuild, type BuildStatus } from '../client/deployments';
 import { TollgateClient } from '../client/tollgate-client';
 import type { AgentTurnResult, TurnState } from '../common/types';
@@ -105,7 +105,7 @@ const outboxMessages = () =>
   readdirSync(path.join(config.workspace, 'outbox'), { recursive: true }).filter((name) => String(name).endsWith('.json')).length;
 
 function sendAttempts(result: AgentTurnResult): number[] {
-  return result.toolCalls.filter((call) => call.tool === 'send_message').map((call) => call.attempts);
+  return result.toolCalls.filter((call) => call.tool === 'send_message').map((call) => call.executions);
 }
 
 async function build(status: Promise<{ builds: BuildStatus[] }>, buildId: string): Promise<BuildStatus> {

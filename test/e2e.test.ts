@@ -70,7 +70,7 @@ describe('a turn end to end on the dev server', () => {
     expect(inbox.map((entry) => entry.execution.workflowId)).toEqual([handle.workflowId]);
     expect(result.status).toBe('completed');
     expect(result.answer).toContain('finance lead');
-    expect(result.toolCalls.map((event) => `${event.tool}:${event.status}:${event.attempts}`)).toEqual([
+    expect(result.toolCalls.map((event) => `${event.tool}:${event.status}:${event.executions}`)).toEqual([
       'search_local_sources:success:1',
       'get_document:success:1',
       'get_document:success:1',

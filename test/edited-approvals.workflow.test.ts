@@ -1,7 +1,7 @@
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { openSqliteStore } from '../activities/intents/sqlite-store';
+import { openSqliteStore } from '../intents/sqlite-store';
 import type { TurnState } from '../common/types';
 import { argsDigest } from '../tools/canonical-json';
 import { defineTool } from '../tools/define-tool';
@@ -60,7 +60,7 @@ describe('edited approvals', () => {
     expect(result.toolCalls).toEqual([
       expect.objectContaining({
         status: 'success',
-        attempts: 1,
+        executions: 1,
         edit: { originalDigest: argsDigest(original), editedDigest: argsDigest(edited), editor: 'maria' },
       }),
     ]);
@@ -115,7 +115,7 @@ describe('edited approvals', () => {
         decision: expect.objectContaining({ args: { order: 'XYZ-1', amount: 200 } }),
       }),
     ]);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'denied', attempts: 0 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'denied', executions: 0 })]);
     expect(refund.executions).toEqual([]);
   });
 
@@ -136,7 +136,7 @@ describe('edited approvals', () => {
       },
     });
     expect(refund.executions.map((execution) => execution.args)).toEqual([edited, original]);
-    expect(result.toolCalls.map((event) => [event.status, event.attempts, event.edit?.editedDigest])).toEqual([
+    expect(result.toolCalls.map((event) => [event.status, event.executions, event.edit?.editedDigest])).toEqual([
       ['success', 1, argsDigest(edited)],
       ['success', 1, undefined],
     ]);

@@ -259,7 +259,7 @@ describe('payload encryption', () => {
     expect(afterForgery.decisions).toEqual([]);
     expect(afterForgery.pendingApprovals).toHaveLength(1);
     expect(decision).toMatchObject({ decision: 'approve', accepted: true });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'send_message', status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'send_message', status: 'success', executions: 1 })]);
     expect(existsSync(outbox) ? readdirSync(outbox) : []).toHaveLength(1);
     await client.close();
     await connection.close();

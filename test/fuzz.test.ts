@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { checkToolCall } from '../activities/boundary/check-tool-call';
 import { defineTool, type ToolDefinition } from '../tools/define-tool';
-import { openSqliteStore } from '../activities/intents/sqlite-store';
+import { openSqliteStore } from '../intents/sqlite-store';
 import { createModelStep } from '../activities/models/model-step';
 import { createRunTool } from '../activities/boundary/run-tool';
 import { createToolRegistry } from '../tools/tool-registry';

@@ -96,6 +96,6 @@ describe('the library API', () => {
     expect(readme).toContain(`\`\`\`ts\n${example}\`\`\``);
     const result = await main(testConfig({ temporal: { address: server.address } }));
     expect(result).toMatchObject({ status: 'completed', answer: 'Counted.' });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'days_until', effect: 'read', status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'days_until', effect: 'read', status: 'success', executions: 1 })]);
   });
 });

@@ -1,4 +1,4 @@
-import { openSqliteStore } from '../activities/intents/sqlite-store';
+import { openSqliteStore } from '../intents/sqlite-store';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../activities';
@@ -134,7 +134,7 @@ describe('agentTurn with a streaming provider', () => {
       { kind: 'stream', events: openaiStream.text(['Pro costs 8 EUR.']) },
     );
     const { result } = await runTurn({ config: gptConfig(), modelEnvironment, input: { prompt: 'price?' } });
-    expect(result.toolCalls.map((event) => [event.tool, event.status, event.code ?? null, event.attempts])).toEqual([
+    expect(result.toolCalls.map((event) => [event.tool, event.status, event.code ?? null, event.executions])).toEqual([
       ['get_document', 'error', 'invalid_arguments', 0],
       ['get_document', 'success', null, 1],
     ]);

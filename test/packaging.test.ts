@@ -114,7 +114,7 @@ try {
   console.log(JSON.stringify({
     status: result.status,
     answer: result.answer,
-    toolCalls: result.toolCalls.map((call) => [call.tool, call.status, call.attempts]),
+    toolCalls: result.toolCalls.map((call) => [call.tool, call.status, call.executions]),
     usage: result.usage,
     requests: provider.requests.map((request) => request.path),
     key: String(provider.requests[0]?.headers.authorization),
@@ -163,7 +163,7 @@ after(() => kit?.teardown());
 
 test('retries the reversible write once, behind its status lookup', async () => {
   const result = await kit.run('hold', [script.toolCall('hold_seat', { seat: '1A' }), script.text('Held.')]);
-  assert.deepEqual(result.toolCalls.map((call) => [call.status, call.attempts]), [['success', 2]]);
+  assert.deepEqual(result.toolCalls.map((call) => [call.status, call.executions]), [['success', 2]]);
   assert.equal(kit.executions('hold_seat'), 2);
 });
 
@@ -174,7 +174,7 @@ test('expires an approval after 24 hours without running the write', async () =>
   await kit.pendingApproval(turn);
   await kit.skip('24h');
   const result = await turn.result();
-  assert.deepEqual(result.toolCalls.map((call) => [call.code, call.attempts]), [['approval_expired', 0]]);
+  assert.deepEqual(result.toolCalls.map((call) => [call.code, call.executions]), [['approval_expired', 0]]);
   assert.equal(kit.executions('charge'), 0);
 });
 `;

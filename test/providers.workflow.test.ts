@@ -2,7 +2,7 @@ import { createGoogle } from '@ai-sdk/google';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../activities';
-import { openSqliteStore } from '../activities/intents/sqlite-store';
+import { openSqliteStore } from '../intents/sqlite-store';
 import type { AgentTurnResult } from '../common/types';
 import { parseConfig } from '../config/load-config';
 import { createWorker } from '../worker/create-worker';
@@ -79,7 +79,7 @@ describe.each(PROVIDERS)('a provider package: $name', (wire) => {
     provider.enqueue({ kind: 'stream', events: [...wire.toolCall] }, { kind: 'stream', events: [...wire.answer] });
     const { result } = await runTurn({ config: packageConfig(), modelEnvironment, input: { prompt: 'price?', model: wire.name } });
     expect(result).toMatchObject({ status: 'completed', answer: 'Pro costs 8 EUR.', steps: 2, usage: wire.usage });
-    expect(result.toolCalls.map((event) => [event.callId, event.tool, event.status, event.attempts])).toEqual([
+    expect(result.toolCalls.map((event) => [event.callId, event.tool, event.status, event.executions])).toEqual([
       ['call-0-0', 'get_document', 'success', 1],
     ]);
     const sent = provider.requests.slice(before);

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { checkToolCall } from '../activities/boundary/check-tool-call';
-import { openCorpus } from '../tools/corpus';
+import { openCorpus } from '../tools/search/corpus';
 import { createToolRegistry } from '../tools/tool-registry';
 import { getDocumentTool } from '../tools/built-in/get-document';
 import { countMatches, searchCorpus, searchLocalSourcesTool } from '../tools/built-in/search-local-sources';
@@ -90,7 +90,7 @@ describe('search_local_sources', () => {
 
   it('leaves no search thread that keeps a finished program alive', async () => {
     const script = [
-      "const { openCorpus } = require('./tools/corpus');",
+      "const { openCorpus } = require('./tools/search/corpus');",
       "const { searchCorpus } = require('./tools/built-in/search-local-sources');",
       "const corpus = openCorpus('examples/corpus');",
       "searchCorpus(corpus, { query: 'SEV[12]', mode: 'regex', limit: 5 }, new AbortController().signal)",

@@ -1,7 +1,7 @@
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { openSqliteStore } from '../activities/intents/sqlite-store';
+import { openSqliteStore } from '../intents/sqlite-store';
 import { WAITING_FOR_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import type { TurnState } from '../common/types';
 import { defineTool, type StatusAnswer, type ToolDefinition } from '../tools/define-tool';
@@ -132,7 +132,7 @@ describe('unknown outcomes resolved by a person: reversible writes', () => {
       },
     });
     expect(waiting).toEqual(['resolution']);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 1 })]);
     expect(payment.counts).toEqual({ executions: 1, effects: 1, lookups: 2 });
     const data = { resolvedByPerson: true, resolver: 'maria', note: 'in the bank statement', message: 'maria said this call took effect' };
     expect(toolMessage(modelInputs)).toMatchObject({ result: { status: 'success', data } });
@@ -165,7 +165,7 @@ describe('unknown outcomes resolved by a person: reversible writes', () => {
       },
     });
     expect(startedBefore).toEqual(['started']);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 2 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 2 })]);
     expect(payment.counts).toEqual({ executions: 2, effects: 1, lookups: 3 });
     expect((await store.listTask('task-1')).map((record) => record.state)).toEqual(['committed']);
     expect(state.resolutions).toEqual([expect.objectContaining({ outcome: 'not_applied', resolver: 'maria' })]);
@@ -180,7 +180,7 @@ describe('unknown outcomes resolved by a person: reversible writes', () => {
       input: { prompt: 'x', model: scripted([payStep, { text: 'done' }]) },
       interact: async (handle) => void (await pendingResolution(handle)),
     });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'outcome_unknown', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'outcome_unknown', executions: 1 })]);
     expect(payment.counts).toEqual({ executions: 1, effects: 1, lookups: 2 });
     expect(toolMessage(modelInputs)).toMatchObject({
       result: { code: 'outcome_unknown', message: expect.stringContaining('nobody resolved it within 1800 s') },
@@ -195,7 +195,7 @@ describe('unknown outcomes resolved by a person: reversible writes', () => {
       tools: [payment.tool],
       input: { prompt: 'x', model: scripted([payStep, { text: 'done' }]) },
     });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'outcome_unknown', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'outcome_unknown', executions: 1 })]);
     expect(state.resolutions).toEqual([]);
     expect(toolMessage(modelInputs)).toMatchObject({
       result: { code: 'outcome_unknown', message: 'pay_invoice: the status check failed: the ledger did not answer' },
@@ -219,7 +219,7 @@ describe('unknown outcomes resolved by a person: irreversible writes', () => {
         });
       },
     });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 1 })]);
     expect(payment.counts).toEqual({ executions: 1, effects: 1, lookups: 0 });
     expect(state.decisions).toHaveLength(1);
   });
@@ -242,7 +242,7 @@ describe('unknown outcomes resolved by a person: irreversible writes', () => {
       },
     });
     expect(executionsWhileWaiting).toBe(1);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 2 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 2 })]);
     expect(payment.counts).toEqual({ executions: 2, effects: 1, lookups: 0 });
     expect(state.decisions).toHaveLength(2);
   });
@@ -258,7 +258,7 @@ describe('unknown outcomes resolved by a person: irreversible writes', () => {
         await pendingResolution(handle);
       },
     });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'outcome_unknown', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'outcome_unknown', executions: 1 })]);
     expect(payment.counts).toEqual({ executions: 1, effects: 1, lookups: 0 });
   });
 });
@@ -272,7 +272,7 @@ describe('reconciliation of a cut-off irreversible write by its status check', (
       input: { prompt: 'x', model: scripted([payStep, { text: 'done' }]) },
       interact: async (handle) => void (await approveFirst(handle)),
     });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 1 })]);
     expect(payment.counts).toEqual({ executions: 1, effects: 1, lookups: 1 });
     expect(toolMessage(modelInputs)).toMatchObject({ result: { status: 'success', data: { paid: true, from: 'ledger' } } });
     expect(state.resolutions).toEqual([]);
@@ -289,7 +289,7 @@ describe('reconciliation of a cut-off irreversible write by its status check', (
         await approveFirst(handle, 1);
       },
     });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 2 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 2 })]);
     expect(payment.counts).toEqual({ executions: 2, effects: 1, lookups: 1 });
     expect(state.decisions).toHaveLength(2);
     expect(state.resolutions).toEqual([]);
@@ -320,7 +320,7 @@ describe('reconciliation of a cut-off irreversible write by its status check', (
       },
     });
     expect(resolutionsSeen).toBe(0);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 2 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 2 })]);
     expect(payment.counts).toEqual({ executions: 2, effects: 1, lookups: 2 });
     expect(state.rejectedDecisions).toEqual([]);
   });
@@ -338,7 +338,7 @@ describe('reconciliation of a cut-off irreversible write by its status check', (
         await handle.signal(resolveSignal, { callId: pending.callId, outcome: 'applied', argsDigest: pending.argsDigest });
       },
     });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 1 })]);
     expect(asked.counts).toEqual({ executions: 1, effects: 1, lookups: 1 });
 
     const reported = paymentTool({ effect: 'irreversible_write', behave: appliedThenCut, status: () => 'unknown' });
@@ -348,7 +348,7 @@ describe('reconciliation of a cut-off irreversible write by its status check', (
       input: { prompt: 'x', model: scripted([payStep, { text: 'done' }]) },
       interact: async (handle) => void (await approveFirst(handle)),
     });
-    expect(report.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'outcome_unknown', attempts: 1 })]);
+    expect(report.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'outcome_unknown', executions: 1 })]);
     expect(reported.counts).toEqual({ executions: 1, effects: 1, lookups: 1 });
   });
 });

@@ -7,7 +7,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../activities';
-import { openConfiguredStore } from '../activities/intents/open-store';
+import { openConfiguredStore } from '../intents/open-store';
 import type { AgentTurnResult } from '../common/types';
 import type { TollgateConfig } from '../config/config-schema';
 import { loadConfig, PROJECT_ROOT } from '../config/load-config';

@@ -7,7 +7,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { createRunTool } from '../activities/boundary/run-tool';
 import { createToolRegistry } from '../tools/tool-registry';
 import { ToolOutcome } from '../tools/tool-outcome';
-import { openSqliteStore } from '../activities/intents/sqlite-store';
+import { openSqliteStore } from '../intents/sqlite-store';
 import { runToolOnce, type FlatBoundaryResult } from './helpers/run-tool-once';
 
 const echoInput = z.strictObject({ text: z.string().describe('text') });

@@ -8,8 +8,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../config/load-config';
 import { getDocumentTool } from '../tools/built-in/get-document';
 import { searchLocalSourcesTool } from '../tools/built-in/search-local-sources';
-import { indexFileFor, openCorpus } from '../tools/corpus';
-import { ftsQuery, openSearchIndex, type SearchIndex } from '../tools/search-index';
+import { indexFileFor, openCorpus } from '../tools/search/corpus';
+import { ftsQuery } from '../tools/search/query-terms';
+import { openSearchIndex, type SearchIndex } from '../tools/search/search-index';
 import { ToolOutcome } from '../tools/tool-outcome';
 
 const run = promisify(execFile);
@@ -249,7 +250,7 @@ describe('the search index', () => {
       [
         "const { writeFileSync, rmSync } = require('node:fs');",
         "const path = require('node:path');",
-        "const { openSearchIndex } = require('./tools/search-index');",
+        "const { openSearchIndex } = require('./tools/search/search-index');",
         `const [folder, file, name] = ${JSON.stringify([folder, indexFile, name])};`,
         'const index = openSearchIndex(folder, file);',
         'for (let round = 0; round < 25; round++) {',

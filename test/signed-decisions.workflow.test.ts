@@ -93,7 +93,7 @@ describe('signed decisions, when the worker has approver keys', () => {
     ]);
     expect(state.rejectedDecisions[0].decision).toMatchObject({ approver: 'alice', decision: 'approve' });
     expect(state.decisions).toEqual([expect.objectContaining({ decision: 'deny', approver: 'alice', keyId: 'alice', reason: 'not now' })]);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'denied', attempts: 0 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'denied', executions: 0 })]);
     expect(delivered).toBe(0);
   });
 
@@ -115,7 +115,7 @@ describe('signed decisions, when the worker has approver keys', () => {
       'signature does not verify with key "alice" over { callId, decision, argsDigest, approver, signedAt, workflowId } of this turn',
       'approver "root" differs from keyId "alice": a signed decision\'s approver is its key\'s name (leave it out or send the same)',
     ]);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'denied', attempts: 0 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'denied', executions: 0 })]);
     expect(delivered).toBe(0);
   });
 
@@ -141,7 +141,7 @@ describe('signed decisions, when the worker has approver keys', () => {
       expect.stringMatching(/^signedAt \S+ is 1[78]\d\d s ahead of the turn's clock \(at most 120 s\)$/),
       'signature must be base64 of the 64-byte Ed25519 signature',
     ]);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'denied', attempts: 0 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'denied', executions: 0 })]);
     expect(delivered).toBe(0);
   });
 
@@ -160,7 +160,7 @@ describe('signed decisions, when the worker has approver keys', () => {
     expect(state.decisions).toEqual([
       { callId: 'call-0-0', decision: 'approve', approver: 'alice', keyId: 'alice', reason: 'checked', signedAt: expect.any(String) },
     ]);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'send_message', status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'send_message', status: 'success', executions: 1 })]);
     expect(delivered).toBe(1);
     // Verification runs again on replay, by the recorded workflow clock, and decides the same.
     await expect(Worker.runReplayHistory({ workflowBundle: environment.workflowBundle }, history, 'signed-turn')).resolves.toBeUndefined();
@@ -175,7 +175,7 @@ describe('signed decisions, when the worker has approver keys', () => {
       );
     });
     expect(state.decisions).toEqual([expect.objectContaining({ approver: 'bob', keyId: 'bob' })]);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 1 })]);
     expect(delivered).toBe(1);
   });
 });
@@ -192,7 +192,7 @@ describe('decisions when the worker has no approver keys', () => {
     );
     expect(state.rejectedDecisions).toEqual([]);
     expect(state.decisions).toEqual([{ callId: 'call-0-0', decision: 'approve', approver: 'developer' }]);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 1 })]);
     expect(delivered).toBe(1);
   });
 });

@@ -87,7 +87,7 @@ describe('signed edits and resolutions, when the worker has approver keys', () =
     expect(state.resolutions).toEqual([expect.objectContaining({ resolver: 'alice', keyId: 'alice', argsDigest: argsDigest(edited) })]);
     expect(executions).toEqual([edited]);
     expect(result.toolCalls).toEqual([
-      expect.objectContaining({ status: 'success', attempts: 1, edit: expect.objectContaining({ editor: 'alice' }) }),
+      expect.objectContaining({ status: 'success', executions: 1, edit: expect.objectContaining({ editor: 'alice' }) }),
     ]);
   });
 });

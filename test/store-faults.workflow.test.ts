@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { IdempotencyStore } from '../activities/intents/intent-store';
-import { openSqliteStore } from '../activities/intents/sqlite-store';
+import type { IdempotencyStore } from '../intents/intent-store';
+import { openSqliteStore } from '../intents/sqlite-store';
 import { defineTool } from '../tools/define-tool';
 import { approvalSignal } from '../workflows/messages';
 import { scripted, waitForState, useTurnRunner } from './helpers/turn-runner';
@@ -55,7 +55,7 @@ describe('a turn whose idempotency store fails a claim (the default onUnknown: a
       input: { prompt: 'note it', model: scripted([noteStep('save_note'), { text: 'done' }]) },
     });
     expect(result.status).toBe('completed');
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'save_note', status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'save_note', status: 'success', executions: 1 })]);
     expect(executions()).toBe(1);
     expect(claims()).toBe(2);
     expect(state.pendingResolutions ?? []).toEqual([]);
@@ -70,7 +70,7 @@ describe('a turn whose idempotency store fails a claim (the default onUnknown: a
       input: { prompt: 'note it', model: scripted([noteStep('save_note'), { text: 'done' }]) },
     });
     expect(result).toMatchObject({ status: 'completed', answer: 'done' });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'save_note', status: 'error', code: 'not_run', attempts: 0 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'save_note', status: 'error', code: 'not_run', executions: 0 })]);
     expect(executions()).toBe(0);
     // No wait for a person: no timer was started for a resolution, and the model was told nothing happened.
     expect((history.events ?? []).filter((event) => event.timerStartedEventAttributes)).toEqual([]);
@@ -99,7 +99,7 @@ describe('a turn whose idempotency store fails a claim (the default onUnknown: a
       },
     });
     expect(result).toMatchObject({ status: 'completed', answer: 'done' });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'send_note', status: 'error', code: 'not_run', attempts: 0 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'send_note', status: 'error', code: 'not_run', executions: 0 })]);
     expect(executions()).toBe(0);
     // The only timer is the approval's; none for a resolution.
     expect((history.events ?? []).filter((event) => event.timerStartedEventAttributes).length).toBeLessThanOrEqual(1);

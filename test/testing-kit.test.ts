@@ -40,7 +40,7 @@ describe('the testing kit', () => {
     expect(result.modelInterruptions).toEqual([
       expect.objectContaining({ message: expect.stringContaining('after 2 chunks'), decision: 'retry' }),
     ]);
-    expect(result.toolCalls.map((event) => [event.tool, event.status, event.code ?? null, event.attempts])).toEqual([
+    expect(result.toolCalls.map((event) => [event.tool, event.status, event.code ?? null, event.executions])).toEqual([
       ['echo', 'success', null, 1],
       ['echo', 'error', 'invalid_arguments', 0],
     ]);
@@ -50,7 +50,7 @@ describe('the testing kit', () => {
     expect(report.steps.map((step) => step.did)).toEqual([
       'answered',
       'answered',
-      'ran: success, 1 attempt',
+      'ran: success, 1 execution',
       'answered',
       'refused (invalid_arguments), as scripted',
       'answered',
@@ -70,7 +70,7 @@ describe('the testing kit', () => {
     const { message, report } = failure as ScriptNotFollowedError;
     expect(report.steps.map((step) => step.followed)).toEqual([true, false, true, false]);
     expect(message).toMatch(/did not follow its script \(status completed\):/);
-    expect(message).toMatch(/^ {2}1\. call echo \{"text":"a"\}\s+ran: success, 1 attempt$/m);
+    expect(message).toMatch(/^ {2}1\. call echo \{"text":"a"\}\s+ran: success, 1 execution$/m);
     expect(message).toMatch(/^✗ 2\. call no_such_tool \{\}\s+refused \(unknown_tool\)$/m);
     expect(message).toMatch(/^✗ 4\. text "More\."\s+never reached \(the turn ended: completed\)$/m);
   });

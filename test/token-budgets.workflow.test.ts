@@ -1,4 +1,4 @@
-import { openSqliteStore } from '../activities/intents/sqlite-store';
+import { openSqliteStore } from '../intents/sqlite-store';
 import { randomUUID } from 'node:crypto';
 import { Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';

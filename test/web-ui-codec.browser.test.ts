@@ -64,7 +64,7 @@ describe('the dev server Web UI with encrypted payloads', () => {
 
     const waiting = (await ui.client.state(handle.workflowId)).pendingApprovals[0];
     await ui.client.deny(handle.workflowId, waiting.callId, { reason: 'browser test', argsDigest: waiting.argsDigest });
-    expect((await ui.client.result(handle.workflowId)).toolCalls.at(-1)).toMatchObject({ status: 'denied', attempts: 0 });
+    expect((await ui.client.result(handle.workflowId)).toolCalls.at(-1)).toMatchObject({ status: 'denied', executions: 0 });
   });
 
   it('takes an approval sent from the Web UI, which encodes it through the codec server', async () => {
@@ -79,7 +79,7 @@ describe('the dev server Web UI with encrypted payloads', () => {
     expect((await ui.client.result(handle.workflowId)).toolCalls.at(-1)).toMatchObject({
       tool: 'send_message',
       status: 'success',
-      attempts: 1,
+      executions: 1,
     });
     const state = await ui.client.state(handle.workflowId);
     expect(state.decisions).toEqual([{ callId: 'call-3-0', decision: 'approve', approver: 'maria' }]);

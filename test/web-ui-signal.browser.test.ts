@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { openConfiguredStore } from '../activities/intents/open-store';
+import { openConfiguredStore } from '../intents/open-store';
 import { builtInTools } from '../tools/built-in';
 import { defineTool } from '../tools/define-tool';
 import { openDetails, sendFromUi, shownSignalJson, untilShown, useWebUi, WEB_UI_OUTPUT as OUTPUT } from './helpers/web-ui';
@@ -65,7 +65,7 @@ describe('deciding from the Temporal Web UI with its signal action', () => {
     await sendFromUi(page, 'approval', JSON.stringify(decision), 'signal-approval.png');
 
     const result = await ui.client.result(handle.workflowId);
-    expect(result.toolCalls.at(-1)).toMatchObject({ callId: 'call-3-0', tool: 'send_message', status: 'success', attempts: 1 });
+    expect(result.toolCalls.at(-1)).toMatchObject({ callId: 'call-3-0', tool: 'send_message', status: 'success', executions: 1 });
     const state = await ui.client.state(handle.workflowId);
     expect(state.decisions).toEqual([{ callId: 'call-3-0', decision: 'approve', approver: 'maria', reason: 'checked in the Web UI' }]);
     expect(state.rejectedDecisions).toEqual([]);
@@ -99,7 +99,7 @@ describe('deciding from the Temporal Web UI with its signal action', () => {
 
     const result = await ui.client.result(handle.workflowId);
     expect(result.toolCalls).toEqual([
-      expect.objectContaining({ callId: 'call-0-0', tool: 'pay_invoice', status: 'success', attempts: 1 }),
+      expect.objectContaining({ callId: 'call-0-0', tool: 'pay_invoice', status: 'success', executions: 1 }),
     ]);
     expect(payments).toEqual({ executions: 1, lookups: 2 });
     const state = await ui.client.state(handle.workflowId);
@@ -147,7 +147,7 @@ describe('deciding from the Temporal Web UI with its signal action', () => {
     expect((await ui.client.result(handle.workflowId)).toolCalls.at(-1)).toMatchObject({
       tool: 'send_message',
       status: 'denied',
-      attempts: 0,
+      executions: 0,
     });
   });
 });

@@ -55,7 +55,7 @@ describe('a turn in the Temporal Web UI', () => {
     expect((await ui.client.result(handle.workflowId)).toolCalls.at(-1)).toMatchObject({
       tool: 'send_message',
       status: 'denied',
-      attempts: 0,
+      executions: 0,
     });
   });
 });

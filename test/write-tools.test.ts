@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { checkToolCall } from '../activities/boundary/check-tool-call';
 import { defineTool } from '../tools/define-tool';
-import { openSqliteStore } from '../activities/intents/sqlite-store';
+import { openSqliteStore } from '../intents/sqlite-store';
 import { intentKey } from '../tools/intent-key';
 import { argsDigest } from '../tools/canonical-json';
 import { createLookupStatus } from '../activities/boundary/lookup-status';

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { argsDigest } from '../tools/canonical-json';
 import { defineTool, type StatusAnswer, type ToolDefinition } from '../tools/define-tool';
-import { openSqliteStore } from '../activities/intents/sqlite-store';
+import { openSqliteStore } from '../intents/sqlite-store';
 import { saveDraftTool } from '../tools/built-in/save-draft';
 import { sendMessageTool } from '../tools/built-in/send-message';
 import { taskFolderName } from '../tools/built-in/workspace-path';
@@ -82,7 +82,7 @@ describe('the failure matrix for writes', () => {
       tools: [reversible.tool],
       input: { prompt: 'x', model: scripted([{ toolCalls: [{ tool: 'book_room', args: {} }] }, { text: 'done' }]) },
     });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ code: 'invalid_arguments', attempts: 0 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ code: 'invalid_arguments', executions: 0 })]);
     expect(reversible.counts).toEqual({ executions: 0, effects: 0, lookups: 0 });
     expect(runToolScheduled).toBe(0);
   });
@@ -100,7 +100,7 @@ describe('the failure matrix for writes', () => {
       tools: [reversible.tool],
       input: { prompt: 'x', model: scripted([bookStep, { text: 'done' }]) },
     });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'book_room', status: 'success', attempts: 2 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'book_room', status: 'success', executions: 2 })]);
     expect(reversible.counts).toEqual({ executions: 2, effects: 1, lookups: 2 });
     keepHistory(REVERSIBLE_RETRY_HISTORY, history);
   });
@@ -118,7 +118,7 @@ describe('the failure matrix for writes', () => {
       tools: [reversible.tool],
       input: { prompt: 'x', model: scripted([bookStep, { text: 'done' }]) },
     });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 1 })]);
     expect(reversible.counts).toEqual({ executions: 1, effects: 1, lookups: 2 });
     const seen = modelInputs[1].messages.find((message) => message.role === 'tool');
     expect(seen).toMatchObject({ result: { status: 'success', data: { booked: true, from: 'status' } } });
@@ -143,7 +143,7 @@ describe('the failure matrix for writes', () => {
       // Waits in real time, so the backoff passes on the clock the handler runs by.
       interact: async (handle) => void (await waitForState(handle, (state) => state.status !== 'running')),
     });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 1 })]);
     expect(reversible.counts).toEqual({ executions: 1, effects: 1, lookups: 2 });
   });
 
@@ -172,7 +172,7 @@ describe('the failure matrix for writes', () => {
       },
     });
     // The check after the cut-off finds the effect and records its receipt, which answers the second call too.
-    expect(result.toolCalls.map((event) => [event.status, event.code, event.attempts])).toEqual([
+    expect(result.toolCalls.map((event) => [event.status, event.code, event.executions])).toEqual([
       ['success', undefined, 1],
       ['success', undefined, 0],
     ]);
@@ -240,8 +240,8 @@ describe('the failure matrix for writes', () => {
       }
     });
     await store.close();
-    expect(state.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'not_run', attempts: 0 })]);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'not_run', attempts: 0 })]);
+    expect(state.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'not_run', executions: 0 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'not_run', executions: 0 })]);
     expect(irreversible.counts).toEqual({ executions: 0, effects: 0, lookups: 0 });
     const told = modelInputs
       .find((input) => input.taskId === 'task-1' && input.step === 1)
@@ -279,7 +279,7 @@ describe('the failure matrix for writes', () => {
         ]),
       },
     });
-    expect(result.toolCalls.map((event) => [event.tool, event.code, event.attempts])).toEqual([
+    expect(result.toolCalls.map((event) => [event.tool, event.code, event.executions])).toEqual([
       ['book_room', 'forbidden', 0],
       ['save_draft', 'forbidden', 0],
       ['save_draft', 'forbidden', 0],
@@ -297,7 +297,7 @@ describe('the failure matrix for writes', () => {
       modelStepTools: [olderVersion.tool],
       input: { prompt: 'x', model: scripted([bookStep, { text: 'done' }]) },
     });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'forbidden', attempts: 0 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'forbidden', executions: 0 })]);
     const seen = modelInputs[1].messages.find((message) => message.role === 'tool');
     expect(seen).toMatchObject({
       result: {
@@ -321,14 +321,14 @@ describe('the failure matrix for writes', () => {
       tools: [counted],
       input: { prompt: 'x', model: scripted([save, save, { text: 'done' }]) },
     });
-    expect(first.result.toolCalls.map((event) => [event.status, event.attempts])).toEqual([
+    expect(first.result.toolCalls.map((event) => [event.status, event.executions])).toEqual([
       ['success', 1],
       ['success', 0],
     ]);
     // Another turn of the same task with the same intent: still no second write.
     const second = await runTurn({ config, store, tools: [counted], input: { prompt: 'x', model: scripted([save, { text: 'done' }]) } });
     const taskFolder = taskFolderName('task-1');
-    expect(second.result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 0 })]);
+    expect(second.result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 0 })]);
     expect(writes).toBe(1);
     expect(readdirSync(path.join(config.workspace, 'drafts'), { recursive: true }).map(String).sort()).toEqual([
       taskFolder,
@@ -365,7 +365,7 @@ describe('approvals of irreversible writes', () => {
       await handle.signal(approvalSignal, { callId, decision: 'approve', argsDigest: digest });
     });
     expect(awaiting).toEqual([true]);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'send_message', status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'send_message', status: 'success', executions: 1 })]);
     expect(delivered).toBe(1);
   });
 
@@ -378,14 +378,14 @@ describe('approvals of irreversible writes', () => {
       { limits: { errorBudget: 0 } },
     );
     expect(result.status).toBe('completed');
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'denied', code: 'denied', attempts: 0 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'denied', code: 'denied', executions: 0 })]);
     expect(delivered).toBe(0);
   });
 
   it('expires a call nobody decides on within 24 hours of server time: approval_expired, 0 executions', async () => {
     const started = Date.now();
     const { result, delivered } = await outboxTurn(undefined);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'approval_expired', attempts: 0 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'approval_expired', executions: 0 })]);
     expect(delivered).toBe(0);
     expect(Date.now() - started).toBeLessThan(60_000);
   });
@@ -404,7 +404,7 @@ describe('approvals of irreversible writes', () => {
     });
     expect(state.rejectedDecisions).toEqual([expect.objectContaining({ why: expect.stringMatching(/^argsDigest is required/) })]);
     expect(state.decisions).toEqual([expect.objectContaining({ approver: 'sighted' })]);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 1 })]);
     expect(delivered).toBe(1);
 
     const config = testConfig({ approvals: { requireDigest: false } });
@@ -419,7 +419,7 @@ describe('approvals of irreversible writes', () => {
       },
     });
     expect(optional.state.rejectedDecisions).toEqual([]);
-    expect(optional.result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
+    expect(optional.result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 1 })]);
   });
 
   it('rejects and records decisions for another call, with a wrong digest, or replayed', async () => {
@@ -439,7 +439,7 @@ describe('approvals of irreversible writes', () => {
       'argsDigest does not match the arguments of call call-0-0',
       'decision must be "approve" or "deny", got "maybe"',
     ]);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ code: 'approval_expired', attempts: 0 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ code: 'approval_expired', executions: 0 })]);
     expect(delivered).toBe(0);
   });
 
@@ -491,8 +491,8 @@ describe('approvals of irreversible writes', () => {
       expect.objectContaining({ why: expect.stringMatching(/already decided|no call .* waits for approval/) }),
     ]);
     expect(result.toolCalls).toEqual([
-      expect.objectContaining({ status: 'success', attempts: 1 }),
-      expect.objectContaining({ status: 'denied', attempts: 0 }),
+      expect.objectContaining({ status: 'success', executions: 1 }),
+      expect.objectContaining({ status: 'denied', executions: 0 }),
     ]);
     expect(delivered).toBe(1);
   });

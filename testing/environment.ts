@@ -4,7 +4,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities } from '../activities';
-import { openConfiguredStore } from '../activities/intents/open-store';
+import { openConfiguredStore } from '../intents/open-store';
 import { toMilliseconds, type Duration } from '../common/duration';
 import type {
   AgentTurnResult,

@@ -23,8 +23,8 @@ export interface ScriptReport {
 }
 
 function describeCall(event: ToolEvent): string {
-  const attempts = `${event.attempts} attempt${event.attempts === 1 ? '' : 's'}`;
-  return event.status === 'success' ? `ran: success, ${attempts}` : `ran: ${event.status} (${event.code}), ${attempts}`;
+  const executions = `${event.executions} execution${event.executions === 1 ? '' : 's'}`;
+  return event.status === 'success' ? `ran: success, ${executions}` : `ran: ${event.status} (${event.code}), ${executions}`;
 }
 
 /**
@@ -51,7 +51,7 @@ export function scriptReport({
     if (step.kind !== 'toolCall' && step.kind !== 'malformedToolCall') return line('answered', true);
     const event = events.shift();
     if (!event) return line(`never reached: no tool call followed (the turn ended: ${result.status})`, false);
-    const refused = event.attempts === 0 && event.code !== undefined && REFUSALS.has(event.code);
+    const refused = event.executions === 0 && event.code !== undefined && REFUSALS.has(event.code);
     if (step.kind === 'malformedToolCall') {
       return refused && event.code === 'invalid_arguments'
         ? line('refused (invalid_arguments), as scripted', true)

@@ -8,7 +8,7 @@ import { TOOL_DEFAULTS } from '../common/defaults';
 export interface ToolContext {
   taskId: string;
   callId: string;
-  /** 1 on the first execution, higher on a retry. */
+  /** The activity's attempt (Temporal's): 1 on its first try, higher on a retry; not the handler's runs, which `ToolEvent.executions` counts. */
   attempt: number;
   /** Aborted when the call's timeout passes or the activity is cancelled. */
   signal: AbortSignal;

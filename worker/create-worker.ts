@@ -5,9 +5,9 @@ import { codecFromEnvironment, ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gc
 import { tollgateWorkflowBundle } from './workflow-bundle';
 import { createActivities, type Activities } from '../activities';
 import type { CodeModels } from '../activities/models/language-model';
-import { openConfiguredStore } from '../activities/intents/open-store';
-import type { IdempotencyStore } from '../activities/intents/intent-store';
-import { startRetention, type RetentionPass } from '../activities/intents/retention';
+import { openConfiguredStore } from '../intents/open-store';
+import type { IdempotencyStore } from '../intents/intent-store';
+import { startRetention, type RetentionPass } from '../intents/retention';
 import { toMilliseconds } from '../common/duration';
 import type { ToolDefinition } from '../tools/define-tool';
 import type { TollgateConfig } from '../config/config-schema';

@@ -6,15 +6,17 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { Activities } from '../common/activity-types';
 import {
   MODEL_FAILURES,
+  MODEL_STEP_NON_RETRYABLE,
   type BoundaryResult,
   type CheckedToolCall,
   type StreamProgress,
   type TurnSettings,
 } from '../common/activity-types';
 import { BoundaryResults } from '../common/boundary-results';
+import { FAILURE_TYPE } from '../common/failures';
 import { keptArguments } from '../common/call-arguments';
 import { CONVERSATION_BOUNDS, TURN_LIMIT_NAMES } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
@@ -52,7 +54,7 @@ const { modelStep } = proxyActivities<Activities>({
     initialInterval: '1 second',
     backoffCoefficient: 2,
     maximumInterval: '30 seconds',
-    nonRetryableErrorTypes: [MODEL_FAILURES.invalidModel, MODEL_FAILURES.streamInterrupted, MODEL_FAILURES.error],
+    nonRetryableErrorTypes: [...MODEL_STEP_NON_RETRYABLE],
   },
 });
 
@@ -100,7 +102,7 @@ function modelFailure(error: unknown): { type: string; message: string } | undef
 }
 
 function invalidInput(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: 'invalid_input', message: `agentTurn input: ${message}`, nonRetryable: true });
+  return ApplicationFailure.create({ type: FAILURE_TYPE.invalid_input, message: `agentTurn input: ${message}`, nonRetryable: true });
 }
 
 function checkInput(input: unknown): asserts input is AgentTurnInput {
@@ -416,7 +418,7 @@ async function runCall({
     effect: call.policy?.effect ?? 'unknown',
     status: outcome.result.status,
     code: outcome.result.code,
-    attempts: outcome.executions,
+    executions: outcome.executions,
     durationMs: Date.now() - startedAt,
     originalSize: outcome.originalSize,
     truncated: outcome.truncated,

@@ -1,6 +1,6 @@
 import { proxyLocalActivities, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
-import type { Activities } from '../activities';
+import type { Activities } from '../common/activity-types';
 import type { CheckedToolCall } from '../common/activity-types';
 import { MAX_DECISION_CHARS, REJECTED_DECISION_BOUNDS } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE } from '../common/search-attributes';
@@ -351,7 +351,7 @@ export function renderDetails(state: TurnState): string {
     lines.push('### Tool calls', '');
     for (const event of state.toolCalls) {
       lines.push(
-        `- ${event.callId} · ${event.tool} · ${event.effect} · **${event.status}**${event.code ? ` \`${event.code}\`` : ''} · ${event.attempts} execution${event.attempts === 1 ? '' : 's'} · ${event.durationMs} ms`,
+        `- ${event.callId} · ${event.tool} · ${event.effect} · **${event.status}**${event.code ? ` \`${event.code}\`` : ''} · ${event.executions} execution${event.executions === 1 ? '' : 's'} · ${event.durationMs} ms`,
       );
     }
   }

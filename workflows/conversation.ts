@@ -9,7 +9,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
-import type { Activities } from '../activities';
+import type { Activities } from '../common/activity-types';
+import { FAILURE_TYPE } from '../common/failures';
 import type { AgentTurnResult, ConversationInput, ConversationState, TokenLedger, TurnMessage } from '../common/types';
 import { unencryptedMode } from '../common/unencrypted';
 import { agentTurn } from './agent-turn';
@@ -78,7 +79,7 @@ export function boundedHistory(history: TurnMessage[], budgetChars: number, budg
 
 /** Fails a conversation's start: its input is not one it can run. */
 function invalidInput(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: 'invalid_input', message: `conversation input: ${message}`, nonRetryable: true });
+  return ApplicationFailure.create({ type: FAILURE_TYPE.invalid_input, message: `conversation input: ${message}`, nonRetryable: true });
 }
 
 /**
@@ -92,19 +93,19 @@ function invalidInput(message: string): ApplicationFailure {
 export async function conversation(input: ConversationInput): Promise<ConversationState> {
   if (!input || typeof input.conversationId !== 'string' || input.conversationId.trim() === '') {
     throw ApplicationFailure.create({
-      type: 'invalid_input',
+      type: FAILURE_TYPE.invalid_input,
       message: 'conversation input: conversationId must be a non-empty string',
       nonRetryable: true,
     });
   }
   if (unencryptedMode(input) === 'all') {
     const message = 'conversation input: it arrived unencrypted; encryption.requireEncrypted is "all"';
-    throw ApplicationFailure.create({ type: 'invalid_input', message, nonRetryable: true });
+    throw ApplicationFailure.create({ type: FAILURE_TYPE.invalid_input, message, nonRetryable: true });
   }
   const { maxTokens } = input;
   if (maxTokens !== undefined && (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1)) {
     const message = 'conversation input: maxTokens must be a whole number of at least 1';
-    throw ApplicationFailure.create({ type: 'invalid_input', message, nonRetryable: true });
+    throw ApplicationFailure.create({ type: FAILURE_TYPE.invalid_input, message, nonRetryable: true });
   }
   const {
     conversationId,
@@ -150,7 +151,8 @@ export async function conversation(input: ConversationInput): Promise<Conversati
     await condition(() => budgetKnown);
     // A turn that ran while this send waited may have spent the rest of the budget.
     const spent = budgetSpent(tokens);
-    if (spent) throw ApplicationFailure.create({ type: 'token_budget_exhausted', message: `send: ${spent}`, nonRetryable: true });
+    if (spent)
+      throw ApplicationFailure.create({ type: FAILURE_TYPE.token_budget_exhausted, message: `send: ${spent}`, nonRetryable: true });
     const left = tokensLeft(tokens);
     const turn = ++state.turns;
     turnsThisRun++;
@@ -222,7 +224,7 @@ export async function conversation(input: ConversationInput): Promise<Conversati
       const { maxTokens } = decodedValue(raw) as { maxTokens: number };
       await condition(() => budgetKnown);
       const refused = refusedRaise(tokens, maxTokens);
-      if (refused) throw ApplicationFailure.create({ type: 'invalid_input', message: refused, nonRetryable: true });
+      if (refused) throw ApplicationFailure.create({ type: FAILURE_TYPE.invalid_input, message: refused, nonRetryable: true });
       tokens.budget = maxTokens;
       return copyLedger(tokens);
     },

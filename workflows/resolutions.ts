@@ -1,5 +1,5 @@
 import { condition, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { Activities } from '../common/activity-types';
 import type { BoundaryResult, StatusLookup } from '../common/activity-types';
 import { BoundaryResults } from '../common/boundary-results';
 import { OUTCOME_DEFAULTS, REJECTED_DECISION_BOUNDS } from '../common/defaults';

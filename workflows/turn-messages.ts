@@ -8,6 +8,7 @@ import type {
   ResumeReceipt,
   TurnState,
 } from '../common/types';
+import { FAILURE_TYPE } from '../common/failures';
 import type { ApprovalBook } from './approval-book';
 import { decodedOrRefused, decodedValue, decodeMessage, rawQuery, rawSignal, rawUpdate } from './message-payload';
 import { approvalSignal, decideUpdate, resolveSignal, resolveUpdate, resumeSignal, resumeUpdate, stateQuery } from './messages';
@@ -99,7 +100,8 @@ export function takeTurnMessages({
         return receipt;
       }
       const checked = await approvals.checkEdit(decision);
-      if (checked.why !== undefined) throw ApplicationFailure.create({ type: 'invalid_edit', message: checked.why, nonRetryable: true });
+      if (checked.why !== undefined)
+        throw ApplicationFailure.create({ type: FAILURE_TYPE.invalid_edit, message: checked.why, nonRetryable: true });
       approvals.accept(decision, checked.call);
       return { ...receipt, editedDigest: checked.call.argsDigest };
     },

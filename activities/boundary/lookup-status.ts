@@ -1,8 +1,8 @@
 import { Context } from '@temporalio/activity';
 import type { ToolResult } from '../../common/types';
 import type { LookupStatusInput, StatusLookup } from '../../common/activity-types';
-import { guardStore } from '../intents/guard-store';
-import { IntentStoreError, type IdempotencyStore, type IntentRecord } from '../intents/intent-store';
+import { guardStore } from '../../intents/guard-store';
+import { IntentStoreError, type IdempotencyStore, type IntentRecord } from '../../intents/intent-store';
 import { retryStoreCall } from './retry-store-call';
 import { argsDigest } from '../../tools/canonical-json';
 import type { ToolDefinition } from '../../tools/define-tool';

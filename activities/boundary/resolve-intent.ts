@@ -3,8 +3,8 @@ import type { ResolveIntentInput, ResolveIntentResult } from '../../common/activ
 import { argsDigest } from '../../tools/canonical-json';
 import { intentKey } from '../../tools/intent-key';
 import type { ToolRegistry } from '../../tools/tool-registry';
-import { guardStore } from '../intents/guard-store';
-import { IntentStoreError, type IdempotencyStore } from '../intents/intent-store';
+import { guardStore } from '../../intents/guard-store';
+import { IntentStoreError, type IdempotencyStore } from '../../intents/intent-store';
 import { redactText } from './redact';
 import { retryStoreCall } from './retry-store-call';
 

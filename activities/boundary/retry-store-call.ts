@@ -1,5 +1,5 @@
 import { STORE_FAULT_RETRY } from '../../common/defaults';
-import { IntentStoreError } from '../intents/intent-store';
+import { IntentStoreError } from '../../intents/intent-store';
 
 /** How long a store call is retried, and the backoff between its tries. */
 export interface StoreRetryWindow {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { WRITE_INTERRUPTED, type BoundaryResult, type RunToolInput } from '../../common/activity-types';
 import { BoundaryResults } from '../../common/boundary-results';
+import { FAILURE_TYPE } from '../../common/failures';
 import type { ToolEffect } from '../../common/codes';
 import { checkToolCall } from './check-tool-call';
 import { classifyError } from './classify-error';
@@ -13,8 +14,8 @@ import {
   type ClaimResult,
   type IdempotencyStore,
   type WriteEffect,
-} from '../intents/intent-store';
-import { guardStore } from '../intents/guard-store';
+} from '../../intents/intent-store';
+import { guardStore } from '../../intents/guard-store';
 import { STORE_FAULT_RETRY } from '../../common/defaults';
 import { askStatusCheck, inFlight } from './lookup-status';
 import { retryStoreCall } from './retry-store-call';
@@ -185,7 +186,7 @@ export function createRunTool({
     const end = await runHandler(tool, args, input);
     if (!end.started) {
       throw ApplicationFailure.create({
-        type: 'transient_failure',
+        type: FAILURE_TYPE.transient_failure,
         message: notStarted(tool, end.reason),
         nonRetryable: false,
         details: [{ executions: attempt - 1 }],

@@ -1,6 +1,6 @@
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart, LanguageModelV4Usage } from '@ai-sdk/provider';
 import type { ScriptStep } from '../../common/types';
-import { playScriptedModel } from './scripted-plan';
+import { playScriptedModel } from '../../tools/built-in/scripted-plan';
 import { fromModelPrompt } from './model-prompt';
 
 function wordCount(text: string): number {

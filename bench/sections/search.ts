@@ -9,9 +9,10 @@ import { setFlagsFromString } from 'node:v8';
 import { gunzipSync } from 'node:zlib';
 import MiniSearch from 'minisearch';
 import { PROJECT_ROOT } from '../../config/load-config';
-import { documentText, indexedBody } from '../../tools/document-text';
-import { documentId, openSearchIndex } from '../../tools/search-index';
-import type { CorpusDocument } from '../../tools/corpus';
+import { documentText, indexedBody } from '../../tools/search/document-text';
+import { documentId } from '../../tools/search/folder-scan';
+import { openSearchIndex } from '../../tools/search/search-index';
+import type { CorpusDocument } from '../../tools/search/corpus';
 import { legacySearch } from '../legacy-search';
 import { median, percentile, table, type SectionResult } from '../lib';
 

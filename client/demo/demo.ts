@@ -85,12 +85,12 @@ async function main(): Promise<number> {
     console.log(`\nStatus: ${result.status} after ${result.steps} model steps\n`);
     console.log(`Answer:\n${forTerminal(result.answer ?? '(none)')}\n`);
     console.log('Tool calls:');
-    // attempts: how many times the handler really ran (0: refused, denied, or answered from a receipt).
+    // executions: how many times the handler really ran (0: refused, denied, or answered from a receipt).
     console.log(
       formatTable(
-        ['tool', 'effect', 'status', 'code', 'attempts', 'ms'],
+        ['tool', 'effect', 'status', 'code', 'executions', 'ms'],
         result.toolCalls
-          .map((event) => [event.tool, event.effect, event.status, event.code ?? '-', event.attempts, event.durationMs])
+          .map((event) => [event.tool, event.effect, event.status, event.code ?? '-', event.executions, event.durationMs])
           .map((row) => row.map((cell) => forTerminal(String(cell)))),
       ),
     );

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { guardClientErrors, parseJsonBody, readRequestBody, RequestRefusal, requestGuard } from '../../hardened/request-guard';
 import { listenOnLoopback } from './loopback-http';
-import { playScriptedModel } from '../../activities/models/scripted-plan';
+import { playScriptedModel } from '../../tools/built-in/scripted-plan';
 import type { ToolResult, TurnMessage } from '../../common/types';
 
 /** A chat message as an OpenAI-compatible client sends it. */

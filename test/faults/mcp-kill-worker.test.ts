@@ -102,7 +102,7 @@ describe('a worker SIGKILLed during MCP writes', () => {
       const writes = result.toolCalls.filter((event) => event.tool === 'shop__record_note');
       expect(writes).toHaveLength(KILLS);
       for (const event of writes) {
-        expect(event.attempts).toBeLessThanOrEqual(1);
+        expect(event.executions).toBeLessThanOrEqual(1);
         if (event.status !== 'success') expect(event.code).toBe('outcome_unknown');
       }
       expect(fixture.executions.record_note).toBe(KILLS);

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { Client, type WorkflowHandle } from '@temporalio/client';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities';
-import { IntentStoreError, type IdempotencyStore } from '../../activities/intents/intent-store';
-import { openPostgresStore } from '../../activities/intents/postgres-store';
+import { IntentStoreError, type IdempotencyStore } from '../../intents/intent-store';
+import { openPostgresStore } from '../../intents/postgres-store';
 import type { AgentTurnResult, ScriptStep } from '../../common/types';
 import { PROJECT_ROOT } from '../../config/load-config';
 import type { TollgateConfig } from '../../config/config-schema';
@@ -288,7 +288,7 @@ describe('a PostgreSQL outage', () => {
     // A call the store failed before its handler ran did not run (not_run, 0 executions); one whose outcome the store could not record is unknown.
     for (const call of calls) {
       if (call.status === 'success') continue;
-      if (call.code === 'not_run') expect(call, `${call.tool} ${call.callId}`).toMatchObject({ status: 'error', attempts: 0 });
+      if (call.code === 'not_run') expect(call, `${call.tool} ${call.callId}`).toMatchObject({ status: 'error', executions: 0 });
       else expect(call, `${call.tool} ${call.callId}`).toMatchObject({ status: 'error', code: 'outcome_unknown' });
     }
     const unknown = calls.filter((call) => call.status !== 'success');

@@ -129,7 +129,8 @@ describe('load', () => {
     expect(results.filter((result) => result.status === 'completed')).toHaveLength(200);
     expect(
       results.every(
-        (result) => result.toolCalls.length === 4 && result.toolCalls.every((event) => event.status === 'success' && event.attempts === 1),
+        (result) =>
+          result.toolCalls.length === 4 && result.toolCalls.every((event) => event.status === 'success' && event.executions === 1),
       ),
     ).toBe(true);
     expect(Object.fromEntries(counts)).toEqual({ search_local_sources: 200, get_document: 400, save_draft: 200 });

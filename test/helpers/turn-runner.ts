@@ -1,4 +1,4 @@
-import { openConfiguredStore } from '../../activities/intents/open-store';
+import { openConfiguredStore } from '../../intents/open-store';
 import { randomUUID } from 'node:crypto';
 import { Client, type Connection, type WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -6,7 +6,7 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll } from 'vitest';
 import { createActivities } from '../../activities';
 import type { ToolDefinition } from '../../tools/define-tool';
-import type { IdempotencyStore } from '../../activities/intents/intent-store';
+import type { IdempotencyStore } from '../../intents/intent-store';
 import type { ModelEnvironment } from '../../activities/models/language-model';
 import type { AgentTurnInput, AgentTurnResult, ScriptStep } from '../../common/types';
 import type { ModelStepInput, ModelStepResult } from '../../common/activity-types';

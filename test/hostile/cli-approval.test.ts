@@ -170,7 +170,7 @@ describe('tollgate approve shows everything it approves', () => {
     const denied = await tollgate(['deny', workflowId, 'call-0-0']);
     expect(denied.code).toBe(0);
     const result = (await client.workflow.getHandle(workflowId).result()) as AgentTurnResult;
-    expect(result.toolCalls.map((event) => [event.status, event.attempts])).toEqual([['denied', 0]]);
+    expect(result.toolCalls.map((event) => [event.status, event.executions])).toEqual([['denied', 0]]);
   });
 
   it('approves with --all after printing the arguments whole, bcc included; or by the digest the approver names', async () => {

@@ -19,11 +19,12 @@ import { temporal } from '@temporalio/proto';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createRunTool } from '../../activities/boundary/run-tool';
-import { openSqliteStore } from '../../activities/intents/sqlite-store';
-import { indexFileFor, openCorpus } from '../../tools/corpus';
+import { openSqliteStore } from '../../intents/sqlite-store';
+import { indexFileFor, openCorpus } from '../../tools/search/corpus';
 import { getDocumentTool } from '../../tools/built-in/get-document';
 import { searchLocalSourcesTool } from '../../tools/built-in/search-local-sources';
-import { MAX_CORPUS_DEPTH, openSearchIndex } from '../../tools/search-index';
+import { MAX_CORPUS_DEPTH } from '../../tools/search/folder-scan';
+import { openSearchIndex } from '../../tools/search/search-index';
 import { createToolRegistry } from '../../tools/tool-registry';
 import { eventLoopProbe } from '../helpers/event-loop-probe';
 import { runToolOnce } from '../helpers/run-tool-once';
@@ -266,11 +267,11 @@ describe('a corpus full of hostile files, in a real turn on the time-skipping se
     });
     expect(process.memoryUsage().rss - memoryBefore).toBeLessThan(MEMORY_GROWTH_BYTES);
     expect(result).toMatchObject({ status: 'completed', answer: 'Only the refund policy is there.' });
-    expect(result.toolCalls.map(({ tool, status, code, attempts }) => ({ tool, status, code, attempts }))).toEqual([
-      { tool: 'search_local_sources', status: 'success', code: undefined, attempts: 1 },
-      { tool: 'get_document', status: 'error', code: 'forbidden', attempts: 1 },
-      { tool: 'search_local_sources', status: 'success', code: undefined, attempts: 1 },
-      { tool: 'get_document', status: 'success', code: undefined, attempts: 1 },
+    expect(result.toolCalls.map(({ tool, status, code, executions }) => ({ tool, status, code, executions }))).toEqual([
+      { tool: 'search_local_sources', status: 'success', code: undefined, executions: 1 },
+      { tool: 'get_document', status: 'error', code: 'forbidden', executions: 1 },
+      { tool: 'search_local_sources', status: 'success', code: undefined, executions: 1 },
+      { tool: 'get_document', status: 'success', code: undefined, executions: 1 },
     ]);
     expectNothingOutside(JSON.stringify(modelInputs), 'what the model was given');
     expect(JSON.stringify(modelInputs.at(-1))).toContain('pro rata');

@@ -146,7 +146,7 @@ describe('a decision satisfies exactly one wait', () => {
     expect(seen.crossKind[0]).toMatch(/^this signed decision was already taken once in this turn/);
     expect(transfer.executions).toHaveLength(2);
     expect(result.status).toBe('completed');
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'transfer', status: 'success', attempts: 2 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'transfer', status: 'success', executions: 2 })]);
   });
 
   it('checks signatures strictly even where the round is right: a respelled new signature is refused, and a signature unseen before but made for round 1 does not verify in round 2', async () => {
@@ -191,6 +191,6 @@ describe('a decision satisfies exactly one wait', () => {
     expect(seen[1]).toMatch(/^signature does not verify with key "alice" .* and round 2 of this turn$/);
     expect(seen[2]).toBe('signature must be base64 of the 64-byte Ed25519 signature');
     expect(transfer.executions).toHaveLength(1);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'transfer', status: 'denied', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'transfer', status: 'denied', executions: 1 })]);
   });
 });

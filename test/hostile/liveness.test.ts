@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Client, type WorkflowHandle } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities';
-import { openConfiguredStore } from '../../activities/intents/open-store';
+import { openConfiguredStore } from '../../intents/open-store';
 import type { AgentTurnResult, ScriptStep } from '../../common/types';
 import type { ModelStepInput, RunToolInput } from '../../common/activity-types';
 import type { TollgateConfig } from '../../config/config-schema';
@@ -94,9 +94,9 @@ describe('a worker facing a catastrophically backtracking regular expression', (
         const hostileState = await hostile.query(stateQuery);
 
         expect(normalResult).toMatchObject({ status: 'completed', answer: 'Found them.' });
-        expect(normalResult.toolCalls.map(({ status, attempts }) => ({ status, attempts }))).toEqual([
-          { status: 'success', attempts: 1 },
-          { status: 'success', attempts: 1 },
+        expect(normalResult.toolCalls.map(({ status, executions }) => ({ status, executions }))).toEqual([
+          { status: 'success', executions: 1 },
+          { status: 'success', executions: 1 },
         ]);
         expect(normalElapsedMs).toBeLessThan(SEARCH_TIMEOUT_MS - 300);
         expect(hostileState).toMatchObject({ status: 'running', phase: 'tools' });
@@ -106,7 +106,7 @@ describe('a worker facing a catastrophically backtracking regular expression', (
         const hostileResult = (await hostile.result()) as AgentTurnResult;
         expect(hostileResult).toMatchObject({ status: 'completed', answer: 'That pattern took too long.' });
         expect(hostileResult.toolCalls).toEqual([
-          expect.objectContaining({ tool: 'search_local_sources', status: 'error', code: 'transient_failure', attempts: 2 }),
+          expect.objectContaining({ tool: 'search_local_sources', status: 'error', code: 'transient_failure', executions: 2 }),
         ]);
         expect(Date.now() - hostileStarted).toBeLessThan(2 * SEARCH_TIMEOUT_MS + 5_000);
         const seen = modelInputs
@@ -170,7 +170,7 @@ describe('a worker facing a catastrophically backtracking regular expression', (
         expect(normalResult).toMatchObject({ status: 'completed', answer: 'Found it.' });
         expect(blockedResult.status).toBe('completed');
         // The guard refuses a special file at the draft's place before anything runs: no read of it, no write over it.
-        expect(blockedResult.toolCalls).toEqual([expect.objectContaining({ tool: 'save_draft', status: 'error', attempts: 0 })]);
+        expect(blockedResult.toolCalls).toEqual([expect.objectContaining({ tool: 'save_draft', status: 'error', executions: 0 })]);
         expect(blockedResult.toolCalls[0].code).toBe('forbidden');
         expect(Date.now() - started).toBeLessThan(10_000);
         expect(statSync(fifo).isFIFO()).toBe(true);

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { openSqliteStore } from '../../activities/intents/sqlite-store';
+import { openSqliteStore } from '../../intents/sqlite-store';
 import { createRunTool } from '../../activities/boundary/run-tool';
 import { WRITE_INTERRUPTED } from '../../common/activity-types';
 import type { McpConfigInput } from '../../tools/mcp/mcp-config';
@@ -153,7 +153,7 @@ describe('an MCP server whose input schema backtracks', () => {
     const { result, runToolScheduled } = await runTurn({ tools, input: { prompt: 'x', model: scripted([slugCall, probeCall, done]) } });
     expect(probe.stop(), 'the event loop was blocked this long at most').toBeLessThan(MAX_STALL_MS);
     expect(result.status).toBe('completed');
-    expect(result.toolCalls.map((event) => [event.tool, event.status, event.code, event.attempts])).toEqual([
+    expect(result.toolCalls.map((event) => [event.tool, event.status, event.code, event.executions])).toEqual([
       ['hostile__check_slug', 'error', 'invalid_arguments', 0],
       ['hostile__probe', 'success', undefined, 1],
     ]);
@@ -182,7 +182,7 @@ describe('an MCP write whose answer is lost after the server ran it', () => {
         });
 
       const first = await turn();
-      expect(first.result.toolCalls.map((event) => [event.tool, event.status, event.code, event.attempts])).toEqual([
+      expect(first.result.toolCalls.map((event) => [event.tool, event.status, event.code, event.executions])).toEqual([
         ['hostile__create_ticket', 'error', 'outcome_unknown', 1],
         ['hostile__probe', 'success', undefined, 1],
       ]);
@@ -218,7 +218,7 @@ describe('an MCP write whose answer is lost after the server ran it', () => {
     });
     const report = { toolCalls: [{ tool: 'hostile__read_report', args: {} }] };
     const { result } = await runTurn({ tools, input: { prompt: 'x', model: scripted([report, done]) } });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'transient_failure', attempts: 2 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'transient_failure', executions: 2 })]);
     expect(executions(record, 'read_report')).toBe(2);
   });
 });

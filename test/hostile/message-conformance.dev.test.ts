@@ -145,7 +145,7 @@ describe('message handlers of a turn on the dev server, with payload encryption 
       ]);
       for (const entry of rejected.rejectedDecisions) expect(entry.decision).toEqual({ undecodable: expect.any(Object) });
       expect(result.status).toBe('completed');
-      expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'send_message', status: 'success', attempts: 1 })]);
+      expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'send_message', status: 'success', executions: 1 })]);
       expect(readdirSync(outbox, { recursive: true }).filter((name) => String(name).endsWith('.json'))).toHaveLength(1);
     } finally {
       await client.close();

@@ -144,7 +144,7 @@ describe('message handlers of a turn, against payloads that do not decode', () =
     expect(failedTasks).toEqual([]);
     expect(otherTurn).toMatchObject({ status: 'completed', answer: 'still here' });
     expect(result.status).toBe('completed');
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'send_message', status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'send_message', status: 'success', executions: 1 })]);
     expect(delivered).toBe(1);
     // What the record keeps of an undecodable message: its encoding and size and why, never its bytes.
     const undecodable = state.rejectedDecisions.filter((entry) => (entry.decision as { undecodable?: unknown } | null)?.undecodable);

@@ -2,7 +2,7 @@
 // shell-unprivileged.test.ts starts it as an unprivileged user; its first argument is the workspace.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { openSqliteStore } from '../../activities/intents/sqlite-store';
+import { openSqliteStore } from '../../intents/sqlite-store';
 import { createRunTool } from '../../activities/boundary/run-tool';
 import { createToolRegistry } from '../../tools/tool-registry';
 import { shellTool } from '../../tools/built-in/shell';

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openSqliteStore } from '../../activities/intents/sqlite-store';
+import { openSqliteStore } from '../../intents/sqlite-store';
 import { createRunTool } from '../../activities/boundary/run-tool';
 import { SHELL_LIMITS } from '../../common/defaults';
 import { createToolRegistry } from '../../tools/tool-registry';

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openSqliteStore } from '../../activities/intents/sqlite-store';
+import { openSqliteStore } from '../../intents/sqlite-store';
 import { createRunTool } from '../../activities/boundary/run-tool';
 import { createToolRegistry } from '../../tools/tool-registry';
 import { bubblewrapAvailable, shellTool } from '../../tools/built-in/shell';

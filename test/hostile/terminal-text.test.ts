@@ -137,7 +137,7 @@ describe('what the approval prompt and the event lines show', () => {
   it('escapes a tool name chosen by the model in event lines and tables', () => {
     const tool = 'x\u001b]0;pwned\u0007';
     const fields: Partial<ToolEvent> = { callId: 'call-0-0', step: 0, tool, effect: 'read', status: 'error', code: 'unknown_tool' };
-    fields.attempts = 0;
+    fields.executions = 0;
     const event = fields as ToolEvent;
     expect(describeEvent(event)).toBe('[step 1] x\\u{1B}]0;pwned\\u{7} (read): error unknown_tool, 0 executions');
     expect(toolCallTable([{ ...event, durationMs: 1, originalSize: 0, truncated: false }])).not.toMatch(ACTIVE);

@@ -6,7 +6,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { describe, expect, it } from 'vitest';
 import { createLookupStatus } from '../../activities/boundary/lookup-status';
 import { createRunTool } from '../../activities/boundary/run-tool';
-import { openSqliteStore } from '../../activities/intents/sqlite-store';
+import { openSqliteStore } from '../../intents/sqlite-store';
 import { saveDraftTool } from '../../tools/built-in/save-draft';
 import { sendMessageTool } from '../../tools/built-in/send-message';
 import {

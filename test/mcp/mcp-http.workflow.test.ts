@@ -77,7 +77,7 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
       tools,
       input: { prompt: 'x', model: scripted([badLookup, done]) },
     });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ code: 'invalid_arguments', attempts: 0 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ code: 'invalid_arguments', executions: 0 })]);
     expect(runToolScheduled).toBe(0);
     expect(fixture.executions.lookup_order).toBe(0);
   });
@@ -87,7 +87,7 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
     fixture.plan('lookup_order', 'crash', 'crash');
     const { result, modelInputs } = await runTurn({ tools, input: { prompt: 'x', model: scripted([lookup, { text: 'done' }]) } });
     expect(result.toolCalls).toEqual([
-      expect.objectContaining({ tool: 'shop__lookup_order', effect: 'read', status: 'success', attempts: 3 }),
+      expect.objectContaining({ tool: 'shop__lookup_order', effect: 'read', status: 'success', executions: 3 }),
     ]);
     expect(fixture.executions.lookup_order).toBe(3);
     expect(toolMessage(modelInputs)).toMatchObject({ result: { status: 'success', data: 'order 42: shipped' } });
@@ -97,7 +97,7 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
     const tools = await fixtureTools({ trustAnnotations: true, tools: { lookup_order: { maxAttempts: 2 } } });
     fixture.plan('lookup_order', 'crash', 'crash', 'crash');
     const { result } = await runTurn({ tools, input: { prompt: 'x', model: scripted([lookup, { text: 'done' }]) } });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'transient_failure', attempts: 2 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'transient_failure', executions: 2 })]);
     expect(fixture.executions.lookup_order).toBe(2);
   });
 
@@ -105,7 +105,7 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
     const tools = await fixtureTools({ trustAnnotations: true, tools: { lookup_order: { timeout: '500ms' } } });
     fixture.plan('lookup_order', 'hang');
     const { result } = await runTurn({ tools, input: { prompt: 'x', model: scripted([lookup, { text: 'done' }]) } });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 2 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 2 })]);
     expect(fixture.executions.lookup_order).toBe(2);
   });
 
@@ -113,7 +113,7 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
     const tools = await fixtureTools({ trustAnnotations: true });
     fixture.plan('lookup_order', 'fail');
     const { result, modelInputs } = await runTurn({ tools, input: { prompt: 'x', model: scripted([lookup, { text: 'done' }]) } });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'tool_failure', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'tool_failure', executions: 1 })]);
     expect(fixture.executions.lookup_order).toBe(1);
     expect(toolMessage(modelInputs)).toMatchObject({ result: { message: 'lookup_order failed: the backend said no' } });
   });
@@ -132,7 +132,7 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
       },
     });
     expect(waited).toBe(1);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ effect: 'irreversible_write', status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ effect: 'irreversible_write', status: 'success', executions: 1 })]);
     expect(fixture.executions.lookup_order).toBe(1);
   });
 
@@ -141,7 +141,7 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
     fixture.plan('record_note', 'hang');
     const { result } = await runTurn({ tools, input: { prompt: 'x', model: scripted([note, { text: 'done' }]) }, interact: approveFirst });
     expect(result.toolCalls).toEqual([
-      expect.objectContaining({ tool: 'shop__record_note', status: 'error', code: 'outcome_unknown', attempts: 1 }),
+      expect.objectContaining({ tool: 'shop__record_note', status: 'error', code: 'outcome_unknown', executions: 1 }),
     ]);
     expect(fixture.executions.record_note).toBe(1);
   });
@@ -153,7 +153,7 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
     const config = testConfig({ retry: { initialInterval: '100ms', maximumInterval: '1s' }, outcomes: { onUnknown: 'report' } });
     const input = { prompt: 'x', model: scripted([note, lookup, done]) };
     const { result } = await runTurn({ tools, config, input, interact: approveFirst });
-    expect(result.toolCalls.map((event) => [event.tool, event.status, event.code, event.attempts])).toEqual([
+    expect(result.toolCalls.map((event) => [event.tool, event.status, event.code, event.executions])).toEqual([
       ['shop__record_note', 'error', 'outcome_unknown', 1],
       ['shop__lookup_order', 'success', undefined, 1],
     ]);
@@ -164,7 +164,7 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
   it('runs an approved write once and gives the model its structured result', async () => {
     const tools = await fixtureTools({ trustAnnotations: true });
     const { result, modelInputs } = await runTurn({ tools, input: { prompt: 'x', model: scripted([note, done]) }, interact: approveFirst });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 1 })]);
     expect(fixture.notes).toEqual(['called back']);
     expect(toolMessage(modelInputs)).toMatchObject({ result: { status: 'success', data: { structuredContent: { recorded: 1 } } } });
   });
@@ -180,7 +180,7 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
         await approveFirst(handle);
       },
     });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'forbidden', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'forbidden', executions: 1 })]);
     expect(fixture.executions.record_note).toBe(0);
     expect(fixture.notes).toEqual([]);
   });
@@ -214,7 +214,7 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
       return (await handle.result()) as AgentTurnResult;
     });
     expect(result.toolCalls).toEqual([
-      expect.objectContaining({ tool: 'shop__record_note', status: 'error', code: 'forbidden', attempts: 0 }),
+      expect.objectContaining({ tool: 'shop__record_note', status: 'error', code: 'forbidden', executions: 0 }),
     ]);
     expect(fixture.executions.record_note).toBe(0);
   });

@@ -91,7 +91,7 @@ describe('MCP tools from @modelcontextprotocol/server-filesystem over stdio', ()
     });
     expect(digest).toBe(argsDigest({ args, definitionDigest: read.definitionDigest }));
     expect(digest).not.toBe(argsDigest(args));
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 1 })]);
     expect(JSON.stringify(modelInputs[1].messages.find((message) => message.role === 'tool'))).toContain('the meeting moved to Thursday');
   });
 
@@ -103,7 +103,7 @@ describe('MCP tools from @modelcontextprotocol/server-filesystem over stdio', ()
       input: { prompt: 'x', model: callOnce('files__list_directory', { path: folder }) },
     });
     expect(result.toolCalls).toEqual([
-      expect.objectContaining({ tool: 'files__list_directory', effect: 'read', status: 'success', attempts: 1 }),
+      expect.objectContaining({ tool: 'files__list_directory', effect: 'read', status: 'success', executions: 1 }),
     ]);
     expect(state.decisions).toEqual([]);
     const signals = (history.events ?? []).filter((event) => event.workflowExecutionSignaledEventAttributes);
@@ -125,7 +125,7 @@ describe('MCP tools from @modelcontextprotocol/server-filesystem over stdio', ()
       },
     });
     expect(beforeApproval).toEqual(['notes.txt']);
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'files__write_file', status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'files__write_file', status: 'success', executions: 1 })]);
     expect(runToolScheduled).toBe(1);
     expect(readFileSync(target, 'utf8')).toBe('see you Thursday');
   });
@@ -136,7 +136,7 @@ describe('MCP tools from @modelcontextprotocol/server-filesystem over stdio', ()
       tools,
       input: { prompt: 'x', model: callOnce('files__read_text_file', { path: '/etc/hostname' }) },
     });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'tool_failure', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'error', code: 'tool_failure', executions: 1 })]);
   });
 });
 
@@ -205,7 +205,7 @@ describe('MCP tools from @modelcontextprotocol/server-memory over stdio', () => 
       },
       interact: approve(1),
     });
-    expect(result.toolCalls.map((event) => [event.tool, event.status, event.attempts])).toEqual([
+    expect(result.toolCalls.map((event) => [event.tool, event.status, event.executions])).toEqual([
       ['memory__create_entities', 'success', 1],
       ['memory__read_graph', 'success', 1],
     ]);

@@ -74,7 +74,7 @@ describe('telemetry of tools no registry declares', () => {
     expect(large.status).toBe('completed');
     const refused = large.toolCalls.filter((event) => event.code === 'unknown_tool');
     expect(refused).toHaveLength(1_000);
-    expect(refused.every((event) => event.attempts === 0)).toBe(true);
+    expect(refused.every((event) => event.executions === 0)).toBe(true);
 
     // The series are the same ones whether 4 or 1,000 names were invented; only their counts grew.
     const names = (lines: string[]) => lines.map((line) => line.slice(0, line.lastIndexOf(' ')));

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import type { Corpus } from '../corpus';
+import type { Corpus } from '../search/corpus';
 import { defineTool, type ToolDefinition } from '../define-tool';
-import type { DocumentSection } from '../document-text';
-import type { IndexedDocument } from '../search-index';
+import type { DocumentSection } from '../search/document-text';
+import type { IndexedDocument } from '../search/search-index';
 import { ToolOutcome } from '../tool-outcome';
 
 /** The most characters of text one answer carries; the rest is read with `start` (the answer's `nextStart`). */

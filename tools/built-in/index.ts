@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { TollgateConfig } from '../../config/config-schema';
-import { openCorpus } from '../corpus';
+import { openCorpus } from '../search/corpus';
 import type { ToolDefinition } from '../define-tool';
 import { getDocumentTool } from './get-document';
 import { saveDraftTool } from './save-draft';

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import type { Corpus } from '../corpus';
+import type { Corpus } from '../search/corpus';
 import { defineTool, type ToolDefinition } from '../define-tool';
-import type { DocumentSection } from '../document-text';
-import type { SearchHit } from '../search-index';
+import type { DocumentSection } from '../search/document-text';
+import type { SearchHit } from '../search/search-index';
 import { ToolOutcome } from '../tool-outcome';
 import { countRegexMatches, type MatchCount, type MatchTarget } from './regex-search-worker';
 

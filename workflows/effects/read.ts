@@ -3,7 +3,7 @@ import { ActivityFailure, ApplicationFailure, proxyActivities, TimeoutFailure } 
 import { ACTIVITY_GRACE_MS } from '../../common/activity-types';
 import { BoundaryResults } from '../../common/boundary-results';
 import { NON_RETRYABLE_CODES } from '../../common/codes';
-import type { Activities } from '../../activities';
+import type { Activities } from '../../common/activity-types';
 import { executionsFromDetails, failureCode } from './activity-results';
 import { runToolInput, type EffectStrategy } from './effect-strategy';
 

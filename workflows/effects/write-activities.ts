@@ -1,7 +1,8 @@
 import type { LocalActivityOptions } from '@temporalio/common';
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
-import type { Activities } from '../../activities';
+import type { Activities } from '../../common/activity-types';
 import { ACTIVITY_GRACE_MS } from '../../common/activity-types';
+import { FAILURE_TYPE } from '../../common/failures';
 import type { RunnableCall } from './effect-strategy';
 
 /**
@@ -12,7 +13,7 @@ export function lookupActivity(call: RunnableCall) {
   const options: LocalActivityOptions = {
     startToCloseTimeout: '30 seconds',
     summary: `status of ${call.summary ?? call.tool}`,
-    retry: { maximumAttempts: 3, initialInterval: '200 ms', nonRetryableErrorTypes: ['invalid_arguments'] },
+    retry: { maximumAttempts: 3, initialInterval: '200 ms', nonRetryableErrorTypes: [FAILURE_TYPE.invalid_arguments] },
   };
   return proxyLocalActivities<Activities>(options).lookupStatus;
 }

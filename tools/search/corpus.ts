@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import type { TreeRefusal } from '../hardened/tree-file';
+import type { TreeRefusal } from '../../hardened/tree-file';
 import { openSearchIndex, type SearchIndex } from './search-index';
 
 /** One document of the corpus: its id (its path in the folder, `.md` left off), title and text. */

@@ -1,35 +1,11 @@
-import { createHash } from 'node:crypto';
-import { mkdirSync, type Stats } from 'node:fs';
+// The full-text index of a corpus folder: a refresh brings it up to the files, a search ranks their sections, and a document is read whole.
+import type { Stats } from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
-import { lstatTreeFile, openTree, readTreeFile, walkTree, type Tree, type TreeRefusal } from '../hardened/tree-file';
-import { documentText, formatOf, indexedBody, type DocumentFormat, type DocumentSection } from './document-text';
-
-/**
- * Bumped when the tables or what they hold change; an index of another version is rebuilt. Version
- * 4 is the first that reads no file through a link, so an older index, which may hold the text of
- * a file outside the corpus reached through one, is never served.
- */
-const SCHEMA_VERSION = '4';
-/** BM25 weights of the columns title, heading and body: a title or heading word counts for more than a body word. */
-export const COLUMN_WEIGHTS = { title: 8, heading: 4, body: 1 } as const;
-/** Files larger than this are refused (and counted): never more than one byte past it is read, whatever the file's stat says. */
-export const MAX_FILE_BYTES = 8 * 1024 * 1024;
-/** A refresh looks at most at this many entries (files, folders, anything) of the folder; the rest is refused and counted. */
-export const MAX_CORPUS_ENTRIES = 20_000;
-/** A refresh goes at most this many folders deep; deeper folders are refused and counted. */
-export const MAX_CORPUS_DEPTH = 16;
-/**
- * A section's rowid in the FTS5 table is its document's number times this plus its index, so that a
- * document's sections are one rowid range: found and deleted without scanning the table.
- */
-const SECTION_SLOTS = 1 << 20;
-/** Query words beyond this many are ignored. */
-const MAX_QUERY_TERMS = 32;
-
-const STOP_WORDS = new Set(
-  'a an and are as at be by can do does for from how i in is it my of on or our the to we what when which who why with you'.split(' '),
-);
+import { lstatTreeFile, openTree, readTreeFile, type Tree, type TreeRefusal } from '../../hardened/tree-file';
+import { documentText, indexedBody, type DocumentFormat, type DocumentSection } from './document-text';
+import { documentId, hashOf, looksBinary, MAX_FILE_BYTES, scanFolder, type ScannedFile } from './folder-scan';
+import { openDatabase, SECTION_SLOTS, type FileRow } from './index-database';
+import { ftsQuery } from './query-terms';
 
 /** One indexed document: its id (the path in the folder, `.md` left off), title, format, text and sections. */
 export interface IndexedDocument {
@@ -94,110 +70,6 @@ export interface SearchIndex {
   list(scope?: SearchScope): Array<{ id: string; path: string; title: string; size: number }>;
   stats(): IndexStats;
   close(): void;
-}
-
-interface FileRow {
-  path: string;
-  id: string;
-  title: string;
-  format: DocumentFormat;
-  mtime_ms: number;
-  size: number;
-  hash: string;
-  text: string;
-  sections: string;
-}
-
-interface ScannedFile {
-  path: string;
-  stats: Stats;
-  format: DocumentFormat;
-}
-
-/** The meaningful words of a query, lower-cased, stop words left out unless nothing else is left. */
-export function queryTerms(query: string): string[] {
-  const words = [...new Set(query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])];
-  const meaningful = words.filter((word) => !STOP_WORDS.has(word));
-  return (meaningful.length > 0 ? meaningful : words).slice(0, MAX_QUERY_TERMS);
-}
-
-/**
- * An FTS5 query that can never be a syntax error: each word quoted as a string (a word is only
- * letters and digits, so it holds no quote), the words joined by OR; undefined when no word is left.
- */
-export function ftsQuery(query: string): string | undefined {
-  const terms = queryTerms(query);
-  return terms.length === 0 ? undefined : terms.map((term) => `"${term}"`).join(' OR ');
-}
-
-function hashOf(bytes: Buffer): string {
-  return createHash('sha256').update(bytes).digest('hex');
-}
-
-function looksBinary(bytes: Buffer): boolean {
-  return bytes.subarray(0, 8192).includes(0);
-}
-
-/**
- * Every file under the folder (dot-files and dot-folders left out), split into those the index
- * reads, those it skips (other formats) and those the tree refuses (links, special files, past
- * the walk's bounds), each refusal with its path and reason.
- */
-function scanFolder(tree: Tree): { files: ScannedFile[]; skipped: Array<{ path: string; reason: string }>; refused: TreeRefusal[] } {
-  const walked = walkTree(tree, { maxEntries: MAX_CORPUS_ENTRIES, maxDepth: MAX_CORPUS_DEPTH, ignore: (name) => name.startsWith('.') });
-  const files: ScannedFile[] = [];
-  const skipped: Array<{ path: string; reason: string }> = walked.refused.map(({ path: where, detail }) => ({
-    path: where,
-    reason: detail,
-  }));
-  for (const entry of walked.files) {
-    const format = formatOf(path.extname(entry.path));
-    if (!format) skipped.push({ path: entry.path, reason: 'not markdown, text or html' });
-    else if (entry.stats.size > MAX_FILE_BYTES) {
-      const refusal: TreeRefusal = {
-        path: entry.path,
-        reason: 'too_large',
-        detail: `larger than ${MAX_FILE_BYTES} bytes (${entry.stats.size})`,
-      };
-      walked.refused.push(refusal);
-      skipped.push({ path: entry.path, reason: refusal.detail });
-    } else files.push({ path: entry.path, stats: entry.stats, format });
-  }
-  return { files, skipped, refused: walked.refused };
-}
-
-/** A document's id: its path with `.md` left off (`refund-policy.md` → `refund-policy`), other extensions kept. */
-export function documentId(relativePath: string): string {
-  return relativePath.endsWith('.md') ? relativePath.slice(0, -'.md'.length) : relativePath;
-}
-
-function openDatabase(file: string): Database.Database {
-  if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
-  db.pragma('busy_timeout = 10000');
-  // The index can always be rebuilt from the files: a commit need not wait for the disk, only stay atomic.
-  db.pragma('synchronous = NORMAL');
-  // Deleted text is overwritten, not left in free pages: a document dropped because its file became a link, or a
-  // whole index of an older version rebuilt, leaves none of its text in the file.
-  db.pragma('secure_delete = ON');
-  const create = db.transaction(() => {
-    db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
-    const version = db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'schema'").get()?.value;
-    if (version !== undefined && version !== SCHEMA_VERSION) db.exec('DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS sections;');
-    db.exec(`CREATE TABLE IF NOT EXISTS files (
-      path TEXT PRIMARY KEY, no INTEGER NOT NULL UNIQUE, id TEXT NOT NULL UNIQUE, title TEXT NOT NULL, format TEXT NOT NULL,
-      mtime_ms REAL NOT NULL, size INTEGER NOT NULL, hash TEXT NOT NULL, text TEXT NOT NULL, sections TEXT NOT NULL)`);
-    db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS sections USING fts5(
-      title, heading, body, doc UNINDEXED, section UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2')`);
-    const { title, heading, body } = COLUMN_WEIGHTS;
-    db.prepare("INSERT INTO sections (sections, rank) VALUES ('rank', ?)").run(`bm25(${title}, ${heading}, ${body}, 0, 0)`);
-    db.prepare("INSERT INTO meta (key, value) VALUES ('schema', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(
-      SCHEMA_VERSION,
-    );
-  });
-  create.immediate();
-  return db;
 }
 
 /** Whether a document path lies in the scope. */

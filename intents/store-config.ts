@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { STORE_RETENTION_DEFAULTS } from '../../common/defaults';
-import { positiveDuration } from '../../config/schema-parts';
+import { STORE_RETENTION_DEFAULTS } from '../common/defaults';
+import { positiveDuration } from '../config/schema-parts';
 
 /** The `store` section: the idempotency store a worker opens (open-store.ts) and how long it keeps committed intents. */
 export const storeSchema = z.strictObject({

@@ -1,6 +1,6 @@
 import type { ScriptStep, ToolResult, TurnMessage } from '../../common/types';
-import { taskSlug } from '../../tools/intent-key';
-import type { SearchMatch } from '../../tools/built-in/search-local-sources';
+import { taskSlug } from '../intent-key';
+import type { SearchMatch } from './search-local-sources';
 
 /** What a model step asks for before the boundary checks it. */
 export interface ModelReply {

@@ -1,4 +1,4 @@
-import { STORE_RETENTION_DEFAULTS } from '../../common/defaults';
+import { STORE_RETENTION_DEFAULTS } from '../common/defaults';
 import type { IdempotencyStore, PruneReport } from './intent-store';
 
 /** What a retention pass reports: how many committed intents it deleted and how many old started ones it kept, or why it failed. */
