@@ -3,7 +3,9 @@
 // Other programs rely only on common/types.ts; these may change between versions of Tollgate.
 import type { ErrorCode, ToolEffect } from './codes';
 import type { IdempotencyOutcome, StatusLookupAnswer } from './telemetry';
-import type { CallEdit, ModelSelection, ResolvedTurnLimits, ToolCallRequest, ToolResult, TurnMessage, Usage } from './types';
+import type { TurnMessage } from './contract/conversation';
+import type { CallEdit, ToolCallRequest, ToolResult } from './contract/tools';
+import type { ModelSelection, ResolvedTurnLimits, Usage } from './contract/turn';
 
 /** The registered names of the activities, as both sides spell them. */
 export const ACTIVITY_NAMES = {

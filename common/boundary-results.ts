@@ -1,7 +1,7 @@
 // One constructor for each kind of result the boundary produces; pure, so workflows use it too.
 import type { ErrorCode } from './codes';
 import type { BoundaryResult } from './activity-types';
-import type { ToolResult } from './types';
+import type { ToolResult } from './contract/tools';
 
 /** Builds the boundary's results; nothing else writes their literals. */
 export const BoundaryResults = {

@@ -9,7 +9,7 @@ import type { IdempotencyStore } from '../activities/intents/intent-store';
 import { openPostgresStore } from '../activities/intents/postgres-store';
 import { startRetention, type RetentionPass } from '../activities/intents/retention';
 import { openSqliteStore } from '../activities/intents/sqlite-store';
-import type { ToolResult } from '../common/types';
+import type { ToolResult } from '../common/contract/tools';
 import { PROJECT_ROOT } from '../config/load-config';
 import { createWorker } from '../worker/create-worker';
 import { postgresUrl } from './helpers/postgres';

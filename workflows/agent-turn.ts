@@ -18,17 +18,17 @@ import { BoundaryResults } from '../common/boundary-results';
 import { keptArguments } from '../common/call-arguments';
 import { CONVERSATION_BOUNDS, TURN_LIMIT_NAMES } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
+import type { TurnMessage } from '../common/contract/conversation';
+import type { ToolEvent } from '../common/contract/tools';
 import type {
   AgentTurnInput,
   AgentTurnResult,
   ResolvedTurnLimits,
   ModelInterruption,
-  ToolEvent,
   TurnLimits,
-  TurnMessage,
   TurnState,
   Usage,
-} from '../common/types';
+} from '../common/contract/turn';
 import type { TurnStatus } from '../common/codes';
 import { unencryptedMode } from '../common/unencrypted';
 import { ApprovalBook } from './approval-book';

@@ -10,7 +10,8 @@ import {
 } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
 import type { Activities } from '../activities';
-import type { AgentTurnResult, ConversationInput, ConversationState, TokenLedger, TurnMessage } from '../common/types';
+import type { ConversationInput, ConversationState, TokenLedger, TurnMessage } from '../common/contract/conversation';
+import type { AgentTurnResult } from '../common/contract/turn';
 import { unencryptedMode } from '../common/unencrypted';
 import { agentTurn } from './agent-turn';
 import { closeConversationSignal, historyQuery, raiseTokenBudgetUpdate, sendUpdate } from './messages';

@@ -1,7 +1,8 @@
 import { condition, workflowInfo } from '@temporalio/workflow';
 import { REJECTED_DECISION_BOUNDS } from '../common/defaults';
 import { resumeSigningSubject, signatureProblem } from '../common/signed-decision';
-import type { PendingResume, ResumeDecision, TurnState } from '../common/types';
+import type { PendingResume, ResumeDecision } from '../common/contract/decisions';
+import type { TurnState } from '../common/contract/turn';
 import { unencryptedMode } from '../common/unencrypted';
 import type { ApprovalBook } from './approval-book';
 import { waitingFor } from './waiting-for';

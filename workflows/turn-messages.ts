@@ -6,8 +6,8 @@ import type {
   ResolutionReceipt,
   ResumeDecision,
   ResumeReceipt,
-  TurnState,
-} from '../common/types';
+} from '../common/contract/decisions';
+import type { TurnState } from '../common/contract/turn';
 import type { ApprovalBook } from './approval-book';
 import { decodedOrRefused, decodedValue, decodeMessage, rawQuery, rawSignal, rawUpdate } from './message-payload';
 import { approvalSignal, decideUpdate, resolveSignal, resolveUpdate, resumeSignal, resumeUpdate, stateQuery } from './messages';
