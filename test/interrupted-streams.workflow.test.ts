@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WAITING_FOR_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import { sendMessageTool } from '../tools/built-in/send-message';
 import { approvalSignal, resumeSignal, resumeUpdate } from '../workflows/messages';
-import { renderDetails } from '../workflows/approval-book';
+import { renderDetails } from '../workflows/decisions/details';
 import { openaiStream, startFakeProvider, type FakeProvider } from './helpers/fake-provider';
 import { keepHistory, RESUMED_STREAM_HISTORY, WAITING_FOR_APPROVAL_HISTORY } from './helpers/histories';
 import { testConfig } from './helpers/test-config';

@@ -23,7 +23,7 @@ import { defineTool } from '../tools/define-tool';
 import { argsDigest } from '../tools/canonical-json';
 import { createToolRegistry } from '../tools/tool-registry';
 import { createWorker } from '../worker/create-worker';
-import { renderDetails } from '../workflows/approval-book';
+import { renderDetails } from '../workflows/decisions/details';
 import { bundleWorkflows } from './helpers/servers';
 import { temporalCli } from './helpers/temporal-cli';
 
