@@ -24,6 +24,7 @@ import { argsDigest } from '../tools/canonical-json';
 import { createToolRegistry } from '../tools/tool-registry';
 import { createWorker } from '../worker/create-worker';
 import { renderDetails } from '../workflows/decisions/details';
+import { startingState } from '../workflows/turn/turn-run';
 import { bundleWorkflows } from './helpers/servers';
 import { temporalCli } from './helpers/temporal-cli';
 
@@ -317,19 +318,7 @@ describe('redaction', () => {
     expect(describeApproval(plain).matches).toBe(true);
     // The Web UI's details: the arguments, bounded.
     const long: PendingApproval = { ...pending, args: { memo: 'z'.repeat(5_000) } };
-    const details = renderDetails({
-      taskId: 't',
-      status: 'running',
-      phase: 'awaiting_approval',
-      step: 0,
-      pendingApprovals: [long],
-      decisions: [],
-      rejectedDecisions: [],
-      rejectedDecisionsDropped: 0,
-      toolCalls: [],
-      modelInterruptions: [],
-      usage: { inputTokens: 0, outputTokens: 0 },
-    });
+    const details = renderDetails({ ...startingState('t'), phase: 'awaiting_approval', pendingApprovals: [long] });
     expect(details).toContain('more characters');
     expect(details.length).toBeLessThan(3_000);
   });

@@ -1,7 +1,6 @@
 import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
-import type { AgentTurnInput, AgentTurnResult, TurnState, Usage } from '../common/contract/turn';
-import type { ToolEvent } from '../common/contract/tools';
+import type { AgentTurnInput, AgentTurnResult } from '../common/contract/turn';
 import type { TurnStatus } from '../common/codes';
 import { TurnDecisions } from './decisions/turn-decisions';
 import { historyReached } from './turn/history-limits';
@@ -9,7 +8,7 @@ import { checkInput } from './turn/input';
 import { modelPhase } from './turn/model-phase';
 import { settingsFor, tokenBudgetOf } from './turn/settings';
 import { toolPhase } from './turn/tool-phase';
-import type { TurnRun } from './turn/turn-run';
+import { startingState, type TurnRun } from './turn/turn-run';
 import { takeTurnMessages } from './turn-messages';
 import { TurnTelemetry } from './turn-telemetry';
 
@@ -48,22 +47,7 @@ async function startRun(input: AgentTurnInput, telemetry: TurnTelemetry): Promis
   if (started.get(TASK_ID_SEARCH_ATTRIBUTE) !== taskId || started.get(AWAITING_APPROVAL_SEARCH_ATTRIBUTE) === undefined) {
     upsertSearchAttributes([{ key: TASK_ID_SEARCH_ATTRIBUTE, value: taskId }]);
   }
-  const events: ToolEvent[] = [];
-  // The live view reads the usage so far from the state, against the budget when there is one.
-  const usage: Usage = { inputTokens: 0, outputTokens: 0 };
-  const state: TurnState = {
-    taskId,
-    status: 'running',
-    phase: 'model',
-    step: 0,
-    pendingApprovals: [],
-    decisions: [],
-    rejectedDecisions: [],
-    rejectedDecisionsDropped: 0,
-    toolCalls: events,
-    modelInterruptions: [],
-    usage,
-  };
+  const state = startingState(taskId);
   const decisions = new TurnDecisions(state, telemetry);
   takeTurnMessages(state, decisions);
 
@@ -80,8 +64,8 @@ async function startRun(input: AgentTurnInput, telemetry: TurnTelemetry): Promis
     input,
     settings,
     state,
-    events,
-    usage,
+    events: state.toolCalls,
+    usage: state.usage,
     decisions,
     telemetry,
     messages,

@@ -9,30 +9,15 @@ import { ApprovalBook } from '../../workflows/decisions/approval';
 import { DecisionDesk, DecisionRecord, type Kind } from '../../workflows/decisions/desk';
 import { ResolutionBook } from '../../workflows/decisions/resolution';
 import { RESUME } from '../../workflows/decisions/resume';
+import { startingState } from '../../workflows/turn/turn-run';
 
 const WORKFLOW_ID = 'turn-unit';
 const NOW = Date.parse('2026-06-01T12:00:00.000Z');
 const PRIVATE_KEY = Uint8Array.from({ length: 32 }, (_, index) => index + 1);
 
-function emptyState(): TurnState {
-  return {
-    taskId: 'task-unit',
-    status: 'running',
-    phase: 'tools',
-    step: 0,
-    pendingApprovals: [],
-    decisions: [],
-    rejectedDecisions: [],
-    rejectedDecisionsDropped: 0,
-    toolCalls: [],
-    modelInterruptions: [],
-    usage: { inputTokens: 0, outputTokens: 0 },
-  };
-}
-
 /** The three desks of one turn on a fake host: a fixed clock and id, and a list of what was published. */
 function desks(options: { signed?: boolean; checkCall?: (input: CheckCallInput) => Promise<CheckedToolCall> } = {}) {
-  const state = emptyState();
+  const state: TurnState = { ...startingState('task-unit'), phase: 'tools' };
   const published: Array<Kind | undefined> = [];
   const observed: string[] = [];
   const record = new DecisionRecord(state, { now: () => NOW, workflowId: () => WORKFLOW_ID, publish: (kind) => void published.push(kind) });

@@ -30,3 +30,21 @@ export interface TurnRun {
   partialText?: string;
   answer?: string;
 }
+
+/** The state of a turn at its start: running its first model step, nothing waiting, decided or called yet. */
+export function startingState(taskId: string): TurnState {
+  return {
+    taskId,
+    status: 'running',
+    phase: 'model',
+    step: 0,
+    pendingApprovals: [],
+    decisions: [],
+    rejectedDecisions: [],
+    rejectedDecisionsDropped: 0,
+    toolCalls: [],
+    modelInterruptions: [],
+    // The live view reads the usage so far from the state, against the budget when there is one.
+    usage: { inputTokens: 0, outputTokens: 0 },
+  };
+}
