@@ -80,32 +80,28 @@ export { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE, WAITING_F
 /** Effect levels, error codes, call and turn statuses. */
 export { ERROR_CODES, TOOL_EFFECTS, type ErrorCode, type ToolCallStatus, type ToolEffect, type TurnStatus } from './common/codes';
 /** A turn's input and result, its events, state and messages; a conversation's input and state. */
+export type { ConversationInput, ConversationState, TurnMessage, TokenLedger } from './common/contract/conversation';
 export type {
-  AgentTurnInput,
-  AgentTurnResult,
   ApprovalDecision,
-  CallEdit,
-  ConversationInput,
-  ConversationState,
   DecisionReceipt,
-  ModelInterruption,
-  ModelSelection,
   PendingApproval,
   PendingResolution,
   RejectedDecision,
   ResolutionDecision,
   ResolutionReceipt,
+} from './common/contract/decisions';
+export type { CallEdit, ToolCallRequest, ToolEvent, ToolResult } from './common/contract/tools';
+export type {
+  AgentTurnInput,
+  AgentTurnResult,
+  ModelInterruption,
+  ModelSelection,
   ScriptStep,
-  ToolCallRequest,
-  ToolEvent,
-  ToolResult,
   TurnLimits,
-  TurnMessage,
   TurnPhase,
   TurnState,
-  TokenLedger,
   Usage,
-} from './common/types';
+} from './common/contract/turn';
 
 // Configuration
 /** The validated config: temporal.config.yaml, a Temporal profile and the environment, layered. */

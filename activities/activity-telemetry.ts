@@ -2,7 +2,7 @@ import { SpanKind, SpanStatusCode, type Attributes, type Span, type Tracer } fro
 import { ATTR_ERROR_TYPE } from '@opentelemetry/semantic-conventions';
 import * as semconv from '../common/gen-ai-semconv';
 import { TOLLGATE_ATTRIBUTES } from '../common/telemetry';
-import type { TurnMessage } from '../common/types';
+import type { TurnMessage } from '../common/contract/conversation';
 
 /** What one attempt of a model step spent and how long it took, for the worker's metrics. */
 export interface ModelStepObservation {

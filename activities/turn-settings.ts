@@ -1,7 +1,7 @@
 import type { TurnSettings } from '../common/activity-types';
 import { approverPublicKeysFromEnvironment } from '../common/approver-keys';
 import { toMilliseconds } from '../common/duration';
-import type { ResolvedTurnLimits } from '../common/types';
+import type { ResolvedTurnLimits } from '../common/contract/turn';
 import type { TollgateConfig } from '../config/config-schema';
 
 /** The config's turn limits in the workflow's form (the schema fills in every default; a token budget only when set). */

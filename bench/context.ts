@@ -8,7 +8,7 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { TollgateClient } from '../client/tollgate-client';
-import type { AgentTurnResult, ScriptStep, TurnState } from '../common/types';
+import type { AgentTurnResult, ScriptStep, TurnState } from '../common/contract/turn';
 import type { TollgateConfig } from '../config/config-schema';
 import { parseConfig, PROJECT_ROOT } from '../config/load-config';
 import { startDevServer, type DevServer } from '../server/dev-server';

@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { WAITING_FOR_SEARCH_ATTRIBUTE } from '../common/search-attributes';
-import type { TurnState } from '../common/types';
+import type { TurnState } from '../common/contract/turn';
 import { stateQuery } from '../workflows/messages';
 
 const { WorkerDeploymentVersionStatus } = temporal.api.enums.v1;

@@ -1,6 +1,8 @@
 import os from 'node:os';
 import { createInterface } from 'node:readline/promises';
-import type { AgentTurnResult, PendingApproval, ToolEvent, Usage } from '../common/types';
+import type { PendingApproval } from '../common/contract/decisions';
+import type { ToolEvent } from '../common/contract/tools';
+import type { AgentTurnResult, Usage } from '../common/contract/turn';
 import { approvalDigest } from '../tools/canonical-json';
 import { formatTable } from './format-table';
 import { forTerminal } from './terminal-text';

@@ -6,8 +6,6 @@ import { codecFromEnvironment, ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gc
 import { AGENT_TURN_WORKFLOW_TYPE } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE, WAITING_FOR_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import type {
-  AgentTurnInput,
-  AgentTurnResult,
   ApprovalDecision,
   DecisionReceipt,
   PendingApproval,
@@ -17,8 +15,8 @@ import type {
   ResolutionReceipt,
   ResumeDecision,
   ResumeReceipt,
-  TurnState,
-} from '../common/types';
+} from '../common/contract/decisions';
+import type { AgentTurnInput, AgentTurnResult, TurnState } from '../common/contract/turn';
 import type { TollgateConfig } from '../config/config-schema';
 import type { agentTurn } from '../workflows';
 import { decideUpdate, resolveUpdate, resumeUpdate, stateQuery } from '../workflows/messages';

@@ -4,7 +4,9 @@
 import type { ErrorCode, ToolEffect } from './codes';
 import { FAILURE_TYPE, failureTypes } from './failures';
 import type { IdempotencyOutcome, StatusLookupAnswer } from './telemetry';
-import type { CallEdit, ModelSelection, ResolvedTurnLimits, ToolCallRequest, ToolResult, TurnMessage, Usage } from './types';
+import type { TurnMessage } from './contract/conversation';
+import type { CallEdit, ToolCallRequest, ToolResult } from './contract/tools';
+import type { ModelSelection, ResolvedTurnLimits, Usage } from './contract/turn';
 
 /** The registered names of the activities, as both sides spell them. */
 export const ACTIVITY_NAMES = {

@@ -2,7 +2,7 @@
 import type { ErrorCode } from './codes';
 import { isRetried } from './failures';
 import type { BoundaryResult } from './activity-types';
-import type { ToolResult } from './types';
+import type { ToolResult } from './contract/tools';
 
 /** Builds the boundary's results; nothing else writes their literals. */
 export const BoundaryResults = {

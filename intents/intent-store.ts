@@ -1,4 +1,4 @@
-import type { ToolResult } from '../common/types';
+import type { ToolResult } from '../common/contract/tools';
 
 /** The effects whose calls are recorded as intents. */
 export type WriteEffect = 'reversible_write' | 'irreversible_write';

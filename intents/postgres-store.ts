@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import type { ToolResult } from '../common/types';
+import type { ToolResult } from '../common/contract/tools';
 import {
   ADDED_COLUMNS,
   checkClaimRequest,

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { builtInTools } from '../tools/built-in';
 import { defineTool } from '../tools/define-tool';
-import type { ScriptStep } from '../common/types';
+import type { ScriptStep } from '../common/contract/turn';
 import { approvalSignal } from '../workflows/messages';
 import { testConfig } from './helpers/test-config';
 import { scripted, waitForState, useTurnRunner } from './helpers/turn-runner';

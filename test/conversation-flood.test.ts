@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentTurnResult } from '../common/types';
+import type { AgentTurnResult } from '../common/contract/turn';
 import { CONVERSATION_BOUNDS, MAX_SEND_TEXT_CHARS } from '../common/defaults';
 import { freePort } from '../connection/ports';
 import { startDevServer, type DevServer } from '../server/dev-server';

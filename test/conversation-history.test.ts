@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { TurnMessage } from '../common/types';
+import type { TurnMessage } from '../common/contract/conversation';
 import { boundedHistory } from '../workflows/conversation';
 import { cutMessage, fitHistory, jsonBytes, leftOutMarker, utf8Bytes } from '../workflows/conversation-history';
 

@@ -12,7 +12,7 @@ import { openConfiguredStore } from '../intents/open-store';
 import type { IdempotencyStore } from '../intents/intent-store';
 import { deploymentStatus, promoteBuild, type BuildStatus } from '../client/deployments';
 import { TollgateClient } from '../client/tollgate-client';
-import type { AgentTurnResult, TurnState } from '../common/types';
+import type { AgentTurnResult, TurnState } from '../common/contract/turn';
 import type { TollgateConfig } from '../config/config-schema';
 import { approvalSignal, historyQuery, sendUpdate, stateQuery } from '../workflows/messages';
 import { createWorker, type TollgateWorker } from '../worker/create-worker';

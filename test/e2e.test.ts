@@ -4,7 +4,7 @@ import path from 'node:path';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TollgateClient } from '../client/tollgate-client';
-import type { AgentTurnResult } from '../common/types';
+import type { AgentTurnResult } from '../common/contract/turn';
 import type { TollgateConfig } from '../config/config-schema';
 import { startDevServer, type DevServer } from '../server/dev-server';
 import { freePort } from '../connection/ports';

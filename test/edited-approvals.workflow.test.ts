@@ -2,7 +2,7 @@ import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/clie
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { openSqliteStore } from '../intents/sqlite-store';
-import type { TurnState } from '../common/types';
+import type { TurnState } from '../common/contract/turn';
 import { argsDigest } from '../tools/canonical-json';
 import { defineTool } from '../tools/define-tool';
 import { intentKey } from '../tools/intent-key';

@@ -17,7 +17,7 @@ import { defineTool } from '../tools/define-tool';
 import { sendMessageTool } from '../tools/built-in/send-message';
 import type { TollgateConfig } from '../config/config-schema';
 import type { ModelStepInput } from '../common/activity-types';
-import type { TurnState } from '../common/types';
+import type { TurnState } from '../common/contract/turn';
 import { approvalSignal, decideUpdate } from '../workflows/messages';
 import { bundleWorkflows, quietRuntime } from './helpers/servers';
 import { temporalCli } from './helpers/temporal-cli';

@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WAITING_FOR_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import { sendMessageTool } from '../tools/built-in/send-message';
 import { approvalSignal, resumeSignal, resumeUpdate } from '../workflows/messages';
-import { renderDetails } from '../workflows/approval-book';
+import { renderDetails } from '../workflows/decisions/details';
+import { startingState } from '../workflows/turn/turn-run';
 import { openaiStream, startFakeProvider, type FakeProvider } from './helpers/fake-provider';
 import { keepHistory, RESUMED_STREAM_HISTORY, WAITING_FOR_APPROVAL_HISTORY } from './helpers/histories';
 import { testConfig } from './helpers/test-config';
@@ -218,17 +219,9 @@ describe('the one inbox: TollgateWaitingFor', () => {
 
   it("shows a resume wait's partial text and both decisions in the Web UI's details", () => {
     const details = renderDetails({
-      taskId: 't',
-      status: 'running',
+      ...startingState('t'),
       phase: 'interrupted',
       step: 2,
-      pendingApprovals: [],
-      decisions: [],
-      rejectedDecisions: [],
-      rejectedDecisionsDropped: 0,
-      toolCalls: [],
-      modelInterruptions: [],
-      usage: { inputTokens: 0, outputTokens: 0 },
       pendingResume: {
         step: 2,
         chunks: 5,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentTurnResult } from '../common/types';
+import type { AgentTurnResult } from '../common/contract/turn';
 import type { TollgateConfig } from '../config/config-schema';
 import { createWorker } from '../worker/create-worker';
 import { openaiStream, startFakeProvider, type FakeProvider, type FakeReply } from './helpers/fake-provider';

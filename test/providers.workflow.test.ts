@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../activities';
 import { openSqliteStore } from '../intents/sqlite-store';
-import type { AgentTurnResult } from '../common/types';
+import type { AgentTurnResult } from '../common/contract/turn';
 import { parseConfig } from '../config/load-config';
 import { createWorker } from '../worker/create-worker';
 import { geminiStream, mistralStream, startFakeProvider, type FakeProvider, type FakeReply } from './helpers/fake-provider';

@@ -13,7 +13,8 @@ import { createConfiguredModels } from '../activities/models/language-model';
 import { TollgateClient } from '../client/tollgate-client';
 import { decisionDigest, describeApproval } from '../client/follow-turn';
 import type { ModelStepInput, ModelStepResult } from '../common/activity-types';
-import type { PendingApproval, ScriptStep, TurnState } from '../common/types';
+import type { PendingApproval } from '../common/contract/decisions';
+import type { ScriptStep, TurnState } from '../common/contract/turn';
 import type { TollgateConfig } from '../config/config-schema';
 import { loadConfig, PROJECT_ROOT } from '../config/load-config';
 import { freePort } from '../connection/ports';
@@ -22,7 +23,8 @@ import { defineTool } from '../tools/define-tool';
 import { argsDigest } from '../tools/canonical-json';
 import { createToolRegistry } from '../tools/tool-registry';
 import { createWorker } from '../worker/create-worker';
-import { renderDetails } from '../workflows/approval-book';
+import { renderDetails } from '../workflows/decisions/details';
+import { startingState } from '../workflows/turn/turn-run';
 import { bundleWorkflows } from './helpers/servers';
 import { temporalCli } from './helpers/temporal-cli';
 
@@ -316,19 +318,7 @@ describe('redaction', () => {
     expect(describeApproval(plain).matches).toBe(true);
     // The Web UI's details: the arguments, bounded.
     const long: PendingApproval = { ...pending, args: { memo: 'z'.repeat(5_000) } };
-    const details = renderDetails({
-      taskId: 't',
-      status: 'running',
-      phase: 'awaiting_approval',
-      step: 0,
-      pendingApprovals: [long],
-      decisions: [],
-      rejectedDecisions: [],
-      rejectedDecisionsDropped: 0,
-      toolCalls: [],
-      modelInterruptions: [],
-      usage: { inputTokens: 0, outputTokens: 0 },
-    });
+    const details = renderDetails({ ...startingState('t'), phase: 'awaiting_approval', pendingApprovals: [long] });
     expect(details).toContain('more characters');
     expect(details.length).toBeLessThan(3_000);
   });

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { openSqliteStore } from '../intents/sqlite-store';
 import { WAITING_FOR_SEARCH_ATTRIBUTE } from '../common/search-attributes';
-import type { TurnState } from '../common/types';
+import type { TurnState } from '../common/contract/turn';
 import { defineTool, type StatusAnswer, type ToolDefinition } from '../tools/define-tool';
 import { approvalSignal, resolveSignal, resolveUpdate } from '../workflows/messages';
 import { testConfig } from './helpers/test-config';

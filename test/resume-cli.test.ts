@@ -8,7 +8,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../activities';
 import { openConfiguredStore } from '../intents/open-store';
-import type { AgentTurnResult } from '../common/types';
+import type { AgentTurnResult } from '../common/contract/turn';
 import type { TollgateConfig } from '../config/config-schema';
 import { loadConfig, PROJECT_ROOT } from '../config/load-config';
 import { freePort } from '../connection/ports';

@@ -9,7 +9,7 @@ import type { IdempotencyStore } from '../intents/intent-store';
 import { openPostgresStore } from '../intents/postgres-store';
 import { startRetention, type RetentionPass } from '../intents/retention';
 import { openSqliteStore } from '../intents/sqlite-store';
-import type { ToolResult } from '../common/types';
+import type { ToolResult } from '../common/contract/tools';
 import { PROJECT_ROOT } from '../config/load-config';
 import { createWorker } from '../worker/create-worker';
 import { postgresUrl } from './helpers/postgres';

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { TollgateClient } from '../client/tollgate-client';
 import { approverSigningKeyFromEnvironment, generateApproverKeyPair, parseApproverSigningKey } from '../common/approver-keys';
 import { signDecisionFields } from '../common/signed-decision';
-import type { ResolutionDecision } from '../common/types';
+import type { ResolutionDecision } from '../common/contract/decisions';
 import { argsDigest } from '../tools/canonical-json';
 import { defineTool } from '../tools/define-tool';
 import { decideUpdate, resolveUpdate } from '../workflows/messages';

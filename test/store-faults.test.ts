@@ -11,7 +11,7 @@ import Database from 'better-sqlite3';
 import { INTENT_COLUMNS_SQL, IntentStoreError, type IdempotencyStore } from '../intents/intent-store';
 import { openPostgresStore } from '../intents/postgres-store';
 import { openSqliteStore } from '../intents/sqlite-store';
-import type { ToolResult } from '../common/types';
+import type { ToolResult } from '../common/contract/tools';
 import { defineTool, type ToolDefinition } from '../tools/define-tool';
 import { intentKey } from '../tools/intent-key';
 import { createToolRegistry } from '../tools/tool-registry';

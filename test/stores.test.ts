@@ -15,7 +15,7 @@ import { createRunTool } from '../activities/boundary/run-tool';
 import { createToolRegistry } from '../tools/tool-registry';
 import { saveDraftTool } from '../tools/built-in/save-draft';
 import { sendMessageTool } from '../tools/built-in/send-message';
-import type { ToolResult } from '../common/types';
+import type { ToolResult } from '../common/contract/tools';
 import { testConfig } from './helpers/test-config';
 import { postgresUrl } from './helpers/postgres';
 import { runToolOnce, type FlatBoundaryResult } from './helpers/run-tool-once';

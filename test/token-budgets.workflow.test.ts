@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
 import { createActivities } from '../activities';
-import type { AgentTurnResult, ScriptStep, Usage } from '../common/types';
+import type { AgentTurnResult, ScriptStep, Usage } from '../common/contract/turn';
 import type { TollgateConfig } from '../config/config-schema';
 import { createWorker } from '../worker/create-worker';
 import { closeConversationSignal, historyQuery, raiseTokenBudgetUpdate, sendUpdate } from '../workflows/messages';

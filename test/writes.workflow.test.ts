@@ -10,14 +10,14 @@ import { openSqliteStore } from '../intents/sqlite-store';
 import { saveDraftTool } from '../tools/built-in/save-draft';
 import { sendMessageTool } from '../tools/built-in/send-message';
 import { taskFolderName } from '../tools/built-in/workspace-path';
-import type { TurnState } from '../common/types';
+import type { TurnState } from '../common/contract/turn';
 import { approvalSignal, decideUpdate } from '../workflows/messages';
 import { keepHistory, REVERSIBLE_RETRY_HISTORY } from './helpers/histories';
 import { testConfig } from './helpers/test-config';
 import { createWorker } from '../worker/create-worker';
 import { createActivities } from '../activities';
 import type { ModelStepInput } from '../common/activity-types';
-import type { AgentTurnResult } from '../common/types';
+import type { AgentTurnResult } from '../common/contract/turn';
 import { scripted, waitForState, useTimeSkippingEnvironment, useTurnRunner, type TurnOptions } from './helpers/turn-runner';
 
 const environment = useTimeSkippingEnvironment();

@@ -7,7 +7,6 @@ import { createActivities } from '../activities';
 import { openConfiguredStore } from '../intents/open-store';
 import { toMilliseconds, type Duration } from '../common/duration';
 import type {
-  AgentTurnResult,
   DecisionReceipt,
   PendingApproval,
   PendingResolution,
@@ -15,9 +14,8 @@ import type {
   ResolutionDecision,
   ResolutionReceipt,
   ResumeReceipt,
-  TurnLimits,
-  TurnState,
-} from '../common/types';
+} from '../common/contract/decisions';
+import type { AgentTurnResult, TurnLimits, TurnState } from '../common/contract/turn';
 import type { TollgateConfig } from '../config/config-schema';
 import type { ToolDefinition } from '../tools/define-tool';
 import { createWorker } from '../worker/create-worker';

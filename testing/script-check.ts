@@ -1,4 +1,5 @@
-import type { AgentTurnResult, ToolEvent } from '../common/types';
+import type { ToolEvent } from '../common/contract/tools';
+import type { AgentTurnResult } from '../common/contract/turn';
 import { describeStep, type ScriptStep } from './script';
 
 /** Codes of calls the boundary refused before any handler ran. */

@@ -1,6 +1,6 @@
 // The size bounds of a conversation's history, measured as Temporal encodes payloads: the UTF-8
 // bytes of their JSON. Pure and deterministic, so the conversation workflow computes them on replay.
-import type { TurnMessage } from '../common/types';
+import type { TurnMessage } from '../common/contract/conversation';
 
 /** The UTF-8 length of a string, as TextEncoder encodes it (a lone surrogate as the 3 bytes of U+FFFD). */
 export function utf8Bytes(text: string): number {

@@ -11,7 +11,8 @@ import {
 import { Mutex } from 'async-mutex';
 import type { Activities } from '../common/activity-types';
 import { FAILURE_TYPE } from '../common/failures';
-import type { AgentTurnResult, ConversationInput, ConversationState, TokenLedger, TurnMessage } from '../common/types';
+import type { ConversationInput, ConversationState, TokenLedger, TurnMessage } from '../common/contract/conversation';
+import type { AgentTurnResult } from '../common/contract/turn';
 import { unencryptedMode } from '../common/unencrypted';
 import { agentTurn } from './agent-turn';
 import { closeConversationSignal, historyQuery, raiseTokenBudgetUpdate, sendUpdate } from './messages';

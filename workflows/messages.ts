@@ -1,16 +1,14 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { ConversationState, TokenLedger } from '../common/contract/conversation';
 import type {
-  AgentTurnResult,
   ApprovalDecision,
-  ConversationState,
   DecisionReceipt,
   ResumeDecision,
   ResumeReceipt,
-  TokenLedger,
   ResolutionDecision,
   ResolutionReceipt,
-  TurnState,
-} from '../common/types';
+} from '../common/contract/decisions';
+import type { AgentTurnResult, TurnState } from '../common/contract/turn';
 
 /** Query `state`: status, step, pending approvals, decisions and the tool events so far. */
 export const stateQuery = defineQuery<TurnState>('state');

@@ -8,7 +8,7 @@ import type { BoundaryResult, CheckedToolCall } from '../common/activity-types';
 import * as semconv from '../common/gen-ai-semconv';
 import { TELEMETRY_SINK, TOLLGATE_ATTRIBUTES, type ApprovalWait, type TelemetrySinks } from '../common/telemetry';
 import type { TurnStatus } from '../common/codes';
-import type { ToolEvent } from '../common/types';
+import type { ToolEvent } from '../common/contract/tools';
 
 const TRACER_NAME = 'tollgate';
 

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { ToolCallRequest } from '../../common/types';
+import type { ToolCallRequest } from '../../common/contract/tools';
 import type { CheckedToolCall } from '../../common/activity-types';
 import { approvalDigest } from '../../tools/canonical-json';
 import type { ToolDefinition } from '../../tools/define-tool';

@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import type { ToolResult } from '../../common/types';
+import type { ToolResult } from '../../common/contract/tools';
 import type { LookupStatusInput, StatusLookup } from '../../common/activity-types';
 import { guardStore } from '../../intents/guard-store';
 import { IntentStoreError, type IdempotencyStore, type IntentRecord } from '../../intents/intent-store';

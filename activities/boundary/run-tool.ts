@@ -25,7 +25,7 @@ import { DEFAULT_SECRET_PATTERNS, redactText, redactValue } from './redact';
 import { Semaphore } from './semaphore';
 import { ToolOutcome } from '../../tools/tool-outcome';
 import type { ToolRegistry } from '../../tools/tool-registry';
-import type { ToolResult } from '../../common/types';
+import type { ToolResult } from '../../common/contract/tools';
 import type { IdempotencyOutcome } from '../../common/telemetry';
 
 /** Output cut to the tool's limit, with the size it had before. */

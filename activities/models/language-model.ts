@@ -4,7 +4,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import type { ScriptStep } from '../../common/types';
+import type { ScriptStep } from '../../common/contract/turn';
 import type { TollgateConfig } from '../../config/config-schema';
 import { BUILT_IN_PROVIDERS, type ModelEntry, type PackageModelEntry } from './model-config';
 import { ConfigError, PROJECT_ROOT } from '../../config/load-config';

@@ -1,6 +1,7 @@
 import type { JSONValue, LanguageModelV4Prompt } from '@ai-sdk/provider';
 import { describeReference, isArgumentsReference } from '../../common/call-arguments';
-import type { ToolCallRequest, ToolResult, TurnMessage } from '../../common/types';
+import type { TurnMessage } from '../../common/contract/conversation';
+import type { ToolCallRequest, ToolResult } from '../../common/contract/tools';
 
 /** The system message every model step starts with: how to work with the tools' results. */
 export const SYSTEM_MESSAGE = [

@@ -2,7 +2,7 @@ import type { LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4Usage
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { z } from 'zod';
 import { toMilliseconds } from '../../common/duration';
-import type { ModelSelection, Usage } from '../../common/types';
+import type { ModelSelection, Usage } from '../../common/contract/turn';
 import {
   MODEL_FAILURES,
   type CheckedToolCall,

@@ -1,5 +1,5 @@
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart, LanguageModelV4Usage } from '@ai-sdk/provider';
-import type { ScriptStep } from '../../common/types';
+import type { ScriptStep } from '../../common/contract/turn';
 import { playScriptedModel } from '../../tools/built-in/scripted-plan';
 import { fromModelPrompt } from './model-prompt';
 

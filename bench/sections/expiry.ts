@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { NativeConnection } from '@temporalio/worker';
-import type { AgentTurnResult } from '../../common/types';
+import type { AgentTurnResult } from '../../common/contract/turn';
 import { ensureSearchAttributes } from '../../connection/temporal-connection';
 import { requireBinary } from '../../server/temporal-binaries';
 import { createWorker } from '../../worker/create-worker';

@@ -3,7 +3,7 @@
 // (a refused call never leaves the model step, so both turns have the same model steps).
 // Bare: a workflow making one call, minus a workflow making none.
 import { temporal } from '@temporalio/proto';
-import type { ScriptStep } from '../../common/types';
+import type { ScriptStep } from '../../common/contract/turn';
 import type { BenchContext } from '../context';
 import { table, type SectionResult } from '../lib';
 

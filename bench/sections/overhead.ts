@@ -1,7 +1,7 @@
 // Item 1: what one tool call costs through the boundary over the same handler as a bare activity,
 // for each effect level. Variants alternate round by round so a noisy machine moves both alike.
 // Durations are workflow time from the call's start to its outcome (server timestamps).
-import type { ScriptStep } from '../../common/types';
+import type { ScriptStep } from '../../common/contract/turn';
 import type { BenchContext } from '../context';
 import { median, percentile, ratio, table, type SectionResult } from '../lib';
 

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { startLoopbackModelServer } from '../../client/demo/loopback-model-server';
 import { TollgateClient } from '../../client/tollgate-client';
-import type { AgentTurnResult } from '../../common/types';
+import type { AgentTurnResult } from '../../common/contract/turn';
 import { PROJECT_ROOT } from '../../config/load-config';
 import type { BenchContext } from '../context';
 import { inLanes, median, percentile, sleep, table, type SectionResult } from '../lib';

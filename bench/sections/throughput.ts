@@ -1,7 +1,7 @@
 // Item 2: turns per second with the scripted model (3 reads, then 1 reversible write) against bare
 // workflows running the same activities, at 1, 10 and 100 turns in flight. Each level alternates
 // the variants round by round.
-import type { ScriptStep } from '../../common/types';
+import type { ScriptStep } from '../../common/contract/turn';
 import type { BenchContext } from '../context';
 import { inLanes, median, ratio, table, type SectionResult } from '../lib';
 

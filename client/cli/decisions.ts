@@ -1,6 +1,6 @@
 // The decision commands: the inbox of what waits for a person, and approve, deny, resolve and resume.
 import { Argument, type Command } from 'commander';
-import type { PendingResolution } from '../../common/types';
+import type { PendingResolution } from '../../common/contract/decisions';
 import { decisionDigest, describeApproval, SHOWN_ARGS_CHARS } from '../follow-turn';
 import { formatTable } from '../format-table';
 import { forTerminal } from '../terminal-text';

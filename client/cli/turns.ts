@@ -1,6 +1,6 @@
 // The turn commands: run, start, status and follow a turn, and its tool calls as a table.
 import { Option, type Command } from 'commander';
-import type { AgentTurnInput, TurnState } from '../../common/types';
+import type { AgentTurnInput, TurnState } from '../../common/contract/turn';
 import { describeApproval, describeUsage, followTurn, toolCallTable } from '../follow-turn';
 import { forTerminal } from '../terminal-text';
 import { json, print, withClient } from './context';

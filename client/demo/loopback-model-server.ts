@@ -2,7 +2,8 @@ import http from 'node:http';
 import { guardClientErrors, parseJsonBody, readRequestBody, RequestRefusal, requestGuard } from '../../hardened/request-guard';
 import { listenOnLoopback } from './loopback-http';
 import { playScriptedModel } from '../../tools/built-in/scripted-plan';
-import type { ToolResult, TurnMessage } from '../../common/types';
+import type { TurnMessage } from '../../common/contract/conversation';
+import type { ToolResult } from '../../common/contract/tools';
 
 /** A chat message as an OpenAI-compatible client sends it. */
 interface ChatMessage {

@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { AgentTurnInput } from '../../common/types';
+import type { AgentTurnInput } from '../../common/contract/turn';
 import type { McpConfigInput } from '../../tools/mcp/mcp-config';
 
 /** What `npm run demo -- --mcp` runs: the filesystem MCP server on a folder of the workspace, and the turn's script. */

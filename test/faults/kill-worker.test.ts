@@ -5,7 +5,7 @@ import path from 'node:path';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TollgateClient } from '../../client/tollgate-client';
-import type { AgentTurnResult } from '../../common/types';
+import type { AgentTurnResult } from '../../common/contract/turn';
 import { PROJECT_ROOT } from '../../config/load-config';
 import { startDevServer, type DevServer } from '../../server/dev-server';
 import { freePort } from '../../connection/ports';

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities';
 import { IntentStoreError, type IdempotencyStore } from '../../intents/intent-store';
 import { openPostgresStore } from '../../intents/postgres-store';
-import type { AgentTurnResult, ScriptStep } from '../../common/types';
+import type { AgentTurnResult, ScriptStep } from '../../common/contract/turn';
 import { PROJECT_ROOT } from '../../config/load-config';
 import type { TollgateConfig } from '../../config/config-schema';
 import { builtInTools } from '../../tools/built-in';

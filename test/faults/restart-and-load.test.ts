@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtInTools } from '../../tools/built-in';
 import type { ToolDefinition } from '../../tools/define-tool';
 import { TollgateClient } from '../../client/tollgate-client';
-import type { AgentTurnResult, ScriptStep } from '../../common/types';
+import type { AgentTurnResult, ScriptStep } from '../../common/contract/turn';
 import type { TollgateConfig } from '../../config/config-schema';
 import { startDevServer, type DevServer, type DevServerOptions } from '../../server/dev-server';
 import { freePort } from '../../connection/ports';

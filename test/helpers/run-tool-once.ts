@@ -1,7 +1,7 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { Info } from '@temporalio/activity';
 import type { BoundaryResult, RunToolInput } from '../../common/activity-types';
-import type { ToolResult } from '../../common/types';
+import type { ToolResult } from '../../common/contract/tools';
 
 /** One `runTool` result as tests read it: what the model sees, with the boundary's counts beside it. */
 export type FlatBoundaryResult = ToolResult & Omit<BoundaryResult, 'result'>;

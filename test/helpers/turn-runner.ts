@@ -8,7 +8,7 @@ import { createActivities } from '../../activities';
 import type { ToolDefinition } from '../../tools/define-tool';
 import type { IdempotencyStore } from '../../intents/intent-store';
 import type { ModelEnvironment } from '../../activities/models/language-model';
-import type { AgentTurnInput, AgentTurnResult, ScriptStep } from '../../common/types';
+import type { AgentTurnInput, AgentTurnResult, ScriptStep } from '../../common/contract/turn';
 import type { ModelStepInput, ModelStepResult } from '../../common/activity-types';
 import type { TollgateConfig } from '../../config/config-schema';
 import { createWorker } from '../../worker/create-worker';

@@ -8,7 +8,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { AgentTurnResult, ScriptStep, TurnState } from '../../common/types';
+import type { AgentTurnResult, ScriptStep, TurnState } from '../../common/contract/turn';
 import type { TollgateConfig } from '../../config/config-schema';
 import { loadConfig, PROJECT_ROOT } from '../../config/load-config';
 import { freePort } from '../../connection/ports';

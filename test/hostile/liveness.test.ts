@@ -6,7 +6,7 @@ import { Client, type WorkflowHandle } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities';
 import { openConfiguredStore } from '../../intents/open-store';
-import type { AgentTurnResult, ScriptStep } from '../../common/types';
+import type { AgentTurnResult, ScriptStep } from '../../common/contract/turn';
 import type { ModelStepInput, RunToolInput } from '../../common/activity-types';
 import type { TollgateConfig } from '../../config/config-schema';
 import { createWorker } from '../../worker/create-worker';

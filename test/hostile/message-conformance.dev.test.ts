@@ -8,7 +8,7 @@ import { temporal } from '@temporalio/proto';
 import { NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TollgateClient } from '../../client/tollgate-client';
-import type { TurnState } from '../../common/types';
+import type { TurnState } from '../../common/contract/turn';
 import { freePort } from '../../connection/ports';
 import { startDevServer, type DevServer } from '../../server/dev-server';
 import { requireBinary } from '../../server/temporal-binaries';

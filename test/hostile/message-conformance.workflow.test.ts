@@ -6,7 +6,7 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { temporal } from '@temporalio/proto';
 import { describe, expect, it } from 'vitest';
 import { MAX_MESSAGE_BYTES, MAX_MESSAGE_DEPTH } from '../../common/defaults';
-import type { AgentTurnResult, TurnState } from '../../common/types';
+import type { AgentTurnResult, TurnState } from '../../common/contract/turn';
 import { sendMessageTool } from '../../tools/built-in/send-message';
 import { approvalSignal } from '../../workflows/messages';
 import { testConfig } from '../helpers/test-config';

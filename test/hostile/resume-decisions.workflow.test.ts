@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TollgateClient } from '../../client/tollgate-client';
 import { approverSigningKeyFromEnvironment, generateApproverKeyPair, parseApproverSigningKey } from '../../common/approver-keys';
 import { resumeSigningSubject, signDecisionFields } from '../../common/signed-decision';
-import type { ResumeDecision } from '../../common/types';
+import type { ResumeDecision } from '../../common/contract/decisions';
 import { resumeSignal, resumeUpdate } from '../../workflows/messages';
 import { openaiStream, startFakeProvider, type FakeProvider } from '../helpers/fake-provider';
 import { testConfig } from '../helpers/test-config';

@@ -3,7 +3,8 @@ import fc from 'fast-check';
 import { describeApproval, describeEvent, toolCallTable } from '../../client/follow-turn';
 import { forTerminal } from '../../client/terminal-text';
 import { formatTable } from '../../client/format-table';
-import type { PendingApproval, ToolEvent } from '../../common/types';
+import type { PendingApproval } from '../../common/contract/decisions';
+import type { ToolEvent } from '../../common/contract/tools';
 import { approvalDigest, argsDigest } from '../../tools/canonical-json';
 
 /** Anything a terminal would act on: C0 but newline and tab, DEL, C1, bidi controls. */

@@ -3,7 +3,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { mcpSchema, type McpServerConfig } from '../../tools/mcp/mcp-config';
 import { mcpToolSource, startMcpTools, type McpToolSource } from '../../tools/mcp/mcp-tool-source';
-import type { AgentTurnResult } from '../../common/types';
+import type { AgentTurnResult } from '../../common/contract/turn';
 import { createWorker } from '../../worker/create-worker';
 import { approvalSignal } from '../../workflows/messages';
 import { startMcpHttpFixture, type McpHttpFixture } from '../fixtures/mcp-http-server';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentTurnResult, ScriptStep } from '../../common/types';
+import type { AgentTurnResult, ScriptStep } from '../../common/contract/turn';
 import type { TollgateConfig } from '../../config/config-schema';
 import { freePort } from '../../connection/ports';
 import { createWorker } from '../../worker/create-worker';

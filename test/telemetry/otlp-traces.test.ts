@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentTurnResult } from '../../common/types';
+import type { AgentTurnResult } from '../../common/contract/turn';
 import type { TollgateConfig } from '../../config/config-schema';
 import { createWorker, WORKFLOWS_PATH } from '../../worker/create-worker';
 import { createTracing, TRACING_WORKFLOW_MODULES } from '../../worker/telemetry/tracing';

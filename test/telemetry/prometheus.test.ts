@@ -7,7 +7,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { AgentTurnResult, ScriptStep } from '../../common/types';
+import type { AgentTurnResult, ScriptStep } from '../../common/contract/turn';
 import type { TollgateConfig } from '../../config/config-schema';
 import { freePort } from '../../connection/ports';
 import { builtInTools } from '../../tools/built-in';

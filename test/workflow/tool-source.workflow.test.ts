@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { AgentTurnResult } from '../../common/types';
+import type { AgentTurnResult } from '../../common/contract/turn';
 import { createWorker } from '../../worker/create-worker';
 import { staticNotesSource } from '../helpers/static-tool-source';
 import { testConfig } from '../helpers/test-config';
@@ -35,7 +35,7 @@ describe('createWorker({ toolSources }) with a source of its own', () => {
       });
       return (await handle.result()) as AgentTurnResult;
     });
-    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'notes__read', effect: 'read', status: 'success', attempts: 1 })]);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'notes__read', effect: 'read', status: 'success', executions: 1 })]);
     expect(record.answers).toEqual(['note: refunds take 5 days']);
     expect(record.events).toEqual(['open notes', 'close notes']);
   });

@@ -1,4 +1,6 @@
-import type { ScriptStep, ToolResult, TurnMessage } from '../../common/types';
+import type { TurnMessage } from '../../common/contract/conversation';
+import type { ToolResult } from '../../common/contract/tools';
+import type { ScriptStep } from '../../common/contract/turn';
 import { taskSlug } from '../intent-key';
 import type { SearchMatch } from './search-local-sources';
 

@@ -1,6 +1,6 @@
 import type { BoundaryResult, CheckedToolCall, RunToolInput, ToolPolicy } from '../../common/activity-types';
-import type { ApprovalBook } from '../approval-book';
-import type { ResolutionBook } from '../resolutions';
+import type { ApprovalBook } from '../decisions/approval';
+import type { ResolutionBook } from '../decisions/resolution';
 
 /** A call the boundary's first checks let through: it carries the policy it runs under. */
 export type RunnableCall = CheckedToolCall & { policy: ToolPolicy; refusal?: undefined };

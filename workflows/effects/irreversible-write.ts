@@ -1,7 +1,7 @@
 import { condition, sleep, workflowInfo } from '@temporalio/workflow';
 import type { BoundaryResult } from '../../common/activity-types';
 import { BoundaryResults } from '../../common/boundary-results';
-import { leaseWait, releaseNotApplied, resolveUnknown } from '../resolutions';
+import { leaseWait, releaseNotApplied, resolveUnknown } from '../decisions/unknown-outcome';
 import { interruption, neverStarted } from './activity-results';
 import { runToolInput, type EffectContext, type EffectStrategy, type RunnableCall } from './effect-strategy';
 import { lookupActivity, writeActivity } from './write-activities';

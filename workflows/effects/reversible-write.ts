@@ -2,7 +2,7 @@ import { sleep } from '@temporalio/workflow';
 import { BoundaryResults } from '../../common/boundary-results';
 import { interruption } from './activity-results';
 import { runToolInput, type EffectStrategy } from './effect-strategy';
-import { leaseWait, resolveUnknown } from '../resolutions';
+import { leaseWait, resolveUnknown } from '../decisions/unknown-outcome';
 import { lookupActivity, writeActivity } from './write-activities';
 
 /** The backoff before round `round` (1 for the first retry). */

@@ -1,4 +1,4 @@
-import type { WaitingKind } from '../common/search-attributes';
+import type { WaitingKind } from '../../common/search-attributes';
 
 /**
  * What one turn remembers of the decisions it took, for every kind of wait (approvals, resolutions,

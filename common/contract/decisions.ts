@@ -1,0 +1,150 @@
+/**
+ * The waits for a person and their decisions: approvals (an irreversible call), resolutions (a write
+ * whose outcome is unknown) and resume decisions (a model stream cut off after chunks went out).
+ * Each kind has the same three shapes: what waits (`Pending…`), the decision its signal and update
+ * take, and the receipt its update returns ({@link DecisionKinds}).
+ */
+
+/** What every entry waiting for a person shows besides its subject: which wait it is, and when it stops waiting. */
+export interface PendingWait {
+  /**
+   * Which wait of its call (or step) this is: 1, then 2 and on when it waits again. From round 2 on,
+   * a decision must name it (`round`), and a signed one signs it.
+   */
+  round: number;
+  /** When the wait ends if nobody decided. */
+  expiresAt: string;
+}
+
+/** What every decision on a wait may carry besides its verdict: the round it decides on and, when signed, its signature. */
+export interface DecisionSignature {
+  /** The wait decided on (the pending entry's `round`); required from round 2 on. */
+  round?: number;
+  /** Signed decisions (required when the worker has approver keys): the signing key's name, recorded as who decided. */
+  keyId?: string;
+  /** When the decision was signed, an ISO 8601 UTC time. */
+  signedAt?: string;
+  /** Base64 Ed25519 signature over the decision's signed fields (docs/approvals.md). */
+  signature?: string;
+}
+
+/** What an update returns for an accepted decision: the fields that name it, and `accepted`. */
+export type Receipt<Decision, Named extends keyof Decision> = Pick<Decision, Named> & { accepted: true };
+
+/** An irreversible call waiting for a human decision. */
+export interface PendingApproval extends PendingWait {
+  callId: string;
+  tool: string;
+  /** The arguments as they may be shown: each secret (the worker's redaction patterns) replaced when `redactedValues` is set. */
+  args: unknown;
+  /** SHA-256 of the canonical JSON of the real arguments, the ones the call runs with (with `definitionDigest`: of `{ args, definitionDigest }`). */
+  argsDigest: string;
+  /** Tools from elsewhere (MCP): the digest of the tool's definition, which the digests bind too. */
+  definitionDigest?: string;
+  /** Strings in `args` whose secrets were replaced; left out when `args` are the real arguments. */
+  redactedValues?: number;
+  /**
+   * With `redactedValues`: SHA-256 of the canonical JSON of `args` as shown, computed by the worker
+   * from the real arguments. A decision may name it instead of `argsDigest`; it binds the decision
+   * to the real arguments just as well, since the worker recorded both.
+   */
+  shownDigest?: string;
+  requestedAt: string;
+}
+
+/** A human decision on one pending call: the `approval` signal's and the `decide` update's argument. */
+export interface ApprovalDecision extends DecisionSignature {
+  callId: string;
+  decision: 'approve' | 'deny';
+  approver?: string;
+  reason?: string;
+  /** When given, must equal the pending call's argsDigest (or its shownDigest, when its arguments were redacted). */
+  argsDigest?: string;
+  /**
+   * Approvals only: the arguments the call is to run with instead, edited by the approver (then `argsDigest`, of the
+   * arguments shown, is required). They are checked against the tool's schema and authorization like a model's call.
+   */
+  args?: unknown;
+  /** Recorded on an accepted edit: the digest of the edited arguments, which the call runs with. */
+  editedDigest?: string;
+}
+
+/** What the `decide` update returns for an accepted decision. */
+export type DecisionReceipt = Receipt<ApprovalDecision, 'callId' | 'decision'> & {
+  /** With edited arguments: their digest, and the idempotency key is theirs. */
+  editedDigest?: string;
+};
+
+/** A write whose outcome is unknown, waiting for a person's `resolve`. */
+export interface PendingResolution extends PendingWait {
+  callId: string;
+  tool: string;
+  /** As shown: redacted like a pending approval's. */
+  args: unknown;
+  /** What a resolution must name: the same digest an approval of this call names (its shownDigest when redacted). */
+  argsDigest: string;
+  /** When the arguments were redacted: the digest of them as shown, which a resolution may name instead. */
+  shownDigest?: string;
+  /** Why nobody can tell whether it took effect. */
+  reason: string;
+  since: string;
+}
+
+/** A person's word on a write whose outcome was unknown: the `resolve` update's and signal's argument. */
+export interface ResolutionDecision extends DecisionSignature {
+  callId: string;
+  outcome: 'applied' | 'not_applied';
+  /** Must equal the pending resolution's argsDigest. */
+  argsDigest: string;
+  resolver?: string;
+  note?: string;
+}
+
+/** What the `resolve` update returns for an accepted resolution. */
+export type ResolutionReceipt = Receipt<ResolutionDecision, 'callId' | 'outcome'>;
+
+/** A model step whose stream broke after chunks went out, waiting for a person's `resume` decision. */
+export interface PendingResume extends PendingWait {
+  step: number;
+  /** Chunks that had gone out before the break. */
+  chunks: number;
+  /** The text that had streamed (redacted, its last 8,000 characters). */
+  partialText: string;
+  since: string;
+}
+
+/** A person's decision on an interrupted stream: the `resume` signal's and update's argument. */
+export interface ResumeDecision extends DecisionSignature {
+  /** The step that waits (`pendingResume.step`): a decision meant for another step changes nothing. */
+  step: number;
+  /** `retry` asks the model again for the same step; `stop` ends the turn `model_failed`. */
+  decision: 'retry' | 'stop';
+  /** Who decided, for the record; a signed decision's is the name of its key. */
+  by?: string;
+}
+
+/** What the `resume` update returns for an accepted decision. */
+export type ResumeReceipt = Receipt<ResumeDecision, 'step' | 'decision'>;
+
+/** Each kind of wait for a person (the values of `TollgateWaitingFor`): what waits, the decision it takes, the receipt of its update. */
+export interface DecisionKinds {
+  approval: { pending: PendingApproval; decision: ApprovalDecision; receipt: DecisionReceipt };
+  resolution: { pending: PendingResolution; decision: ResolutionDecision; receipt: ResolutionReceipt };
+  resume: { pending: PendingResume; decision: ResumeDecision; receipt: ResumeReceipt };
+}
+
+/** A decision that changed nothing, and why. */
+export interface RejectedDecision {
+  /** What was sent, when its JSON is at most 1,024 characters; a {@link TruncatedDecision} otherwise. */
+  decision: unknown;
+  /** Why it was refused, at most 300 characters. */
+  why: string;
+  at: string;
+}
+
+/** A rejected decision too large to keep whole: the first 1,024 characters of its JSON, and how long that JSON was. */
+export interface TruncatedDecision {
+  truncated: true;
+  jsonChars: number;
+  json: string;
+}

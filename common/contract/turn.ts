@@ -1,0 +1,126 @@
+import type { TurnStatus } from '../codes';
+import type { TurnMessage } from './conversation';
+import type {
+  ApprovalDecision,
+  PendingApproval,
+  PendingResolution,
+  PendingResume,
+  RejectedDecision,
+  ResolutionDecision,
+} from './decisions';
+import type { ToolEvent } from './tools';
+
+/** One step of a scripted model: either tool calls or a final text. */
+export type ScriptStep = { toolCalls: Array<{ tool: string; args: unknown }>; text?: string } | { text: string };
+
+/** Which model a turn uses: a name from the config's model list, or the embedded scripted model. */
+export type ModelSelection = string | { provider: 'scripted'; script?: ScriptStep[] };
+
+/** Per-turn limits; anything left out comes from the config, then from the built-in defaults. */
+export interface TurnLimits {
+  maxSteps?: number;
+  maxToolCalls?: number;
+  errorBudget?: number;
+  /** The turn ends with `deadline_exceeded` when a step would start later than this after its start. */
+  deadlineMs?: number;
+  /** The turn ends with `history_limit` when a step would start on a history of this many events (default 80% of Temporal's 51,200). */
+  maxHistoryEvents?: number;
+  /** The turn ends with `history_limit` when a step would start on a history of this many bytes (default 80% of Temporal's 50 MB). */
+  maxHistoryBytes?: number;
+  /**
+   * The most tokens (input and output together) the turn's model steps may use; checked before each
+   * step, which does not start when the usage so far plus the last step's input would pass it (the
+   * next step's prompt holds the last one's). No budget when left out.
+   */
+  maxTokens?: number;
+}
+
+/** A turn's limits once the config and the defaults filled them in: every one set, the token budget only when given. */
+export type ResolvedTurnLimits = Required<Omit<TurnLimits, 'maxTokens'>> & Pick<TurnLimits, 'maxTokens'>;
+
+/** The input of the `agentTurn` workflow: plain JSON, so any Temporal client can start a turn. */
+export interface AgentTurnInput {
+  /** Names the business task; idempotency keys derive from it. */
+  taskId: string;
+  /** The user's request. */
+  prompt: string;
+  model?: ModelSelection;
+  /** Narrows the tools this turn may call; all registered tools when left out. */
+  tools?: string[];
+  limits?: TurnLimits;
+  /** Earlier messages of a conversation, before this prompt (the `conversation` workflow passes them). */
+  history?: TurnMessage[];
+  /**
+   * The tokens left in the conversation's budget (the `conversation` workflow passes them): the turn's
+   * budget is the smaller of this and `limits.maxTokens`.
+   */
+  tokenAllowance?: number;
+}
+
+/** Token counts, summed per turn. */
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** The result of the `agentTurn` workflow. */
+export interface AgentTurnResult {
+  taskId: string;
+  status: TurnStatus;
+  /** Why the model failed, when status is `model_failed`. */
+  error?: { type: string; message: string };
+  /** Model steps whose stream broke after chunks went out; none was replayed unasked (see each one's `decision`). */
+  modelInterruptions: ModelInterruption[];
+  /** When the turn stopped on a stream cut off after chunks went out: the text that had streamed (redacted, its last 8,000 characters). */
+  partialText?: string;
+  answer?: string;
+  steps: number;
+  toolCalls: ToolEvent[];
+  usage: Usage;
+  /** The turn's token budget (input and output together), when it had one. */
+  tokenBudget?: number;
+}
+
+/** What a turn does now: asks the model, runs tools, waits for a human (an approval, a resolution, a resume decision), or is done. */
+export type TurnPhase = 'model' | 'tools' | 'awaiting_approval' | 'awaiting_resolution' | 'interrupted' | 'finished';
+
+/** What the `state` query returns while a turn runs and after it ended. */
+export interface TurnState {
+  taskId: string;
+  status: 'running' | TurnStatus;
+  /** What the turn does now. */
+  phase: TurnPhase;
+  step: number;
+  pendingApprovals: PendingApproval[];
+  /** Writes whose outcome is unknown, waiting for a person to say whether they took effect (config `outcomes.onUnknown: ask`). */
+  pendingResolutions?: PendingResolution[];
+  /** Resolutions that were accepted, oldest first. */
+  resolutions?: ResolutionDecision[];
+  /** Decisions that were accepted, by call id. */
+  decisions: ApprovalDecision[];
+  /** The newest 20 rejected decisions, oldest first. */
+  rejectedDecisions: RejectedDecision[];
+  /** Rejected decisions dropped from `rejectedDecisions` to keep it at 20. */
+  rejectedDecisionsDropped: number;
+  toolCalls: ToolEvent[];
+  modelInterruptions: ModelInterruption[];
+  /** Tokens the turn's model steps used so far. */
+  usage: Usage;
+  /** The turn's token budget, when it has one. */
+  tokenBudget?: number;
+  /** Set while the turn waits in phase `interrupted` for a `resume` decision. */
+  pendingResume?: PendingResume;
+}
+
+/** A model step whose stream broke after chunks had gone out; it was never replayed unasked. */
+export interface ModelInterruption {
+  step: number;
+  message: string;
+  /**
+   * What followed: a person's `retry` or `stop`, `timeout` (nobody decided), `stop` by config, or
+   * `fresh_step` by config.
+   */
+  decision: 'retry' | 'stop' | 'timeout' | 'fresh_step';
+  /** Who decided, when a person did and named themselves. */
+  by?: string;
+}

@@ -1,0 +1,59 @@
+import type { BoundaryResult, CheckedToolCall } from '../../common/activity-types';
+import { BoundaryResults } from '../../common/boundary-results';
+import type { ToolEvent } from '../../common/contract/tools';
+import { EFFECT_STRATEGIES } from '../effects';
+import type { TurnRun } from './turn-run';
+
+type Executed = { call: CheckedToolCall; outcome: BoundaryResult; event: ToolEvent };
+
+/** Refused calls and reads run at once; writes wait for the calls before them. */
+function runsConcurrently(call: CheckedToolCall): boolean {
+  return call.refusal !== undefined || EFFECT_STRATEGIES[call.policy.effect].concurrent;
+}
+
+/** Runs one checked call by its effect's strategy inside its span, and records its event. */
+function executeCall(run: TurnRun, step: number, call: CheckedToolCall): Promise<Executed> {
+  return run.telemetry.toolSpan(call, () => runCall(run, step, call));
+}
+
+async function runCall({ input, decisions }: TurnRun, step: number, call: CheckedToolCall): Promise<Executed> {
+  const { taskId, tools: allowedTools } = input;
+  const { approvals, resolutions } = decisions;
+  const startedAt = Date.now();
+  const outcome = call.refusal
+    ? BoundaryResults.refused(call.refusal.code, call.refusal.message)
+    : await EFFECT_STRATEGIES[call.policy.effect].run({ taskId, call, allowedTools, approvals, resolutions });
+  const event: ToolEvent = {
+    callId: call.callId,
+    step,
+    tool: call.tool,
+    effect: call.policy?.effect ?? 'unknown',
+    status: outcome.result.status,
+    code: outcome.result.code,
+    executions: outcome.executions,
+    durationMs: Date.now() - startedAt,
+    originalSize: outcome.originalSize,
+    truncated: outcome.truncated,
+    ...(outcome.edit ? { edit: outcome.edit } : {}),
+  };
+  return { call, outcome, event };
+}
+
+/**
+ * The tool phase of one step: every call the model asked for passes the boundary by its effect's
+ * strategy (reads of one step concurrently, writes one after another in the model's order), leaves
+ * its event and gives the model its result; past the error budget the turn ends.
+ */
+export async function toolPhase(run: TurnRun, step: number, calls: CheckedToolCall[]): Promise<void> {
+  run.state.phase = 'tools';
+  const reads = calls.map((call) => (runsConcurrently(call) ? executeCall(run, step, call) : undefined));
+  const executed: Executed[] = [];
+  for (const [index, call] of calls.entries()) executed.push(await (reads[index] ?? executeCall(run, step, call)));
+  for (const { call, outcome, event } of executed) {
+    run.events.push(event);
+    run.messages.push({ role: 'tool', callId: call.callId, tool: call.tool, result: outcome.result });
+    if (event.status === 'error') run.errors++;
+  }
+  run.decisions.publish();
+  if (run.errors > run.settings.limits.errorBudget) run.status = 'error_budget_exhausted';
+}

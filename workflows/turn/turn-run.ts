@@ -1,0 +1,50 @@
+import type { TurnStatus } from '../../common/codes';
+import type { TurnMessage } from '../../common/contract/conversation';
+import type { ToolEvent } from '../../common/contract/tools';
+import type { AgentTurnInput, AgentTurnResult, TurnState, Usage } from '../../common/contract/turn';
+import type { TurnDecisions } from '../decisions/turn-decisions';
+import type { TurnTelemetry } from '../turn-telemetry';
+import type { TurnRunSettings } from './settings';
+
+/** What the phases of one turn share: its input and settings, its state and decisions, the messages so far, and how it ends. */
+export interface TurnRun {
+  input: AgentTurnInput;
+  settings: TurnRunSettings;
+  state: TurnState;
+  /** The record of every call, the same list as `state.toolCalls`. */
+  events: ToolEvent[];
+  usage: Usage;
+  decisions: TurnDecisions;
+  telemetry: TurnTelemetry;
+  messages: TurnMessage[];
+  /** The turn's token budget, when it has one. */
+  budget?: number;
+  /** The last model step's input tokens (the next step's prompt holds that one's). */
+  lastInputTokens: number;
+  /** Tool calls that failed and fresh steps after a broken stream, against `limits.errorBudget`. */
+  errors: number;
+  startedAt: number;
+  /** Set once the turn ends: why, with what it ends with. */
+  status?: TurnStatus;
+  error?: AgentTurnResult['error'];
+  partialText?: string;
+  answer?: string;
+}
+
+/** The state of a turn at its start: running its first model step, nothing waiting, decided or called yet. */
+export function startingState(taskId: string): TurnState {
+  return {
+    taskId,
+    status: 'running',
+    phase: 'model',
+    step: 0,
+    pendingApprovals: [],
+    decisions: [],
+    rejectedDecisions: [],
+    rejectedDecisionsDropped: 0,
+    toolCalls: [],
+    modelInterruptions: [],
+    // The live view reads the usage so far from the state, against the budget when there is one.
+    usage: { inputTokens: 0, outputTokens: 0 },
+  };
+}
