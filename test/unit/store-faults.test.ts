@@ -95,7 +95,9 @@ const thrownValues: Array<[string, () => unknown]> = [
   ['a symbol', () => Symbol('gone')],
 ];
 
-describe('a write whose idempotency store fails before the handler ran', () => {
+// Most of these tests wait out the store's retry window (STORE_FAULT_RETRY) on timers, once per failing
+// call; each has its own store file, tools and boundary, so the concurrent ones wait at the same time.
+describe.concurrent('a write whose idempotency store fails before the handler ran', () => {
   for (const effect of ['reversible_write', 'irreversible_write'] as const) {
     it(`${effect}: a claim that fails twice, then works, runs the handler once and commits (the store was back within the window)`, async () => {
       const faulty = faultyStore(openSqliteStore(sqliteFile()));
@@ -160,7 +162,7 @@ describe('a write whose idempotency store fails before the handler ran', () => {
   });
 });
 
-describe('a write whose idempotency store fails after the handler ran', () => {
+describe.concurrent('a write whose idempotency store fails after the handler ran', () => {
   for (const effect of ['reversible_write', 'irreversible_write'] as const) {
     it(`${effect}: a failed commit keeps the handler's verdict and the intent started; the intent is never run again`, async () => {
       const faulty = faultyStore(openSqliteStore(sqliteFile()));
@@ -197,7 +199,7 @@ describe('a write whose idempotency store fails after the handler ran', () => {
   }
 });
 
-describe('an idempotency store that throws anything from any method', () => {
+describe.concurrent('an idempotency store that throws anything from any method', () => {
   for (const [name, thrown] of thrownValues) {
     it(`maps ${name} to a store fault: the claim to not_run, the commit to the handler's verdict, a lookup to unknown; nothing is thrown`, async () => {
       const faulty = faultyStore(openSqliteStore(sqliteFile()));
@@ -234,6 +236,45 @@ describe('an idempotency store that throws anything from any method', () => {
       expect(reversible.executions() + irreversible.executions()).toBe(2);
     });
   }
+});
+
+describe.concurrent('a resolution whose idempotency store fails', () => {
+  it('is answered unrecorded, whatever the store throws: the record stays started, nothing is thrown', async () => {
+    const faulty = faultyStore(openSqliteStore(sqliteFile()));
+    opened.push(faulty.store);
+    const { tool } = countedWrite('irreversible_write');
+    const registry = createToolRegistry({ tools: [tool] });
+    const resolveIntent = createResolveIntent({ registry, store: faulty.store });
+    const key = intentKey(tool, { note: 'r' }, 't7');
+    await faulty.store.claim({
+      key,
+      taskId: 't7',
+      tool: tool.name,
+      callId: 'call-0-0',
+      argsDigest: 'd',
+      effect: 'irreversible_write',
+      leaseMs: 0,
+    });
+    const resolve = (outcome: 'applied' | 'not_applied') =>
+      new MockActivityEnvironment().run(resolveIntent, {
+        taskId: 't7',
+        callId: 'call-0-0',
+        tool: tool.name,
+        args: { note: 'r' },
+        outcome,
+        resolver: 'ops',
+        ...(outcome === 'applied' ? { receipt: { status: 'success' as const, data: 'said so' } } : {}),
+      });
+    for (const [name, thrown] of thrownValues.slice(0, 3)) {
+      faulty.fail('recordApplied', { thrown });
+      await expect(resolve('applied'), name).resolves.toEqual({ key, store: 'unrecorded' });
+      faulty.fail('release', { thrown });
+      await expect(resolve('not_applied'), name).resolves.toEqual({ key, store: 'unrecorded' });
+      await expect(faulty.store.get(key)).resolves.toMatchObject({ state: 'started' });
+    }
+    faulty.heal('release');
+    await expect(resolve('not_applied')).resolves.toEqual({ key, store: 'released' });
+  });
 });
 
 /** Each backend as a database: a function that opens one more store (one more worker) on the same database. */
@@ -355,45 +396,6 @@ describe.each(backends)('a late commit on the %s store', (_name, database) => {
       receipt: { status: 'success', data: 'wrote n (execution 2)' },
     });
     expect(executions).toBe(2);
-  });
-});
-
-describe('a resolution whose idempotency store fails', () => {
-  it('is answered unrecorded, whatever the store throws: the record stays started, nothing is thrown', async () => {
-    const faulty = faultyStore(openSqliteStore(sqliteFile()));
-    opened.push(faulty.store);
-    const { tool } = countedWrite('irreversible_write');
-    const registry = createToolRegistry({ tools: [tool] });
-    const resolveIntent = createResolveIntent({ registry, store: faulty.store });
-    const key = intentKey(tool, { note: 'r' }, 't7');
-    await faulty.store.claim({
-      key,
-      taskId: 't7',
-      tool: tool.name,
-      callId: 'call-0-0',
-      argsDigest: 'd',
-      effect: 'irreversible_write',
-      leaseMs: 0,
-    });
-    const resolve = (outcome: 'applied' | 'not_applied') =>
-      new MockActivityEnvironment().run(resolveIntent, {
-        taskId: 't7',
-        callId: 'call-0-0',
-        tool: tool.name,
-        args: { note: 'r' },
-        outcome,
-        resolver: 'ops',
-        ...(outcome === 'applied' ? { receipt: { status: 'success' as const, data: 'said so' } } : {}),
-      });
-    for (const [name, thrown] of thrownValues.slice(0, 3)) {
-      faulty.fail('recordApplied', { thrown });
-      await expect(resolve('applied'), name).resolves.toEqual({ key, store: 'unrecorded' });
-      faulty.fail('release', { thrown });
-      await expect(resolve('not_applied'), name).resolves.toEqual({ key, store: 'unrecorded' });
-      await expect(faulty.store.get(key)).resolves.toMatchObject({ state: 'started' });
-    }
-    faulty.heal('release');
-    await expect(resolve('not_applied')).resolves.toEqual({ key, store: 'released' });
   });
 });
 
