@@ -11,12 +11,19 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 120_000,
     hookTimeout: 180_000,
+    // Tests marked concurrent wait on timers (a retry window) rather than work, so more of them may wait at once.
+    maxConcurrency: 16,
     // The JSON report lets .ci/run print a plain "N passed, N failed" line.
     reporters: ['default', ['json', { outputFile: 'test-output/vitest-results.json' }]],
     // One project per tier, run alone with `vitest run --project <tier>`; a bare `vitest run` runs every tier.
     projects: Object.entries(tiers).map(([name, folders]) => ({
       extends: true,
-      test: { name, include: folders.map((folder) => `${folder}/**/*.test.ts`) },
+      test: {
+        name,
+        include: folders.map((folder) => `${folder}/**/*.test.ts`),
+        // Every tier but unit runs workflows: the run bundles them once for all of its files.
+        globalSetup: name === 'unit' ? [] : ['test/helpers/global-setup.ts'],
+      },
     })),
   },
 });
