@@ -14,7 +14,7 @@ import { PROJECT_ROOT } from '../../config/load-config';
 import { pinnedVersion } from '../../server/temporal-binaries';
 
 const registryAnswers = spawnSync('npm', ['ping'], { stdio: 'ignore', timeout: 20_000 }).status === 0;
-if (!registryAnswers) console.warn('test/packaging.test.ts is skipped: the npm registry does not answer (`npm ping` failed)');
+if (!registryAnswers) console.warn('test/e2e/packaging.test.ts is skipped: the npm registry does not answer (`npm ping` failed)');
 const ownPackage = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8'));
 
 /** A provider package of AI SDK 7's provider interface (LanguageModelV4) that Tollgate does not bring itself. */
