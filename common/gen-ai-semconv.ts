@@ -2,7 +2,7 @@
 // the values the pinned @opentelemetry/semantic-conventions (1.45.0, semantic conventions v1.41.0)
 // exports from its incubating entry point. They are copied here, as that package advises for
 // incubating conventions (they may change in a minor release, and the project's module resolution
-// does not reach that entry point); test/telemetry/gen-ai-semconv.test.ts checks every one against
+// does not reach that entry point); test/unit/gen-ai-semconv.test.ts checks every one against
 // the package. The workflows use them too, so this file imports nothing.
 
 // Stable, but copied too: the package's main entry would bring every stable name into the workflow bundle.

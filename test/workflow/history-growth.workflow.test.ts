@@ -1,0 +1,153 @@
+import { Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openaiStream, startFakeProvider, type FakeProvider } from '../helpers/fake-provider';
+import { testConfig } from '../helpers/test-config';
+import { scripted, useTimeSkippingEnvironment, useTurnRunner } from '../helpers/turn-runner';
+
+const environment = useTimeSkippingEnvironment();
+const runTurn = useTurnRunner(environment);
+let provider: FakeProvider;
+// Histories of this file are larger than gRPC's default 4 MB message bound.
+let historyConnection: Connection;
+
+beforeAll(async () => {
+  provider = await startFakeProvider();
+  historyConnection = await Connection.connect({
+    address: environment.env.address,
+    channelArgs: { 'grpc.max_receive_message_length': 256 * 1024 * 1024 },
+  });
+});
+
+afterAll(async () => {
+  await historyConnection?.close();
+  await provider.close();
+});
+
+const modelEnvironment = { env: { OPENAI_API_KEY: 'sk-test-openai-key' } };
+const TWO_MB = 2 * 1024 * 1024;
+
+function gptConfig() {
+  return testConfig({
+    retry: { initialInterval: '100ms', maximumInterval: '1s' },
+    model: { default: 'gpt', models: { gpt: { provider: 'openai', model: 'gpt-test', baseURL: provider.baseURL } } },
+  });
+}
+
+/** A draft of about `chars` characters whose text differs per step, so no two saves are alike. */
+function largeDraft(step: number, chars: number): string {
+  const line = `Step ${step}: the on-call primary acknowledges a page within 15 minutes. `;
+  return line.repeat(Math.ceil(chars / line.length)).slice(0, chars);
+}
+
+/** Queues `steps` replies that each save one large draft at its own path, then a final answer. */
+function queueDraftSaves(steps: number, chars: number): void {
+  for (let step = 0; step < steps; step++) {
+    const args = JSON.stringify({ path: `draft-${step}.md`, content: largeDraft(step, chars) });
+    provider.enqueue({ kind: 'stream', events: openaiStream.toolCall('save_draft', [args]) });
+  }
+  provider.enqueue({ kind: 'stream', events: openaiStream.text(['All ', 'drafts ', 'saved.']) });
+}
+
+type History = Awaited<ReturnType<typeof runTurn>>['history'];
+
+/** Bytes of each event as the server stores it (its protobuf encoding). */
+function eventBytes(history: History): number[] {
+  return (history.events ?? []).map((event) => temporal.api.history.v1.HistoryEvent.encode(event).finish().length);
+}
+
+/** The history's size in bytes just before each model step was scheduled: entry k is the size before step k. */
+function sizeBeforeEachModelStep(history: History): number[] {
+  const sizes = eventBytes(history);
+  const before: number[] = [];
+  let total = 0;
+  (history.events ?? []).forEach((event, index) => {
+    if (event.activityTaskScheduledEventAttributes?.activityType?.name === 'modelStep') before.push(total);
+    total += sizes[index];
+  });
+  return before;
+}
+
+describe('history growth of a turn that saves large drafts', () => {
+  it('grows linearly over 30 steps of ~100 KB drafts, and no event comes near the 2 MB payload limit', async () => {
+    const steps = 30;
+    queueDraftSaves(steps, 100_000);
+    const { result, history, handle, modelInputs } = await runTurn({
+      config: gptConfig(),
+      modelEnvironment,
+      historyConnection,
+      input: { prompt: 'Save thirty drafts.', limits: { maxSteps: steps + 10, maxToolCalls: steps + 10 } },
+    });
+    const sizes = sizeBeforeEachModelStep(history);
+    const described = await handle.describe();
+    const largestEvent = Math.max(...eventBytes(history));
+    const table = [0, 5, 10, 15, 20, 25, 30].map((step) => `${String(step).padStart(5)} | ${String(sizes[step]).padStart(12)}`);
+    const reported = described.raw.workflowExecutionInfo?.historySizeBytes;
+    const server = `server's historySizeBytes at the end: ${reported}; largest event: ${largestEvent} bytes`;
+    console.log(['steps | history bytes before the step', ...table, server].join('\n'));
+
+    expect(result.status).toBe('completed');
+    expect(result.toolCalls).toHaveLength(steps);
+    expect(result.toolCalls.every((event) => event.tool === 'save_draft' && event.status === 'success')).toBe(true);
+    expect(sizes).toHaveLength(steps + 1);
+    // The last step was sent every earlier call by reference: the digest and size of its ~100 KB arguments, not the draft.
+    const keptCalls = modelInputs[steps].messages.flatMap((message) => (message.role === 'assistant' ? message.toolCalls : []));
+    expect(keptCalls).toHaveLength(steps);
+    for (const call of keptCalls)
+      expect(call.args).toEqual({ $ref: 'args', argsDigest: expect.stringMatching(/\S/), chars: expect.any(Number) });
+    expect(keptCalls.every((call) => (call.args as { chars: number }).chars > 100_000)).toBe(true);
+    expect(JSON.stringify(provider.requests.at(-1)?.body)).toContain('[arguments of call call-29-0: ');
+    expect(largestEvent).toBeLessThan(TWO_MB);
+    const firstHalf = sizes[15] - sizes[0];
+    const secondHalf = sizes[30] - sizes[15];
+    expect(secondHalf / firstHalf).toBeLessThan(1.5);
+    expect(secondHalf / firstHalf).toBeGreaterThan(1 / 1.5);
+  }, 180_000);
+});
+
+describe('a turn whose history nears its limits', () => {
+  const reads = (count: number) =>
+    scripted([
+      ...Array.from({ length: count }, () => ({ toolCalls: [{ tool: 'get_document', args: { id: 'pricing-plans' } }] })),
+      { text: 'done' },
+    ]);
+  const modelStepIds = (history: History) =>
+    (history.events ?? []).flatMap((event) =>
+      event.activityTaskScheduledEventAttributes?.activityType?.name === 'modelStep' ? [Number(event.eventId)] : [],
+    );
+
+  it('ends with history_limit, its tool events kept, before a step would start on a history of maxHistoryEvents events', async () => {
+    const maxHistoryEvents = 40;
+    const limits = { maxSteps: 20, maxToolCalls: 20 };
+    const unbounded = await runTurn({ input: { prompt: 'read', model: reads(10), limits } });
+    expect(unbounded.result.status).toBe('completed');
+    expect(Math.max(...modelStepIds(unbounded.history))).toBeGreaterThan(maxHistoryEvents);
+
+    const { result, state, history } = await runTurn({
+      input: { prompt: 'read', model: reads(10), limits: { ...limits, maxHistoryEvents } },
+    });
+    expect(result.status).toBe('history_limit');
+    expect(state.status).toBe('history_limit');
+    expect(result.answer).toBeUndefined();
+    expect(result.toolCalls.length).toBeGreaterThan(0);
+    expect(result.toolCalls.length).toBeLessThan(10);
+    expect(result.toolCalls.every((event) => event.status === 'success')).toBe(true);
+    // Each step was scheduled by a workflow task that started on fewer events than the limit (the task's
+    // started event is the last one counted, its completion and the scheduling follow).
+    expect(Math.max(...modelStepIds(history))).toBeLessThanOrEqual(maxHistoryEvents + 1);
+  });
+
+  it('ends with history_limit once the history has maxHistoryBytes bytes', async () => {
+    const maxHistoryBytes = 12_000;
+    const { result, history } = await runTurn({
+      input: { prompt: 'read', model: reads(10), limits: { maxSteps: 20, maxToolCalls: 20, maxHistoryBytes } },
+    });
+    const sizes = sizeBeforeEachModelStep(history);
+    expect(result.status).toBe('history_limit');
+    // Some steps ran (a read each, ~3.5 KB of history), and each started on a history below the bound.
+    expect(result.toolCalls.length).toBeGreaterThan(0);
+    expect(result.toolCalls.length).toBeLessThan(10);
+    expect(sizes.every((size) => size < maxHistoryBytes)).toBe(true);
+    expect(eventBytes(history).reduce((sum, bytes) => sum + bytes, 0)).toBeGreaterThan(maxHistoryBytes);
+  });
+});
