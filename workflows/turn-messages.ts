@@ -83,7 +83,8 @@ export function takeTurnMessages(state: TurnState, { record, approvals, resoluti
           return receipt;
         }
         const checked = await approvals.checkEdit(decision);
-        if (checked.why !== undefined) throw ApplicationFailure.create({ type: FAILURE_TYPE.invalid_edit, message: checked.why, nonRetryable: true });
+        if (checked.why !== undefined)
+          throw ApplicationFailure.create({ type: FAILURE_TYPE.invalid_edit, message: checked.why, nonRetryable: true });
         approvals.accept(decision, checked.call);
         return { ...receipt, editedDigest: checked.call.argsDigest };
       },

@@ -56,11 +56,15 @@ describe('a worker killed mid-stream', () => {
     const taskQueue = `crash-${Date.now()}`;
     provider.enqueue({ kind: 'stream', events: openaiStream.text(['one ', 'two ', 'three ', 'four']), stallAfter: 4 });
     const settings = { address: server.address, taskQueue, baseURL: provider.baseURL };
-    child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'fixtures', 'model-worker.ts'), JSON.stringify(settings)], {
-      cwd: PROJECT_ROOT,
-      env: { ...process.env, OPENAI_API_KEY: 'sk-test-openai-key' },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    child = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join(__dirname, '..', 'fixtures', 'model-worker.ts'), JSON.stringify(settings)],
+      {
+        cwd: PROJECT_ROOT,
+        env: { ...process.env, OPENAI_API_KEY: 'sk-test-openai-key' },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     await until(
       () =>
         new Promise<true | undefined>((resolve) =>
