@@ -5,8 +5,11 @@
 /** Declares a tool once: schema, description, effect level, timeout, attempts, output limit, handler. */
 export {
   defineTool,
+  type IdempotencyKeyFunction,
   type IntentContext,
+  type SourceDescription,
   type StatusAnswer,
+  type StatusCheck,
   type ToolContext,
   type ToolDefinition,
   type ToolSpec,
@@ -79,6 +82,8 @@ export { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE, WAITING_F
 // The contract's data
 /** Effect levels, error codes, call and turn statuses. */
 export { ERROR_CODES, TOOL_EFFECTS, type ErrorCode, type ToolCallStatus, type ToolEffect, type TurnStatus } from './common/codes';
+/** What each effect level means, as data: how it is retried, whether it needs a status check, an intent, an approval. */
+export { EFFECT_TRAITS, type EffectTraits, type WriteEffect } from './common/effects';
 /** A turn's input and result, its events, state and messages; a conversation's input and state. */
 export type { ConversationInput, ConversationState, TurnMessage, TokenLedger } from './common/contract/conversation';
 export type {

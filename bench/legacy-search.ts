@@ -5,38 +5,8 @@ import type { CorpusDocument } from '../tools/search/corpus';
 import type { MatchCount } from '../tools/built-in/regex-search-worker';
 // The two helpers the search kept unchanged from this algorithm are shared, not copied.
 import { countMatches, snippetAround } from '../tools/built-in/search-local-sources';
-
-const STOP_WORDS = new Set([
-  'a',
-  'an',
-  'and',
-  'are',
-  'as',
-  'at',
-  'be',
-  'by',
-  'do',
-  'for',
-  'from',
-  'how',
-  'i',
-  'in',
-  'is',
-  'it',
-  'of',
-  'on',
-  'or',
-  'our',
-  'the',
-  'to',
-  'we',
-  'what',
-  'when',
-  'which',
-  'who',
-  'with',
-  'you',
-]);
+// The scripted plan still picks its search words the way this search did.
+import { queryWords, wordStem } from '../tools/built-in/scripted-plan';
 
 /** One search hit: enough for the model to choose what to read. */
 export interface SearchMatch {
@@ -44,17 +14,6 @@ export interface SearchMatch {
   title: string;
   score: number;
   snippet: string;
-}
-
-/** The meaningful words of a query, lower-cased, without stop words. */
-export function queryWords(query: string): string[] {
-  const words = query.toLowerCase().match(/[\p{L}\p{N}][\p{L}\p{N}'-]*/gu) ?? [];
-  return [...new Set(words.filter((word) => word.length > 1 && !STOP_WORDS.has(word)))];
-}
-
-/** A word cut to a stem that also begins its other forms: `releases` → `releas`, `allowed` → `allow`. */
-export function wordStem(word: string): string {
-  return word.length > 4 ? word.replace(/(ing|ed|es|s)$/, '') : word;
 }
 
 function escapeRegExp(text: string): string {

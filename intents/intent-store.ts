@@ -1,7 +1,7 @@
 import type { ToolResult } from '../common/contract/tools';
+import { EFFECT_TRAITS, effectsWhere, isWriteEffect, type WriteEffect } from '../common/effects';
 
-/** The effects whose calls are recorded as intents. */
-export type WriteEffect = 'reversible_write' | 'irreversible_write';
+export type { WriteEffect } from '../common/effects';
 
 /** One write intent as the store knows it. */
 export interface IntentRecord {
@@ -187,7 +187,7 @@ export const ADDED_COLUMNS: ReadonlyArray<{ name: string; sqliteType: string; po
 /** A row as the record the boundary reads. */
 export function recordFromRow(row: IntentRow | undefined): IntentRecord | undefined {
   if (!row) return undefined;
-  const effect = row.effect === 'reversible_write' || row.effect === 'irreversible_write' ? row.effect : 'unknown';
+  const effect = isWriteEffect(row.effect) ? row.effect : 'unknown';
   return {
     key: row.key,
     taskId: row.task_id,
@@ -212,8 +212,10 @@ export function checkClaimRequest(request: ClaimRequest): void {
     if (typeof request[field] !== 'string' || request[field].length === 0)
       throw new TypeError(`claim: ${field} must be a non-empty string`);
   }
-  if (request.effect !== 'reversible_write' && request.effect !== 'irreversible_write')
-    throw new TypeError(`claim: effect must be reversible_write or irreversible_write, got "${String(request.effect)}"`);
+  if (!isWriteEffect(request.effect))
+    throw new TypeError(
+      `claim: effect must be one of the effects recorded as intents (${effectsWhere((traits) => traits.claimsIntent).join(', ')}), got "${String(request.effect)}"`,
+    );
   if (request.owner !== undefined && (typeof request.owner !== 'string' || request.owner.length === 0))
     throw new TypeError('claim: owner (the claim token) must be a non-empty string when given');
   if (!Number.isFinite(request.leaseMs) || request.leaseMs < 0)
@@ -230,7 +232,8 @@ export function claimDecision(existing: IntentRow, request: ClaimRequest, now: n
   if (existing.state === 'started' && request.owner !== undefined && existing.owner === request.owner) return 'own';
   const leaseExpired =
     existing.state === 'started' &&
-    existing.effect === 'reversible_write' &&
+    isWriteEffect(existing.effect) &&
+    EFFECT_TRAITS[existing.effect].leaseTakeover &&
     existing.lease_until !== null &&
     Number(existing.lease_until) <= now;
   const stale = existing.state === 'committed' && request.supersede !== undefined && request.supersede === existing.owner;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { TOOL_EFFECTS, type ToolEffect } from '../common/codes';
+import { EFFECT_TRAITS, type StatusForbiddenEffect, type StatusRequiredEffect, type WriteEffect } from '../common/effects';
 import { toMilliseconds } from '../common/duration';
 import type { ToolOutcome } from './tool-outcome';
 import { TOOL_DEFAULTS } from '../common/defaults';
@@ -31,14 +32,45 @@ export interface AuthorizeContext {
   taskId?: string;
 }
 
-/** A tool as declared once: what the model reads, the runtime policy, and the handler. */
-export interface ToolSpec<Schema extends z.ZodType> {
+/** A write's own status check: whether this intent already took effect. */
+export type StatusCheck<Args = unknown> = (args: Args, context: IntentContext) => Promise<StatusAnswer> | StatusAnswer;
+
+/** A write's idempotency key function: the key of the business intent. */
+export type IdempotencyKeyFunction<Args = unknown> = (args: Args, context: { taskId: string; tool: string }) => string;
+
+/**
+ * The fields an effect level's traits (common/effects.ts) allow: the status check where it is
+ * required (a reversible write without one does not compile), optional or not allowed; the
+ * idempotency key only where calls are recorded as intents.
+ */
+type EffectFields<E extends ToolEffect, Args> = { effect: E } & (E extends StatusRequiredEffect
+  ? {
+      /**
+       * Whether this intent already took effect: asked before every execution and after every
+       * timeout; only its "not applied" lets a call run again.
+       */
+      status: StatusCheck<Args>;
+    }
+  : E extends StatusForbiddenEffect
+    ? { status?: never }
+    : {
+        /** Whether this intent already took effect: asked after a cut-off, before anyone is asked. */
+        status?: StatusCheck<Args>;
+      }) &
+  (E extends WriteEffect
+    ? {
+        /** The key of the business intent (default: task id + tool + hash of the canonical arguments). */
+        idempotencyKey?: IdempotencyKeyFunction<Args>;
+      }
+    : { idempotencyKey?: never });
+
+/** What every tool declares, whatever its effect. */
+interface ToolSpecBase<Schema extends z.ZodType> {
   name: string;
   /** What the model reads to decide when to call the tool. */
   description: string;
   /** The arguments; every field `.describe()`d, since that is what the model reads. */
   input: Schema;
-  effect: ToolEffect;
   /** Per execution: milliseconds, or a text such as `10s`. */
   timeout?: number | string;
   /** Executions at most, retries included (reads; writes follow their own rule). */
@@ -49,13 +81,6 @@ export interface ToolSpec<Schema extends z.ZodType> {
   concurrency?: number;
   /** Irreversible writes: how long to wait for a human decision (default 24 h). */
   approvalTimeout?: number | string;
-  /** Writes: the key of the business intent (default: task id + tool + hash of the canonical arguments). */
-  idempotencyKey?: (args: z.output<Schema>, context: { taskId: string; tool: string }) => string;
-  /**
-   * Writes: whether this intent already took effect. A reversible write asks it before every execution
-   * and after every timeout; an irreversible one (optional there) after a cut-off, before anyone is asked.
-   */
-  status?: (args: z.output<Schema>, context: IntentContext) => Promise<StatusAnswer> | StatusAnswer;
   /** Refuses a call before it is scheduled (code `forbidden`): return the reason, or nothing to allow it. The task id is known when the boundary checks a call of a turn. */
   authorize?: (args: z.output<Schema>, context: AuthorizeContext) => string | undefined;
   /** The one line the Web UI shows for a call after the tool's name, e.g. `drafts/brief.md`; never a secret. Default: the first text argument. */
@@ -63,35 +88,53 @@ export interface ToolSpec<Schema extends z.ZodType> {
   handler: (args: z.output<Schema>, context: ToolContext) => Promise<ToolOutcome | string | unknown> | ToolOutcome | string | unknown;
 }
 
-/** A declared tool with its defaults filled in; the registry's unit. */
-export interface ToolDefinition {
+/** A tool as declared once: what the model reads, the runtime policy, and the handler; a union on its effect. */
+export type ToolSpec<Schema extends z.ZodType> = {
+  [E in ToolEffect]: ToolSpecBase<Schema> & EffectFields<E, z.output<Schema>>;
+}[ToolEffect];
+
+/** What a tool source tells of a tool it describes in JSON Schema (an MCP server's, an HTTP API's) rather than in zod. */
+export interface SourceDescription {
+  /** The source's name (`mcp`). */
+  name: string;
+  /** The model-visible JSON schema of the arguments; the tool's `input` validates against it. */
+  jsonSchema: unknown;
+  /** SHA-256 of what the model and an approver were shown (name, description, schema, annotations); a call recorded under another digest is refused. */
+  definitionDigest: string;
+}
+
+/** What every registered tool holds, whatever its effect. */
+interface ToolDefinitionBase {
   name: string;
   description: string;
   input: z.ZodType;
-  effect: ToolEffect;
   timeoutMs: number;
   maxAttempts: number;
   maxOutputChars: number;
   concurrency: number;
   approvalTimeoutMs: number;
-  idempotencyKey?: (args: unknown, context: { taskId: string; tool: string }) => string;
-  status?: (args: unknown, context: IntentContext) => Promise<StatusAnswer> | StatusAnswer;
   authorize?: (args: unknown, context: AuthorizeContext) => string | undefined;
   summary?: (args: unknown) => string;
   /** Argument fields the Web UI summary shows instead of `summary` (config `tools.<name>.summaryFields`). */
   summaryFields?: string[];
-  /** The model-visible JSON schema when the arguments are described by one (an MCP server's) rather than by zod; `input` then validates against it. */
-  inputJsonSchema?: unknown;
-  /** SHA-256 of what the model and an approver were shown (name, description, schema, annotations); a call recorded under another digest is refused. */
-  definitionDigest?: string;
+  /** Set by a tool source that describes the tool in JSON Schema: the schema and the digest of what was shown. */
+  source?: SourceDescription;
   handler: (args: unknown, context: ToolContext) => Promise<unknown> | unknown;
 }
 
-/** Checks what a registry cannot run safely; a reversible write without a status lookup is refused. */
+/** A declared tool with its defaults filled in; the registry's unit, a union on its effect. */
+export type ToolDefinition = { [E in ToolEffect]: ToolDefinitionBase & EffectFields<E, unknown> }[ToolEffect];
+
+/** Checks what a registry cannot run safely (a definition built without `defineTool` escapes the compiler's check): a status check where the effect needs one. */
 export function checkToolDefinition(tool: ToolDefinition): void {
-  if (tool.effect === 'reversible_write' && typeof tool.status !== 'function') {
-    throw new Error(`tool ${tool.name}: a reversible_write needs a status lookup (status), or it could never be retried safely`);
-  }
+  if (!TOOL_EFFECTS.includes(tool.effect))
+    throw new Error(`tool ${tool.name}: effect must be one of ${TOOL_EFFECTS.join(', ')}, got "${String(tool.effect)}"`);
+  const { statusCheck, label } = EFFECT_TRAITS[tool.effect];
+  const status = (tool as { status?: unknown }).status;
+  if (statusCheck === 'required' && typeof status !== 'function')
+    throw new Error(`tool ${tool.name}: a ${tool.effect} needs a status lookup (status), or it could never be retried safely`);
+  if (statusCheck === 'none' && status !== undefined)
+    throw new Error(`tool ${tool.name}: a ${label} takes no status lookup (status); only writes are checked for their effect`);
 }
 
 const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
@@ -99,12 +142,10 @@ const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 /** Declares a tool once; the model-visible schema, the runtime policy and the handler all come from here. */
 export function defineTool<Schema extends z.ZodType>(spec: ToolSpec<Schema>): ToolDefinition {
   if (!TOOL_NAME.test(spec.name)) throw new Error(`tool name "${spec.name}" must be snake_case letters, digits and underscores`);
-  if (!TOOL_EFFECTS.includes(spec.effect))
-    throw new Error(`tool ${spec.name}: effect must be one of ${TOOL_EFFECTS.join(', ')}, got "${spec.effect}"`);
   const maxAttempts = spec.maxAttempts ?? TOOL_DEFAULTS.maxAttempts;
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1)
     throw new Error(`tool ${spec.name}: maxAttempts must be a whole number of at least 1`);
-  const tool: ToolDefinition = {
+  const tool = {
     name: spec.name,
     description: spec.description,
     input: spec.input,
@@ -114,19 +155,19 @@ export function defineTool<Schema extends z.ZodType>(spec: ToolSpec<Schema>): To
     maxOutputChars: spec.maxOutputChars ?? TOOL_DEFAULTS.maxOutputChars,
     concurrency: spec.concurrency ?? TOOL_DEFAULTS.concurrency,
     approvalTimeoutMs: spec.approvalTimeout === undefined ? TOOL_DEFAULTS.approvalTimeoutMs : toMilliseconds(spec.approvalTimeout),
-    idempotencyKey: spec.idempotencyKey as ToolDefinition['idempotencyKey'],
-    status: spec.status as ToolDefinition['status'],
-    authorize: spec.authorize as ToolDefinition['authorize'],
-    summary: spec.summary as ToolDefinition['summary'],
-    handler: spec.handler as ToolDefinition['handler'],
-  };
+    idempotencyKey: spec.idempotencyKey as IdempotencyKeyFunction | undefined,
+    status: spec.status as StatusCheck | undefined,
+    authorize: spec.authorize as ToolDefinitionBase['authorize'],
+    summary: spec.summary as ToolDefinitionBase['summary'],
+    handler: spec.handler as ToolDefinitionBase['handler'],
+  } as ToolDefinition;
   checkToolDefinition(tool);
   return tool;
 }
 
 /** The JSON schema of a tool's arguments, as the model sees it (field descriptions from `.describe()`). */
 export function toolJsonSchema(tool: ToolDefinition): unknown {
-  if (tool.inputJsonSchema !== undefined) return tool.inputJsonSchema;
+  if (tool.source !== undefined) return tool.source.jsonSchema;
   let schema = jsonSchemas.get(tool.input);
   if (schema === undefined) {
     schema = z.toJSONSchema(tool.input, { io: 'input' });

@@ -1,4 +1,5 @@
 import { toMilliseconds } from '../common/duration';
+import { EFFECT_TRAITS } from '../common/effects';
 import type { RetryBackoff, ToolPolicy } from '../common/activity-types';
 import type { TollgateConfig } from '../config/config-schema';
 import { canonicalJson, sha256 } from './canonical-json';
@@ -66,13 +67,13 @@ export function createToolRegistry({
       timeoutMs: tool.timeoutMs,
       maxAttempts: tool.maxAttempts,
       approvalTimeoutMs: tool.approvalTimeoutMs,
-      ...(tool.effect === 'irreversible_write' ? { scheduleToStartMs: approvedScheduleToStartMs } : {}),
+      ...(EFFECT_TRAITS[tool.effect].scheduleToStartBound ? { scheduleToStartMs: approvedScheduleToStartMs } : {}),
     };
     const digested = { ...declared, maxOutputChars: tool.maxOutputChars, schema: toolJsonSchema(tool) };
     return {
       ...declared,
       retry,
-      ...(tool.definitionDigest ? { definitionDigest: tool.definitionDigest } : {}),
+      ...(tool.source ? { definitionDigest: tool.source.definitionDigest } : {}),
       policyDigest: sha256(canonicalJson(digested)),
     };
   };

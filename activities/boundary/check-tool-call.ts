@@ -35,8 +35,8 @@ export function checkToolCall({
 }): CheckedToolCall {
   const tool = registry.get(request.tool);
   // A tool from elsewhere binds its definition into what an approval names: a changed tool needs a new approval.
-  const digest = approvalDigest(request.args, tool?.definitionDigest);
-  const call = { ...request, argsDigest: digest, ...shownArguments(request.args, redactor, tool?.definitionDigest) };
+  const digest = approvalDigest(request.args, tool?.source?.definitionDigest);
+  const call = { ...request, argsDigest: digest, ...shownArguments(request.args, redactor, tool?.source?.definitionDigest) };
   if (!tool) {
     const known = registry
       .list()

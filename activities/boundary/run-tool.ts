@@ -4,6 +4,7 @@ import { WRITE_INTERRUPTED, type BoundaryResult, type RunToolInput } from '../..
 import { BoundaryResults } from '../../common/boundary-results';
 import { FAILURE_TYPE } from '../../common/failures';
 import type { ToolEffect } from '../../common/codes';
+import { EFFECT_TRAITS } from '../../common/effects';
 import { checkToolCall } from './check-tool-call';
 import { classifyError } from './classify-error';
 import { ToolError } from '../../tools/tool-error';
@@ -212,6 +213,9 @@ export function createRunTool({
     const attempt = context.info.attempt;
     const key = intentKey(tool, args, input.taskId);
     const effect = tool.effect as WriteEffect;
+    const traits = EFFECT_TRAITS[effect];
+    // Whether the tool's own status check may settle what the store cannot (a receipt the world no longer holds, an attempt nobody confirmed).
+    const statusSettles = traits.retry === 'after_status_check' && typeof tool.status === 'function';
     // This attempt's claim token: a claim tried again after a lost answer finds its own record, and commit, release and endLease name it.
     const token = randomUUID();
     const unknownOutcome = (message: string, idempotency: IdempotencyOutcome): BoundaryResult => ({
@@ -263,13 +267,13 @@ export function createRunTool({
     const beforeHandler = async (): Promise<{ answer: BoundaryResult } | { owner: string }> => {
       let claim: ClaimResult = await claimFor();
       // A receipt answers a reversible write only while the tool's own check agrees: the world may have changed since (X, then Y, then X again).
-      if (!claim.claimed && claim.record.state === 'committed' && claim.record.owner && effect === 'reversible_write' && tool.status) {
+      if (!claim.claimed && claim.record.state === 'committed' && claim.record.owner && traits.receiptRechecked && statusSettles) {
         if ((await check()).state === 'not_applied') claim = await claimFor(claim.record.owner);
       }
       if (!claim.claimed) {
         const { record } = claim;
         if (record.state === 'committed' && record.receipt) return { answer: fromReceipt(record.receipt) };
-        if (effect === 'reversible_write' && tool.status) {
+        if (statusSettles) {
           const checked = await check();
           if (checked.state === 'applied') {
             const { receipt } = checked;
@@ -294,7 +298,7 @@ export function createRunTool({
       // Another call's attempt whose lease ran out without a verdict: only the tool's own check may let it run again.
       // (A retry of the same call follows the workflow's own status lookup, which just asked it.)
       const replacedOther = claim.replaced?.state === 'started' && claim.replaced.callId !== input.callId;
-      if (replacedOther || (claimTryFailed && !claim.replaced && effect === 'reversible_write' && tool.status)) {
+      if (replacedOther || (claimTryFailed && !claim.replaced && statusSettles)) {
         const earlier = claim.replaced?.callId ?? 'unknown, a claim try lost its answer';
         const checked = await check();
         if (checked.state === 'applied') {
@@ -388,8 +392,8 @@ export function createRunTool({
         '(timeout, attempts, output limit, approval or start bound, or argument schema); the workers run different versions or configs';
       return BoundaryResults.refused('forbidden', message);
     }
-    if (tool.definitionDigest !== input.definitionDigest) {
-      const message = `${tool.name}: this worker serves another definition of the tool (digest ${String(tool.definitionDigest).slice(0, 12)}, the call was checked against ${String(input.definitionDigest).slice(0, 12)}); the call is not run`;
+    if (tool.source?.definitionDigest !== input.definitionDigest) {
+      const message = `${tool.name}: this worker serves another definition of the tool (digest ${String(tool.source?.definitionDigest).slice(0, 12)}, the call was checked against ${String(input.definitionDigest).slice(0, 12)}); the call is not run`;
       return BoundaryResults.refused('forbidden', message);
     }
     const result = await executors[tool.effect](tool, tool.input.parse(input.args), input);

@@ -1,18 +1,8 @@
 import { APICallError } from '@ai-sdk/provider';
 import { BodyTooLargeError } from '../../hardened/capped-fetch';
+import { CONNECTION_ERROR_CODES, systemErrorCode } from '../../hardened/network-errors';
 
 const RETRYABLE_STATUS = new Set([408, 409, 425, 429, 500, 502, 503, 504, 529]);
-const CONNECTION_CODES = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ECONNABORTED',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EAI_AGAIN',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_HEADERS_TIMEOUT',
-]);
 
 /**
  * A reply that ended without the provider's completion signal (the finish reason `interrupted`, or
@@ -35,16 +25,6 @@ export interface ModelFailure {
   retryAfterMs?: number;
   status?: number;
   message: string;
-}
-
-function systemCode(error: unknown): string | undefined {
-  let current: unknown = error;
-  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
 }
 
 /** A Retry-After value (seconds, or an HTTP date) in milliseconds from `now`; nothing when absent or unreadable. */
@@ -87,9 +67,9 @@ export function classifyModelError(error: unknown): ModelFailure {
   if (error instanceof IncompleteStreamError) return { retryable: true, message: error.message };
   if (APICallError.isInstance(error)) {
     const status = error.statusCode;
-    const cause = systemCode(error.cause);
+    const cause = systemErrorCode(error.cause);
     // A successful answer whose body broke off while it was read (a reply asked for whole, say).
-    if (status !== undefined && status < 300 && cause && CONNECTION_CODES.has(cause)) {
+    if (status !== undefined && status < 300 && cause && CONNECTION_ERROR_CODES.has(cause)) {
       return { retryable: true, status, message: `the connection to the model provider broke while its answer was read (${cause})` };
     }
     const retryable = (status !== undefined && RETRYABLE_STATUS.has(status)) || (status === undefined && error.isRetryable);
@@ -100,9 +80,9 @@ export function classifyModelError(error: unknown): ModelFailure {
       message: `the model provider answered ${status ?? 'with an error'}: ${error.message.split('\n')[0].slice(0, 300)}`,
     };
   }
-  const code = systemCode(error);
+  const code = systemErrorCode(error);
   const message = error instanceof Error ? error.message : String(error);
-  if (code && CONNECTION_CODES.has(code)) {
+  if (code && CONNECTION_ERROR_CODES.has(code)) {
     return { retryable: true, message: `the connection to the model provider failed (${code ?? message.slice(0, 80)})` };
   }
   return { retryable: false, message: `the model call failed: ${message.split('\n')[0].slice(0, 300)}` };

@@ -98,7 +98,13 @@ function boundary(tools: ToolDefinition[]) {
   const store = openSqliteStore(':memory:');
   const runTool = createRunTool({ registry, store });
   const call = (tool: string, args: unknown, taskId = `task-${randomUUID()}`) =>
-    runToolOnce(runTool, { taskId, callId: `call-${randomUUID()}`, tool, args, definitionDigest: registry.get(tool)?.definitionDigest });
+    runToolOnce(runTool, {
+      taskId,
+      callId: `call-${randomUUID()}`,
+      tool,
+      args,
+      definitionDigest: registry.get(tool)?.source?.definitionDigest,
+    });
   return { store, call };
 }
 

@@ -16,7 +16,10 @@ function echoTool(
   handler: (args: z.output<typeof echoInput>, context: ToolContext) => unknown,
   extra: Partial<Omit<ToolSpec<typeof echoInput>, 'handler'>> = {},
 ): ToolDefinition {
-  return defineTool({ name: 'echo', description: 'echo', input: echoInput, effect: 'read', handler, ...extra });
+  // `extra` may change the effect: the spec's union is checked at run time by defineTool, as for any spec built from parts.
+  return defineTool({ name: 'echo', description: 'echo', input: echoInput, effect: 'read', handler, ...extra } as ToolSpec<
+    typeof echoInput
+  >);
 }
 
 function runWith(tool: ToolDefinition, args: unknown = { text: 'hi' }, attempt = 1): Promise<FlatBoundaryResult> {

@@ -12,7 +12,7 @@ import { INTENT_COLUMNS_SQL, IntentStoreError, type IdempotencyStore } from '../
 import { openPostgresStore } from '../../intents/postgres-store';
 import { openSqliteStore } from '../../intents/sqlite-store';
 import type { ToolResult } from '../../common/contract/tools';
-import { defineTool, type ToolDefinition } from '../../tools/define-tool';
+import { defineTool, type ToolDefinition, type ToolSpec } from '../../tools/define-tool';
 import { intentKey } from '../../tools/intent-key';
 import { createToolRegistry } from '../../tools/tool-registry';
 import { postgresUrl } from '../helpers/postgres';
@@ -68,10 +68,12 @@ function faultyStore(real: IdempotencyStore) {
 function countedWrite(effect: 'reversible_write' | 'irreversible_write', { withStatus = effect === 'reversible_write' } = {}) {
   const written = new Map<string, number>();
   let executions = 0;
+  const input = z.strictObject({ note: z.string().describe('the note') });
+  // The effect is a parameter, so the spec is built from parts: defineTool checks at run time what the union checks at compile time.
   const tool: ToolDefinition = defineTool({
     name: effect === 'reversible_write' ? 'save_note' : 'send_note',
     description: 'writes a note',
-    input: z.strictObject({ note: z.string().describe('the note') }),
+    input,
     effect,
     timeout: 2_000,
     ...(withStatus
@@ -82,7 +84,7 @@ function countedWrite(effect: 'reversible_write' | 'irreversible_write', { withS
       written.set(note, (written.get(note) ?? 0) + 1);
       return `wrote ${note}`;
     },
-  });
+  } as ToolSpec<typeof input>);
   return { tool, written, executions: () => executions };
 }
 

@@ -99,7 +99,9 @@ describe.each(backends)('the %s idempotency store', (_name, open) => {
     await expect(
       store.claim({ key: '', taskId: 't', tool: 'x', callId: 'c', argsDigest: 'd', effect: 'irreversible_write', leaseMs: 1 }),
     ).rejects.toThrow('claim: key must be a non-empty string');
-    await expect(claimOf(unique(), 'c', 'read' as never)).rejects.toThrow('claim: effect must be reversible_write or irreversible_write');
+    await expect(claimOf(unique(), 'c', 'read' as never)).rejects.toThrow(
+      'claim: effect must be one of the effects recorded as intents (reversible_write, irreversible_write), got "read"',
+    );
   });
 
   it('runs the handler of one intent once when two workers claim it at the same moment', async () => {

@@ -36,10 +36,28 @@ function call(runTool: ReturnType<typeof createRunTool>, tool: string, args: unk
 }
 
 describe('defineTool', () => {
-  it('refuses a reversible write without a status lookup', () => {
+  it('refuses a reversible write without a status lookup, at compile time and at run time', () => {
     expect(() =>
+      // @ts-expect-error: a reversible_write's traits require a status check, so the declaration does not compile.
       defineTool({ name: 'risky', description: 'x', input: z.object({}), effect: 'reversible_write', handler: () => 'done' }),
     ).toThrow('tool risky: a reversible_write needs a status lookup (status)');
+  });
+
+  it('refuses a status lookup on a read, and an idempotency key, at compile time and at run time', () => {
+    const input = z.object({});
+    expect(() =>
+      // @ts-expect-error: a read takes no status check (its traits say none).
+      defineTool({ name: 'peek', description: 'x', input, effect: 'read', status: () => 'applied' as const, handler: () => 'seen' }),
+    ).toThrow('tool peek: a read takes no status lookup (status)');
+    // @ts-expect-error: only writes are recorded as intents, so only they take an idempotency key.
+    defineTool({ name: 'peek', description: 'x', input, effect: 'read', idempotencyKey: () => 'k', handler: () => 'seen' });
+  });
+
+  it('refuses an effect that is not a level', () => {
+    expect(() =>
+      // @ts-expect-error: not one of ToolEffect.
+      defineTool({ name: 'odd', description: 'x', input: z.object({}), effect: 'append_only', handler: () => 'done' }),
+    ).toThrow('tool odd: effect must be one of read, reversible_write, irreversible_write, got "append_only"');
   });
 });
 

@@ -61,13 +61,13 @@ describe('MCP tools over Streamable HTTP: the failure matrix', () => {
       ['shop__lookup_order', 'read'],
       ['shop__record_note', 'irreversible_write'],
     ]);
-    expect(tools[0].inputJsonSchema).toEqual({
+    expect(tools[0].source?.jsonSchema).toEqual({
       type: 'object',
       properties: { orderId: { type: 'string', pattern: '^[0-9]+$' } },
       required: ['orderId'],
       additionalProperties: false,
     });
-    expect(tools[0].definitionDigest).toMatch(/^[0-9a-f]{64}$/);
+    expect(tools[0].source?.definitionDigest).toMatch(/^[0-9a-f]{64}$/);
   });
 
   it('refuses arguments the server schema rejects: invalid_arguments, 0 executions, nothing scheduled', async () => {

@@ -89,7 +89,7 @@ describe('MCP tools from @modelcontextprotocol/server-filesystem over stdio', ()
         await approve(1)(handle);
       },
     });
-    expect(digest).toBe(argsDigest({ args, definitionDigest: read.definitionDigest }));
+    expect(digest).toBe(argsDigest({ args, definitionDigest: read.source?.definitionDigest }));
     expect(digest).not.toBe(argsDigest(args));
     expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 1 })]);
     expect(JSON.stringify(modelInputs[1].messages.find((message) => message.role === 'tool'))).toContain('the meeting moved to Thursday');

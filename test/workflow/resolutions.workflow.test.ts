@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { openSqliteStore } from '../../intents/sqlite-store';
 import { WAITING_FOR_SEARCH_ATTRIBUTE } from '../../common/search-attributes';
 import type { TurnState } from '../../common/contract/turn';
-import { defineTool, type StatusAnswer, type ToolDefinition } from '../../tools/define-tool';
+import { defineTool, type StatusAnswer, type ToolDefinition, type ToolSpec } from '../../tools/define-tool';
 import { approvalSignal, resolveSignal, resolveUpdate } from '../../workflows/messages';
 import { testConfig } from '../helpers/test-config';
 import { scripted, useTurnRunner, waitForState } from '../helpers/turn-runner';
@@ -41,10 +41,12 @@ function paymentTool({
     if (status(++counts.lookups) === 'unknown') throw new Error('the ledger did not answer');
     return ledger.has(idempotencyKey) ? { state: 'applied', data: { paid: true, from: 'ledger' } } : 'not_applied';
   };
+  const input = z.strictObject({ invoice: z.string().describe('The invoice to pay.') });
+  // The effect is a parameter, so the spec is built from parts: defineTool checks at run time what the union checks at compile time.
   const tool: ToolDefinition = defineTool({
     name: 'pay_invoice',
     description: 'Pays an invoice.',
-    input: z.strictObject({ invoice: z.string().describe('The invoice to pay.') }),
+    input,
     effect,
     timeout,
     maxAttempts: 3,
@@ -54,7 +56,7 @@ function paymentTool({
         counts.effects++;
         ledger.add(idempotencyKey!);
       }),
-  });
+  } as ToolSpec<typeof input>);
   return { tool, counts, ledger };
 }
 

@@ -1,12 +1,13 @@
 import { z } from 'zod';
+import { EFFECTS_WITHOUT_STATUS_CHECK } from '../../common/effects';
 import { duration, envName, httpUrl } from '../../config/schema-parts';
 import type { ToolSourceSection } from '../tool-source';
 
 /** Overrides of one MCP tool's policy, by the tool's name on its server (config `mcp.servers.<name>.tools.<tool>`). */
 export const mcpToolOverrideSchema = z.strictObject({
   enabled: z.boolean().optional(),
-  /** Wins over the server's annotations; `reversible_write` is refused, since an MCP tool has no status check. */
-  effect: z.enum(['read', 'irreversible_write']).optional(),
+  /** Wins over the server's annotations; an effect that needs a status check (`reversible_write`) is refused, since an MCP tool has none. */
+  effect: z.enum(EFFECTS_WITHOUT_STATUS_CHECK).optional(),
   timeout: duration.optional(),
   maxAttempts: z.number().int().min(1).max(20).optional(),
   maxOutputChars: z.number().int().min(16).optional(),

@@ -1,5 +1,6 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { toMilliseconds } from '../../common/duration';
+import { isWriteEffect, type EffectWithoutStatusCheck } from '../../common/effects';
 import { parseConfigSection } from '../../config/config-error';
 import { mcpSection, type McpConfig, type McpConfigInput, type McpServerConfig } from './mcp-config';
 import { canonicalJson, sha256 } from '../canonical-json';
@@ -32,7 +33,7 @@ export function mcpDefinitionDigest(name: string, tool: Tool): string {
  * An MCP tool has no status check, so it is never a `reversible_write`, and `idempotentHint`
  * does not make a write retried (see docs/mcp.md).
  */
-export function mcpToolEffect(tool: Tool, server: McpServerConfig): 'read' | 'irreversible_write' {
+export function mcpToolEffect(tool: Tool, server: McpServerConfig): EffectWithoutStatusCheck {
   const override = server.tools[tool.name]?.effect;
   if (override) return override;
   if (server.trustAnnotations && tool.annotations?.readOnlyHint === true) return 'read';
@@ -169,7 +170,7 @@ function toolDefinition({
     throw new Error(`mcp server "${server}": tool "${tool.name}": the output schema: ${(error as Error).message}`, { cause: error });
   }
   const handler = async (args: unknown, context: ToolContext) => {
-    const write = effect !== 'read';
+    const write = isWriteEffect(effect);
     // A write lists the tools again before it runs; a read relies on the list kept current by the server's notifications.
     const now = await definitions.digest(tool.name, { fresh: write, signal: context.signal }).catch((error: unknown) => {
       throw listingFailure(error, { server, tool: tool.name });
@@ -192,7 +193,6 @@ function toolDefinition({
     name,
     description: tool.description ?? tool.title ?? `${tool.name} from the MCP server ${server}`,
     input,
-    inputJsonSchema: tool.inputSchema,
     effect,
     timeoutMs,
     maxAttempts: config.maxAttempts ?? TOOL_DEFAULTS.maxAttempts,
@@ -200,7 +200,7 @@ function toolDefinition({
     concurrency: TOOL_DEFAULTS.concurrency,
     approvalTimeoutMs: config.approvalTimeout === undefined ? TOOL_DEFAULTS.approvalTimeoutMs : toMilliseconds(config.approvalTimeout),
     summaryFields: config.summaryFields,
-    definitionDigest,
+    source: { name: 'mcp', jsonSchema: tool.inputSchema, definitionDigest },
     handler,
   };
 }

@@ -4,6 +4,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ModelStepObservation } from '../../activities/activity-telemetry';
 import { TELEMETRY_SINK, type ApprovalWait, type FinishedToolCall, type TelemetrySinks } from '../../common/telemetry';
 import { ERROR_CODES, TOOL_EFFECTS, type ToolCallStatus, type TurnStatus } from '../../common/codes';
+import { isWriteEffect } from '../../common/effects';
 
 /** The label value of anything the worker does not declare: a tool name, an effect, a code or a status from elsewhere. */
 export const UNKNOWN_LABEL = 'unknown';
@@ -112,7 +113,7 @@ export class TollgateMetrics {
   knowTools(tools: ReadonlyArray<{ name: string; effect: string }>): void {
     for (const tool of tools) {
       this.knownTools.add(tool.name);
-      if (tool.effect !== 'read') this.outcomeUnknown.inc({ tool: tool.name }, 0);
+      if (isWriteEffect(tool.effect)) this.outcomeUnknown.inc({ tool: tool.name }, 0);
     }
   }
 

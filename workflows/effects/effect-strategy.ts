@@ -17,8 +17,6 @@ export interface EffectContext {
 
 /** How the workflow runs the calls of one effect level. */
 export interface EffectStrategy {
-  /** Whether calls of this effect may run at the same time as others of their step (reads), or one after another in the model's order (writes). */
-  concurrent: boolean;
   run(context: EffectContext): Promise<BoundaryResult>;
 }
 

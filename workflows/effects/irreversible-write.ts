@@ -107,7 +107,6 @@ async function reconcile(context: EffectContext, reason: string, executions: num
  * `not_applied` also goes back to approval, or `outcome_unknown`.
  */
 export const irreversibleWriteStrategy: EffectStrategy = {
-  concurrent: false,
   async run(context) {
     const { taskId, call, allowedTools, approvals } = context;
     const { policy } = call;

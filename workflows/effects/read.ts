@@ -12,7 +12,6 @@ import { runToolInput, type EffectStrategy } from './effect-strategy';
  * left after the last attempt becomes a result the model sees.
  */
 export const readStrategy: EffectStrategy = {
-  concurrent: true,
   async run({ taskId, call, allowedTools }) {
     const { policy } = call;
     const { runTool } = proxyActivities<Activities>({

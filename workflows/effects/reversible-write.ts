@@ -20,7 +20,6 @@ function backoffMs(retry: { initialIntervalMs: number; backoffCoefficient: numbe
  * At most the tool's maxAttempts executions, plus one after each `not_applied` resolution.
  */
 export const reversibleWriteStrategy: EffectStrategy = {
-  concurrent: false,
   async run({ taskId, call, allowedTools, resolutions }) {
     const { policy } = call;
     const runTool = writeActivity(call);

@@ -2,6 +2,7 @@ import type { LocalActivityOptions } from '@temporalio/common';
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities } from '../../common/activity-types';
 import { ACTIVITY_GRACE_MS } from '../../common/activity-types';
+import { EFFECT_TRAITS } from '../../common/effects';
 import { FAILURE_TYPE } from '../../common/failures';
 import type { RunnableCall } from './effect-strategy';
 
@@ -26,7 +27,7 @@ export function writeActivity(call: RunnableCall) {
   const { scheduleToStartMs } = call.policy;
   return proxyActivities<Activities>({
     startToCloseTimeout: call.policy.timeoutMs + ACTIVITY_GRACE_MS,
-    ...(call.policy.effect === 'irreversible_write' && scheduleToStartMs !== undefined
+    ...(EFFECT_TRAITS[call.policy.effect].scheduleToStartBound && scheduleToStartMs !== undefined
       ? { scheduleToStartTimeout: scheduleToStartMs }
       : {}),
     summary: call.summary ?? call.tool,

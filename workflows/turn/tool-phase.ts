@@ -1,6 +1,7 @@
 import type { BoundaryResult, CheckedToolCall } from '../../common/activity-types';
 import { BoundaryResults } from '../../common/boundary-results';
 import type { ToolEvent } from '../../common/contract/tools';
+import { EFFECT_TRAITS } from '../../common/effects';
 import { EFFECT_STRATEGIES } from '../effects';
 import type { TurnRun } from './turn-run';
 
@@ -8,7 +9,7 @@ type Executed = { call: CheckedToolCall; outcome: BoundaryResult; event: ToolEve
 
 /** Refused calls and reads run at once; writes wait for the calls before them. */
 function runsConcurrently(call: CheckedToolCall): boolean {
-  return call.refusal !== undefined || EFFECT_STRATEGIES[call.policy.effect].concurrent;
+  return call.refusal !== undefined || EFFECT_TRAITS[call.policy.effect].concurrentInStep;
 }
 
 /** Runs one checked call by its effect's strategy inside its span, and records its event. */
