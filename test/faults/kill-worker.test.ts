@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,6 +13,7 @@ import { approvalSignal, resumeSignal, stateQuery } from '../../workflows/messag
 import { bundleWorkflows, quietRuntime } from '../helpers/servers';
 import { testConfig } from '../helpers/test-config';
 import { scripted } from '../helpers/turn-runner';
+import { killWorker, workerLine } from '../helpers/worker-processes';
 import { taskFolderName } from '../../tools/built-in/workspace-path';
 import { argsDigest } from '../../tools/canonical-json';
 
@@ -20,7 +21,7 @@ const TURNS = 8;
 const KILLS = 30;
 const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-kill-'));
 let server: DevServer;
-const workers: ChildProcess[] = [];
+const lines: Array<ReturnType<typeof workerLine>> = [];
 
 beforeAll(async () => {
   quietRuntime();
@@ -33,34 +34,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const child of workers) child.kill('SIGKILL');
+  await Promise.all(lines.map((line) => line.stop()));
   await server?.stop();
 });
-
-/** Starts the fault worker process and resolves once it polls. */
-function startWorker(settings: object): Promise<ChildProcess> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', path.join(PROJECT_ROOT, 'test', 'fixtures', 'fault-worker.ts'), JSON.stringify(settings)],
-    {
-      cwd: PROJECT_ROOT,
-      stdio: ['ignore', 'pipe', 'ignore'],
-    },
-  );
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (chunk) => String(chunk).includes('worker ready') && resolve(child));
-    child.once('exit', (code) => reject(new Error(`the worker process exited before it was ready (code ${code})`)));
-  });
-}
-
-function kill(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.removeAllListeners('exit');
-    child.once('exit', () => resolve());
-    child.kill('SIGKILL');
-  });
-}
 
 /** The test database prepared by `node scripts/setup.mjs --system`, or TOLLGATE_TEST_POSTGRES_URL. */
 function postgresUrl(): string {
@@ -77,7 +53,6 @@ async function killScenario({ name, workers: workerCount, postgres }: { name: st
   const taskPrefix = `${name}-${Date.now().toString(36)}`;
   const workspace = path.join(folder, name, 'workspace');
   mkdirSync(workspace, { recursive: true });
-  workers.length = 0;
   const bundleFile = path.join(folder, name, 'workflows.js');
   writeFileSync(bundleFile, (await bundleWorkflows()).code);
   const settings = {
@@ -90,6 +65,10 @@ async function killScenario({ name, workers: workerCount, postgres }: { name: st
     writeLog: path.join(folder, name, 'draft-writes.log'),
   };
   const client = await TollgateClient.connect(testConfig({ temporal: { address: server.address, taskQueue } }));
+  // Each replacement stands by before its predecessor is killed (test/helpers/worker-processes.ts).
+  const line = workerLine('fault-worker', settings);
+  lines.push(line);
+  const workers: ChildProcess[] = [];
 
   const handles = [];
   // What the person is shown of each turn's message, by workflow id: its arguments' digest.
@@ -164,18 +143,18 @@ async function killScenario({ name, workers: workerCount, postgres }: { name: st
   let done = false;
   void results.finally(() => (done = true));
   // Every round kills one worker at random and starts a new one in its place; the others go on.
-  for (let index = 0; index < workerCount; index++) workers.push(await startWorker(settings));
+  for (let index = 0; index < workerCount; index++) workers.push(await line.next());
   while (kills < KILLS) {
     await new Promise((resolve) => setTimeout(resolve, 150 + Math.floor(Math.random() * 1_200)));
     const victim = Math.floor(Math.random() * workers.length);
-    await kill(workers[victim]);
+    await killWorker(workers[victim]);
     kills++;
-    workers[victim] = await startWorker(settings);
+    workers[victim] = await line.next();
   }
   const ended: AgentTurnResult[] = await results;
   approving = false;
   await approver;
-  await Promise.all(workers.map(kill));
+  await line.stop();
   expect(done).toBe(true);
 
   expect(kills).toBeGreaterThanOrEqual(KILLS);
@@ -213,7 +192,8 @@ async function killScenario({ name, workers: workerCount, postgres }: { name: st
   await client.close();
 }
 
-describe('workers killed at random points', () => {
+// The two scenarios share the dev server and nothing else (their own task queue, workspace, store and workers): they run at once.
+describe.concurrent('workers killed at random points', () => {
   it(
     `survives ${KILLS} SIGKILLs of the worker during turns that save drafts and send approved messages: no duplicate message, no duplicate draft write`,
     () => killScenario({ name: 'kill-one', workers: 1, postgres: false }),

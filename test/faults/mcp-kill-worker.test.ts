@@ -1,10 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TollgateClient } from '../../client/tollgate-client';
-import { PROJECT_ROOT } from '../../config/load-config';
 import { freePort } from '../../connection/ports';
 import { startDevServer, type DevServer } from '../../server/dev-server';
 import { approvalSignal, stateQuery } from '../../workflows/messages';
@@ -12,13 +10,14 @@ import { startMcpHttpFixture, type McpHttpFixture } from '../fixtures/mcp-http-s
 import { bundleWorkflows, quietRuntime } from '../helpers/servers';
 import { testConfig } from '../helpers/test-config';
 import { scripted } from '../helpers/turn-runner';
+import { killWorker, workerLine } from '../helpers/worker-processes';
 import { roundOf } from '../../testing/round-of';
 
 const KILLS = 10;
 const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-mcp-kill-'));
 let server: DevServer;
 let fixture: McpHttpFixture;
-const workers: ChildProcess[] = [];
+let line: ReturnType<typeof workerLine> | undefined;
 
 beforeAll(async () => {
   quietRuntime();
@@ -30,33 +29,10 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const child of workers) child.kill('SIGKILL');
+  await line?.stop();
   await fixture?.close();
   await server?.stop();
 });
-
-/** Starts the MCP worker process and resolves once it polls. */
-function startWorker(settings: object): Promise<ChildProcess> {
-  const program = path.join(PROJECT_ROOT, 'test', 'fixtures', 'mcp-worker.ts');
-  const child = spawn(process.execPath, ['--import', 'tsx', program, JSON.stringify(settings)], {
-    cwd: PROJECT_ROOT,
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
-  workers.push(child);
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (chunk) => String(chunk).includes('worker ready') && resolve(child));
-    child.once('exit', (code) => reject(new Error(`the worker process exited before it was ready (code ${code})`)));
-  });
-}
-
-function kill(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.removeAllListeners('exit');
-    child.once('exit', () => resolve());
-    child.kill('SIGKILL');
-  });
-}
 
 async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -73,6 +49,8 @@ describe('a worker SIGKILLed during MCP writes', () => {
     writeFileSync(bundleFile, (await bundleWorkflows()).code);
     const settings = { address: server.address, taskQueue, sqliteFile: path.join(folder, 'idempotency.db'), bundleFile, url: fixture.url };
     const client = await TollgateClient.connect(testConfig({ temporal: { address: server.address, taskQueue } }));
+    // Each replacement stands by before its predecessor is killed (test/helpers/worker-processes.ts).
+    line = workerLine('mcp-worker', settings);
     try {
       // Every other write hangs until the worker dies; the others answer at once, and the kill may land before or after.
       fixture.plan('record_note', ...Array.from({ length: KILLS }, (_, index) => (index % 2 === 0 ? 'hang' : 'ok')));
@@ -84,7 +62,7 @@ describe('a worker SIGKILLed during MCP writes', () => {
       const turn = await client.startTurn({ taskId: `mcp-kill-${Date.now()}`, prompt: 'x', model: scripted(script), limits });
       const handle = client.client.workflow.getHandle(turn.workflowId);
       for (let write = 0; write < KILLS; write++) {
-        const worker = await startWorker(settings);
+        const worker = await line.next();
         await until(async () => (await handle.query(stateQuery)).pendingApprovals.length > 0, `write ${write} waits for approval`);
         const [pending] = (await handle.query(stateQuery)).pendingApprovals;
         await handle.signal(approvalSignal, {
@@ -94,9 +72,9 @@ describe('a worker SIGKILLed during MCP writes', () => {
           ...roundOf(pending),
         });
         await until(() => fixture.executions.record_note > write, `write ${write} reached the server`);
-        await kill(worker);
+        await killWorker(worker);
       }
-      await startWorker(settings);
+      await line.next();
       const result = await client.result(turn.workflowId);
       expect(result.status).toBe('completed');
       const writes = result.toolCalls.filter((event) => event.tool === 'shop__record_note');
@@ -109,7 +87,7 @@ describe('a worker SIGKILLed during MCP writes', () => {
       expect(fixture.notes).toEqual(Array.from({ length: KILLS }, (_, index) => `note ${index}`));
     } finally {
       await client.close();
-      await Promise.all(workers.map(kill));
+      await line.stop();
     }
   }, 300_000);
 });
