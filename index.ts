@@ -84,8 +84,9 @@ export { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE, WAITING_F
 export { ERROR_CODES, TOOL_EFFECTS, type ErrorCode, type ToolCallStatus, type ToolEffect, type TurnStatus } from './common/codes';
 /** What each effect level means, as data: how it is retried, whether it needs a status check, an intent, an approval. */
 export { EFFECT_TRAITS, type EffectTraits, type WriteEffect } from './common/effects';
-/** A turn's input and result, its events, state and messages; a conversation's input and state. */
+/** A conversation's input and state, its messages and the token ledger it keeps across turns. */
 export type { ConversationInput, ConversationState, TurnMessage, TokenLedger } from './common/contract/conversation';
+/** Each kind of decision's pending entry, decision and receipt. */
 export type {
   ApprovalDecision,
   DecisionReceipt,
@@ -95,7 +96,9 @@ export type {
   ResolutionDecision,
   ResolutionReceipt,
 } from './common/contract/decisions';
+/** A tool call as the model asked for it, as an approver edited it, as it ended (its event and result). */
 export type { CallEdit, ToolCallRequest, ToolEvent, ToolResult } from './common/contract/tools';
+/** A turn's input and result, its limits, state and phase, and the scripted model's steps. */
 export type {
   AgentTurnInput,
   AgentTurnResult,

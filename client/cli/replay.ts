@@ -3,7 +3,6 @@ import { Client } from '@temporalio/client';
 import type { Command } from 'commander';
 import { loadConfig } from '../../config/load-config';
 import { connectClient, probeServer } from '../../connection/temporal-connection';
-import { WORKFLOWS_PATH } from '../../worker/create-worker';
 import type { HistorySource } from '../replay-histories';
 import { forTerminal } from '../terminal-text';
 import { CliError, print } from './context';
@@ -52,7 +51,8 @@ export function registerReplayCommand(program: Command): void {
     .action(async (files: string[], options: { query?: string; workflows?: string }) => {
       if (files.length > 0 === (options.query !== undefined)) throw new CliError('give history files or --query, not both and not neither');
       const { replayHistories, workflowsEntry } = replayCode();
-      let workflowsPath = WORKFLOWS_PATH;
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      let workflowsPath = (require('../../worker/create-worker') as typeof import('../../worker/create-worker')).WORKFLOWS_PATH;
       try {
         if (options.workflows) workflowsPath = workflowsEntry(options.workflows);
       } catch (error) {

@@ -8,9 +8,7 @@ import { codecTokenFromEnvironment, startCodecServer } from '../../codec/codec-s
 import type { TollgateConfig } from '../../config/config-schema';
 import { loadConfig, PROJECT_ROOT } from '../../config/load-config';
 import { probeServer } from '../../connection/temporal-connection';
-import { ensureServer } from '../../server/dev-server';
 import { enclosingProject } from '../../server/temporal-binaries';
-import { runWorker } from '../../worker/run-worker';
 import { CliError, json, print } from './context';
 
 /** Where `server start` records the pid of the dev server it started: beside the server's database. */
@@ -32,13 +30,25 @@ function recordedPid(config: TollgateConfig): number | undefined {
   }
 }
 
+// The worker and the dev server's modules take seconds to load and only their own commands need them
+// (`tollgate --help`, `status` or `approve` load neither): they are required when the command runs.
+function workerCode(): typeof import('../../worker/run-worker') {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require('../../worker/run-worker');
+}
+
+function devServerCode(): typeof import('../../server/dev-server') {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require('../../server/dev-server');
+}
+
 /** `worker`, `codec-server`, `server start|stop|status` and `setup`, in that order. */
 export function registerServiceCommands(program: Command): void {
   program
     .command('worker')
     .description('run a worker on the configured task queue until Ctrl-C')
     .action(async () => {
-      await runWorker(loadConfig());
+      await workerCode().runWorker(loadConfig());
     });
 
   program
@@ -74,7 +84,7 @@ export function registerServiceCommands(program: Command): void {
     .description('start it in the background (or use the one already answering)')
     .action(async () => {
       const config = loadConfig();
-      const lease = await ensureServer(config);
+      const lease = await devServerCode().ensureServer(config);
       if (!lease.started) {
         print({ address: lease.address, started: false }, () => `A Temporal server already answers at ${lease.address}; nothing started.`);
         return;

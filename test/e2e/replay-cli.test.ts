@@ -60,12 +60,14 @@ describe('tollgate replay', () => {
       cpSync(path.join(PROJECT_ROOT, 'workflows'), changed, { recursive: true });
       const turnFile = path.join(changed, 'agent-turn.ts');
       const source = readFileSync(turnFile, 'utf8');
-      // The line that reads the turn's settings, whatever it destructures: the change puts a tool call after it.
-      const settings = /^ {2}const \{ limits, [^\n]*\} = await settingsFor\(input\.limits\);\n/m.exec(source)?.[0];
+      // The line that reads the turn's settings, whatever it names them: the change puts a tool call after it.
+      const settings = /^ {2}const [^\n]* = await settingsFor\(input\.limits\);\n/m.exec(source)?.[0];
       expect(settings, 'the settings line of workflows/agent-turn.ts').toBeDefined();
       const early =
-        "  await proxyActivities<Activities>({ startToCloseTimeout: '1 minute' }).runTool({ taskId, callId: 'early', tool: 'search_local_sources', args: { query: prompt } });\n";
-      writeFileSync(turnFile, source.replace(settings!, settings! + early));
+        "  await proxyActivities<Activities>({ startToCloseTimeout: '1 minute' }).runTool({ taskId, callId: 'early', tool: 'search_local_sources', args: { query: input.prompt } });\n";
+      const imports =
+        "import { proxyActivities } from '@temporalio/workflow';\nimport type { Activities } from '../common/activity-types';\n";
+      writeFileSync(turnFile, imports + source.replace(settings!, settings! + early));
       const { code, stdout } = await tollgate(['replay', '--workflows', changed, RECORDED_HISTORY]);
       expect(stdout).toMatch(new RegExp(`^BREAKS +${RECORDED_HISTORY.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(.+\\): .*modelStep`, 'm'));
       expect(stdout).toContain("'runTool'");
