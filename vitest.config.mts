@@ -3,12 +3,15 @@ import { defineConfig } from 'vitest/config';
 // time-skipping test server), e2e (the dev server, the CLI, worker processes), browser (chromium),
 // hostile (hostile input), faults (kills, restarts, outages, load).
 import tiers from './test/helpers/tiers.json' with { type: 'json' };
+import { LongestFirstSequencer } from './test/helpers/sequencer.mjs';
 
 export default defineConfig({
   test: {
     // Temporal's native worker runs best in child processes; each file gets its own servers.
     pool: 'forks',
     maxWorkers: 2,
+    // Longest file first across every tier (recorded durations), so that no worker idles at the end.
+    sequence: { sequencer: LongestFirstSequencer },
     testTimeout: 120_000,
     hookTimeout: 180_000,
     // Tests marked concurrent wait on timers (a retry window) rather than work, so more of them may wait at once.

@@ -1,6 +1,3 @@
-import { createAnthropic } from '@ai-sdk/anthropic';
-import { createOpenAI } from '@ai-sdk/openai';
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -91,6 +88,19 @@ function apiKey(name: string, entryName: string, env: NodeJS.ProcessEnv): string
   return value;
 }
 
+/**
+ * The built-in providers' packages, loaded when a model of theirs is configured: each takes a few
+ * hundred milliseconds to load, and a worker (or a test) that runs the scripted model needs none.
+ */
+const providerPackages = {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  openai: () => require('@ai-sdk/openai') as typeof import('@ai-sdk/openai'),
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  anthropic: () => require('@ai-sdk/anthropic') as typeof import('@ai-sdk/anthropic'),
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  openaiCompatible: () => require('@ai-sdk/openai-compatible') as typeof import('@ai-sdk/openai-compatible'),
+};
+
 /** A configured model behind the AI SDK's provider interface; none of them retries by itself (Tollgate's rule decides). */
 export function createLanguageModel(entryName: string, entry: ModelEntry, environment: ModelEnvironment = {}): LanguageModelV4 {
   if (!isBuiltIn(entry)) return packageModel(entryName, entry, environment);
@@ -99,11 +109,11 @@ export function createLanguageModel(entryName: string, entry: ModelEntry, enviro
     case 'scripted':
       return new ScriptedLanguageModel();
     case 'openai':
-      return createOpenAI({ apiKey: apiKey(entry.apiKeyEnv, entryName, env), baseURL: entry.baseURL, fetch }).chat(entry.model);
+      return providerPackages.openai().createOpenAI({ apiKey: apiKey(entry.apiKeyEnv, entryName, env), baseURL: entry.baseURL, fetch }).chat(entry.model);
     case 'anthropic':
-      return createAnthropic({ apiKey: apiKey(entry.apiKeyEnv, entryName, env), baseURL: entry.baseURL, fetch })(entry.model);
+      return providerPackages.anthropic().createAnthropic({ apiKey: apiKey(entry.apiKeyEnv, entryName, env), baseURL: entry.baseURL, fetch })(entry.model);
     case 'openai-compatible':
-      return createOpenAICompatible({
+      return providerPackages.openaiCompatible().createOpenAICompatible({
         name: entryName,
         baseURL: entry.baseURL,
         apiKey: entry.apiKeyEnv ? apiKey(entry.apiKeyEnv, entryName, env) : undefined,
