@@ -109,17 +109,25 @@ export function createLanguageModel(entryName: string, entry: ModelEntry, enviro
     case 'scripted':
       return new ScriptedLanguageModel();
     case 'openai':
-      return providerPackages.openai().createOpenAI({ apiKey: apiKey(entry.apiKeyEnv, entryName, env), baseURL: entry.baseURL, fetch }).chat(entry.model);
+      return providerPackages
+        .openai()
+        .createOpenAI({ apiKey: apiKey(entry.apiKeyEnv, entryName, env), baseURL: entry.baseURL, fetch })
+        .chat(entry.model);
     case 'anthropic':
-      return providerPackages.anthropic().createAnthropic({ apiKey: apiKey(entry.apiKeyEnv, entryName, env), baseURL: entry.baseURL, fetch })(entry.model);
+      return providerPackages
+        .anthropic()
+        .createAnthropic({ apiKey: apiKey(entry.apiKeyEnv, entryName, env), baseURL: entry.baseURL, fetch })(entry.model);
     case 'openai-compatible':
-      return providerPackages.openaiCompatible().createOpenAICompatible({
-        name: entryName,
-        baseURL: entry.baseURL,
-        apiKey: entry.apiKeyEnv ? apiKey(entry.apiKeyEnv, entryName, env) : undefined,
-        fetch,
-        includeUsage: true,
-      }).chatModel(entry.model);
+      return providerPackages
+        .openaiCompatible()
+        .createOpenAICompatible({
+          name: entryName,
+          baseURL: entry.baseURL,
+          apiKey: entry.apiKeyEnv ? apiKey(entry.apiKeyEnv, entryName, env) : undefined,
+          fetch,
+          includeUsage: true,
+        })
+        .chatModel(entry.model);
   }
 }
 
