@@ -438,6 +438,9 @@ function runOnSupportedNode() {
 async function runCommands(commands) {
   const env = runtimeEnvironment();
   env.PATH = [path.join(root, 'node_modules', '.bin'), env.PATH].join(path.delimiter);
+  // Node.js keeps the compiled code of the modules it loads here, so that the next process (a worker,
+  // the CLI, a test file) starts without compiling them again; a caller's own setting wins.
+  env.NODE_COMPILE_CACHE ??= path.join(root, '.tollgate', 'compile-cache');
   for (const [command, ...args] of commands) {
     const child = spawn(command, args, { stdio: 'inherit', env });
     // Ctrl-C and a stop reach the command (a worker, a dev server), which decides how to end.
