@@ -17,5 +17,10 @@ export default defineConfig(
     // loads the converters by path into the workflow bundle and the worker alike.
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
+  {
+    // The web inbox's page runs in the browser.
+    files: ['client/inbox/public/**/*.js'],
+    languageOptions: { globals: globals.browser, sourceType: 'module' },
+  },
   prettier,
 );

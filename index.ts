@@ -35,7 +35,7 @@ export type { CodeModels } from './activities/models/language-model';
 /** Installs the process's Temporal runtime with its Prometheus exporter; its URL goes to `createWorker({ coreMetricsUrl })`. */
 export { installRuntimeMetrics } from './worker/telemetry/runtime-metrics';
 /** The workflow interceptor modules a prebuilt bundle needs for traces (config `telemetry.otlp`). */
-export { TRACING_WORKFLOW_MODULES } from './worker/telemetry/tracing';
+export { TRACING_WORKFLOW_MODULES } from './worker/telemetry/tracing-modules';
 /** The activities a worker registers, for workers assembled by hand. */
 export { createActivities, type Activities, type ActivityDependencies } from './activities';
 /** The idempotency store on one machine (SQLite); PostgreSQL is chosen by config for several machines. */

@@ -12,6 +12,7 @@ import { createRunTool } from './boundary/run-tool';
 import { createResolveIntent } from './boundary/resolve-intent';
 import { createCheckCall } from './boundary/check-call';
 import { createTurnSettings } from './turn-settings';
+import { createDescribeTools } from './describe-tools';
 import { toMilliseconds } from '../common/duration';
 import type { Activities } from '../common/activity-types';
 import { createToolRegistry, retryBackoffFromConfig, type ToolRegistry } from '../tools/tool-registry';
@@ -57,6 +58,7 @@ export function createActivities({
     turnSettings: redactingActivity(createTurnSettings(config), redactor),
     resolveIntent: redactingActivity(createResolveIntent({ registry, store }), redactor),
     checkCall: redactingActivity(createCheckCall({ registry, redactor }), redactor),
+    describeTools: redactingActivity(createDescribeTools({ registry, config }), redactor),
   };
 }
 

@@ -40,6 +40,17 @@ export const approvalsSchema = z.strictObject({
   signatureMaxAge: duration.default('10 minutes'),
   /** How long an approved irreversible call may wait for a worker to start it; after that it ends as `not_run`. */
   scheduleToStart: positiveDuration.default(DEFAULT_APPROVED_SCHEDULE_TO_START_MS),
+  /**
+   * Who may decide on a tool's calls: a tool name, or a pattern with `*` (`files__*`), and the
+   * approvers (key names) who may approve, deny or resolve its calls. Each turn enforces the groups
+   * it started with; a tool no entry names may be decided by any approver.
+   */
+  groups: z
+    .record(
+      z.string().regex(/^[A-Za-z0-9_*-]{1,128}$/, 'expected a tool name or a pattern of one with *'),
+      z.array(z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'expected an approver key name')),
+    )
+    .default({}),
 });
 
 /** The `outcomes` section: what a write whose outcome is unknown does. */

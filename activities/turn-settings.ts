@@ -24,7 +24,11 @@ export function createTurnSettings(config: TollgateConfig, env: NodeJS.ProcessEn
   const settings: TurnSettings = {
     limits: limitsFromConfig(config),
     ...(config.limits.maxConversationTokens === undefined ? {} : { conversationMaxTokens: config.limits.maxConversationTokens }),
-    approvals: { requireDigest: config.approvals.requireDigest, ...signing },
+    approvals: {
+      requireDigest: config.approvals.requireDigest,
+      ...signing,
+      ...(Object.keys(config.approvals.groups).length > 0 ? { groups: config.approvals.groups } : {}),
+    },
     interruptedStreams: {
       onInterruptedStream: config.model.onInterruptedStream,
       resumeTimeoutMs: toMilliseconds(config.model.resumeTimeout),

@@ -1,11 +1,12 @@
 // The internal contract between the workflows and the activities of one worker fleet: activity
 // names, inputs and results, the heartbeat shape, failure types and shared timing constants.
 // Other programs rely only on common/types.ts; these may change between versions of Tollgate.
+import type { ApproverGroups } from './approver-groups';
 import type { ErrorCode, ToolEffect } from './codes';
 import { FAILURE_TYPE, failureTypes } from './failures';
 import type { IdempotencyOutcome, StatusLookupAnswer } from './telemetry';
 import type { TurnMessage } from './contract/conversation';
-import type { CallEdit, ToolCallRequest, ToolResult } from './contract/tools';
+import type { CallEdit, ToolCallRequest, ToolCatalogue, ToolResult } from './contract/tools';
 import type { ModelSelection, ResolvedTurnLimits, Usage } from './contract/turn';
 
 /** The registered names of the activities, as both sides spell them. */
@@ -16,6 +17,7 @@ export const ACTIVITY_NAMES = {
   turnSettings: 'turnSettings',
   resolveIntent: 'resolveIntent',
   checkCall: 'checkCall',
+  describeTools: 'describeTools',
 } as const;
 
 /**
@@ -29,6 +31,7 @@ export interface Activities {
   turnSettings(): Promise<TurnSettings>;
   resolveIntent(input: ResolveIntentInput): Promise<ResolveIntentResult>;
   checkCall(input: CheckCallInput): Promise<CheckedToolCall>;
+  describeTools(): Promise<ToolCatalogue>;
 }
 
 /** Room an activity gets beyond the tool's own timeout, so the boundary's timer fires first. */
@@ -208,6 +211,8 @@ export interface TurnSettings {
     publicKeys?: Record<string, string>;
     /** How old a signature's `signedAt` may be; present with `publicKeys`. */
     signatureMaxAgeMs?: number;
+    /** Config `approvals.groups`: who may decide on which tool's calls; left out when none is set. */
+    groups?: ApproverGroups;
   };
   /** Config `model.onInterruptedStream` and `model.resumeTimeout`. */
   interruptedStreams: { onInterruptedStream: InterruptedStreamPolicy; resumeTimeoutMs: number };

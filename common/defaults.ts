@@ -86,6 +86,9 @@ export const DEFAULT_TASK_QUEUE = 'tollgate';
 /** The workflow type of the public contract. */
 export const AGENT_TURN_WORKFLOW_TYPE = 'agentTurn';
 
+/** The workflow type that lists the tools a task queue's workers serve (what the web inbox shows of a tool). */
+export const TOOL_CATALOGUE_WORKFLOW_TYPE = 'toolCatalogue';
+
 /**
  * What a turn keeps of the decisions it rejected: the newest `kept` (older ones are only counted),
  * each decision whole up to `decisionChars` characters of JSON, each reason up to `whyChars`.

@@ -10,6 +10,7 @@ import { corpusSchema, workspaceSchema } from '../tools/built-in/built-in-config
 import { retrySchema, toolOverrideSchema } from '../tools/tool-config';
 import { toolSourceSectionsShape } from '../tools/tool-source-sections';
 import { telemetrySchema } from '../worker/telemetry/telemetry-config';
+import { inboxSchema } from '../client/inbox/inbox-config';
 
 /**
  * The whole `temporal.config.yaml`: one key per section, each section's schema beside the code
@@ -31,6 +32,7 @@ export const configSchema = z.strictObject({
   // The sections of the tool sources (`mcp`), each declared beside its source.
   ...toolSourceSectionsShape(),
   telemetry: telemetrySchema.prefault({}),
+  inbox: inboxSchema.prefault({}),
 });
 
 /** The config as written in the file (every key optional). */

@@ -70,6 +70,7 @@ export function parseConfig(
   config.temporal.devServer.dbFile = resolve(config.temporal.devServer.dbFile);
   config.temporal.devServer.logFile = resolve(config.temporal.devServer.logFile);
   config.store.sqliteFile = resolve(config.store.sqliteFile);
+  config.inbox.passkeysFile = resolve(config.inbox.passkeysFile);
   resolveToolSourcePaths(config, resolve);
   return { ...config, temporalProfile, configFile: source, projectRoot: PROJECT_ROOT };
 }

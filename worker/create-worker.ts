@@ -20,7 +20,7 @@ import { NO_TELEMETRY, type ActivityTelemetry } from '../activities/activity-tel
 import type { TelemetrySinks } from '../common/telemetry';
 import { TollgateMetrics } from './telemetry/metrics';
 import { startMetricsServer } from './telemetry/metrics-server';
-import { createTracing } from './telemetry/tracing';
+import type { Tracing } from './telemetry/tracing';
 import {
   deploymentOptionsFor,
   deploymentVersionOf,
@@ -303,7 +303,11 @@ interface WorkerTelemetry {
  * stops the worker before it serves anything).
  */
 async function startTelemetry(config: TollgateConfig, coreMetricsUrl: string | undefined, owned: Array<() => Promise<void>>) {
-  const tracing = createTracing(config);
+  // The OpenTelemetry SDK and exporter load only for a worker that traces.
+  const tracing: Tracing | undefined = config.telemetry.otlp
+    ? // eslint-disable-next-line @typescript-eslint/no-require-imports
+      (require('./telemetry/tracing') as typeof import('./telemetry/tracing')).createTracing(config)
+    : undefined;
   if (tracing) owned.push(() => tracing.shutdown());
   const metrics = config.telemetry.prometheus ? new TollgateMetrics() : undefined;
   let metricsUrl: string | undefined;

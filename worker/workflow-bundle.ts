@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode, type Logger, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gcm-codec';
-import { TRACING_WORKFLOW_MODULES } from './telemetry/tracing';
+import { TRACING_WORKFLOW_MODULES } from './telemetry/tracing-modules';
 
 /** The file webpack bundles Tollgate's workflows from: the TypeScript source, or its JavaScript when Tollgate runs built. */
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', `index${path.extname(__filename)}`);

@@ -48,12 +48,13 @@ async function startRun(input: AgentTurnInput, telemetry: TurnTelemetry): Promis
     upsertSearchAttributes([{ key: TASK_ID_SEARCH_ATTRIBUTE, value: taskId }]);
   }
   const state = startingState(taskId);
+  state.prompt = input.prompt;
   const decisions = new TurnDecisions(state, telemetry);
   takeTurnMessages(state, decisions);
 
   const settings = await settingsFor(input.limits);
   const { limits, outcomes } = settings;
-  Object.assign(decisions.record, { requireDigest: settings.requireDigest, signing: settings.signing });
+  Object.assign(decisions.record, { requireDigest: settings.requireDigest, signing: settings.signing, groups: settings.groups });
   Object.assign(decisions.approvals, { allowedTools: input.tools, historyFull: () => historyReached(limits) });
   Object.assign(decisions.resolutions, { mode: outcomes.onUnknown, timeoutMs: outcomes.resolveTimeoutMs });
   telemetry.metrics = settings.metrics;

@@ -5,6 +5,8 @@ import { decisionDigest, describeApproval, SHOWN_ARGS_CHARS } from '../follow-tu
 import { formatTable } from '../format-table';
 import { forTerminal } from '../terminal-text';
 import type { InboxEntry } from '../tollgate-client';
+import { loadConfig } from '../../config/load-config';
+import { TollgateClient } from '../tollgate-client';
 import { CliError, json, print, withClient } from './context';
 
 /** The inbox as text: the calls waiting for approval, then the model steps waiting for a resume decision. */
@@ -72,9 +74,21 @@ export function registerDecisionCommands(program: Command): void {
     .description(
       'everything waiting for a person, across all turns: calls waiting for approval, writes waiting for a resolution, model streams waiting for a resume decision',
     )
-    .action(async () => {
-      const entries = await withClient((client) => client.inbox());
-      print(entries, () => describeInbox(entries));
+    .option(
+      '--web',
+      'serve the web inbox, where people sign in with a passkey and decide with a key their browser holds (docs/approvals.md)',
+    )
+    .option('--port <port>', 'with --web: the port to listen on (config inbox.port, default 8234)')
+    .option('--host <host>', 'with --web: the address to listen on (config inbox.host, default 127.0.0.1)')
+    .option('--enroll <approver...>', 'with --web: print a one-time link with which each named approver enrolls a passkey')
+    .action(async (options: { web?: boolean; port?: string; host?: string; enroll?: string[] }) => {
+      if (!options.web) {
+        if (options.port || options.host || options.enroll) throw new CliError('--port, --host and --enroll go with --web');
+        const entries = await withClient((client) => client.inbox());
+        print(entries, () => describeInbox(entries));
+        return;
+      }
+      await serveWebInbox(options);
     });
 
   program
@@ -179,4 +193,30 @@ export function registerDecisionCommands(program: Command): void {
         print(receipt, () => `${receipt.decision === 'approve' ? 'Approved' : 'Denied'} ${receipt.callId} of ${workflowId}${edited}.`);
       });
   }
+}
+
+/** `inbox --web`: serves the web inbox until Ctrl-C. */
+async function serveWebInbox({ port, host, enroll = [] }: { port?: string; host?: string; enroll?: string[] }): Promise<void> {
+  const config = loadConfig();
+  if (port !== undefined) {
+    const number = Number(port);
+    if (!Number.isInteger(number) || number < 1 || number > 65535)
+      throw new CliError(`--port must be a port number (1-65535), got "${port}"`);
+    config.inbox.port = number;
+  }
+  if (host !== undefined) config.inbox.host = host;
+  const client = await TollgateClient.connect(config);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { startInboxServer } = require('../inbox/inbox-server') as typeof import('../inbox/inbox-server');
+  const inbox = await startInboxServer({ config, client, enroll }).catch(async (error: unknown) => {
+    await client.close();
+    throw new CliError(`the web inbox could not start: ${(error as Error).message}`);
+  });
+  console.log(`The inbox is at ${inbox.url} (Ctrl-C stops it).`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await inbox.close();
+  await client.close();
 }

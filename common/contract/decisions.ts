@@ -41,6 +41,8 @@ export interface PendingApproval extends PendingWait {
   argsDigest: string;
   /** Tools from elsewhere (MCP): the digest of the tool's definition, which the digests bind too. */
   definitionDigest?: string;
+  /** The digest of the policy the call was checked against (the worker's declaration of the tool: effect, bounds, schema). */
+  policyDigest?: string;
   /** Strings in `args` whose secrets were replaced; left out when `args` are the real arguments. */
   redactedValues?: number;
   /**

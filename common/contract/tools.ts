@@ -45,3 +45,31 @@ export interface ToolCallRequest {
   /** In a turn's messages, large arguments of a call that ran are an `ArgumentsReference` (common/call-arguments.ts). */
   args: unknown;
 }
+
+/** One tool as the worker that would run it declares it: what a person deciding on a call of it is shown. */
+export interface ToolDescription {
+  name: string;
+  description: string;
+  effect: ToolEffect;
+  /** The effect in words (`irreversible write`). */
+  effectLabel: string;
+  timeoutMs: number;
+  maxAttempts: number;
+  maxOutputChars: number;
+  approvalTimeoutMs: number;
+  /** The model-visible JSON Schema of the arguments: what an edit is checked against. */
+  jsonSchema: unknown;
+  /** The digest of the policy the worker runs calls of it under (a pending approval names the one it was checked against). */
+  policyDigest: string;
+  /** A tool a source describes (an MCP server's): its name and the digest of its definition. */
+  source?: { name: string; definitionDigest: string };
+  /** Who may decide on its calls (config `approvals.groups`); left out when anyone may. */
+  approvers?: string[];
+}
+
+/** What the `toolCatalogue` workflow returns: every tool a worker serves, and whether its decisions must be signed. */
+export interface ToolCatalogue {
+  tools: ToolDescription[];
+  /** The names of the approver keys decisions must be signed with; left out when the worker takes unsigned decisions. */
+  approverKeys?: string[];
+}

@@ -8,13 +8,7 @@ import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry-v2';
 import type { TollgateConfig } from '../../config/config-schema';
 import { installContextManager } from './context-manager';
 
-/**
- * The workflow interceptor modules of Temporal's OpenTelemetry plugin (the module its plugin adds,
- * the one that exports `interceptors`): a worker given a prebuilt `workflowBundle` traces its
- * workflows only when the bundle was built with them
- * (`bundleWorkflowCode({ workflowInterceptorModules: TRACING_WORKFLOW_MODULES })`).
- */
-export const TRACING_WORKFLOW_MODULES = [require.resolve('@temporalio/interceptors-opentelemetry-v2/lib/workflow-interceptors')];
+export { TRACING_WORKFLOW_MODULES } from './tracing-modules';
 
 /** The package Temporal's OpenTelemetry plugin comes in (for the OpenTelemetry JS 2.x SDK). */
 const PLUGIN_PACKAGE = '@temporalio/interceptors-opentelemetry-v2';

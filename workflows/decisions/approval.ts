@@ -21,6 +21,10 @@ export const APPROVAL: DecisionKind<'approval'> = {
     checks.freshSignature(call),
     checks.waits(({ decision }) => `no call ${decision.callId} waits for approval`),
     checks.openRound(call),
+    checks.inGroup<'approval'>(
+      (decision) => decision.approver,
+      (pending) => pending.tool,
+    ),
     ({ decision: { callId, argsDigest }, pending, desk }) => {
       if (argsDigest === undefined && (desk.record.requireDigest || desk.record.signing)) {
         return `argsDigest is required: send the digest of the arguments of call ${callId} you decide on (pendingApprovals in the state query)`;

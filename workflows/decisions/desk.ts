@@ -3,6 +3,7 @@ import type { DecisionKinds, TruncatedDecision } from '../../common/contract/dec
 import type { TurnPhase, TurnState } from '../../common/contract/turn';
 import { signatureProblem, type SignatureParts } from '../../common/signed-decision';
 import { unencryptedMode } from '../../common/unencrypted';
+import { groupProblem, type ApproverGroups } from '../../common/approver-groups';
 import { DecisionLedger } from './ledger';
 
 /**
@@ -111,6 +112,8 @@ export class DecisionRecord {
   requireDigest = false;
   /** When the worker's config names approver keys (`approvals.publicKeysEnv`): then every decision must be signed by one of them. */
   signing?: Signing;
+  /** Who may decide on which tool's calls (config `approvals.groups`). */
+  groups?: ApproverGroups;
 
   constructor(
     readonly state: TurnState,
@@ -301,6 +304,20 @@ export const checks = {
   openRound<K extends Kind>(what: (decision: Partial<Decision<K>>) => string): Check<K> {
     return ({ decision, pending, desk }) =>
       desk.record.ledger.roundProblem((decision as { round?: unknown }).round, pending!.round, what(decision));
+  },
+  /**
+   * Its decider may decide on the tool's calls (config `approvals.groups`): the key's name when
+   * signing is on, else the name the decision gives (which only signing proves).
+   */
+  inGroup<K extends Kind>(decider: (decision: Partial<Decision<K>>) => unknown, tool: (pending: Pending<K>) => string): Check<K> {
+    return ({ decision, pending, desk }) => {
+      const { groups, signing } = desk.record;
+      if (!groups || !pending) return undefined;
+      const keyId = (decision as { keyId?: unknown }).keyId;
+      // Signing on and no key named: the signature check says the decision is unsigned.
+      if (signing && typeof keyId !== 'string') return undefined;
+      return groupProblem(groups, tool(pending), signing ? keyId : decider(decision));
+    };
   },
   /** Its signature authenticates it, when the worker has approver keys. */
   signed<K extends Kind>(): Check<K> {

@@ -20,6 +20,10 @@ export const RESOLUTION: DecisionKind<'resolution'> = {
     checks.undecided((callId) => `call ${callId} was already resolved`),
     checks.freshSignature(call),
     checks.openRound(call),
+    checks.inGroup<'resolution'>(
+      (resolution) => resolution.resolver,
+      (pending) => pending.tool,
+    ),
     ({ decision: { callId, argsDigest }, pending }) => {
       if (typeof argsDigest !== 'string') {
         return `argsDigest is required: send the digest of the arguments of call ${callId} (pendingResolutions in the state query)`;

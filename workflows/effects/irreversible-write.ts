@@ -20,6 +20,7 @@ async function awaitApproval({ call, approvals }: EffectContext): Promise<{ refu
     args: call.redactedValues ? call.shownArgs : call.args,
     argsDigest: call.argsDigest,
     ...(policy.definitionDigest ? { definitionDigest: policy.definitionDigest } : {}),
+    policyDigest: policy.policyDigest,
     ...(call.redactedValues ? { redactedValues: call.redactedValues, shownDigest: call.shownDigest } : {}),
     requestedAt: new Date(requestedAt).toISOString(),
     expiresAt: new Date(requestedAt + policy.approvalTimeoutMs).toISOString(),

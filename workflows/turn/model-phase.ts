@@ -2,7 +2,7 @@ import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporali
 import type { Activities } from '../../common/activity-types';
 import { MODEL_FAILURES, MODEL_STEP_NON_RETRYABLE, type CheckedToolCall, type StreamProgress } from '../../common/activity-types';
 import { keptArguments } from '../../common/call-arguments';
-import type { ModelInterruption, Usage } from '../../common/contract/turn';
+import type { ModelInterruption, TurnState, Usage } from '../../common/contract/turn';
 import type { TurnDecisions } from '../decisions/turn-decisions';
 import { historyReached } from './history-limits';
 import type { StreamSettings } from './settings';
@@ -100,6 +100,7 @@ export async function modelPhase(run: TurnRun, step: number): Promise<ModelPhase
   // The calls run from the reply; the messages later steps are sent keep large arguments by reference only.
   const kept = reply.toolCalls.map(({ callId, tool, args, argsDigest }) => ({ callId, tool, args: keptArguments(args, argsDigest) }));
   messages.push({ role: 'assistant', text: reply.text, toolCalls: kept });
+  if (reply.text) showModelText(run.state, reply.text);
   if (reply.toolCalls.length === 0) {
     Object.assign(run, { answer: reply.text, status: 'completed' });
     return 'ended';
@@ -160,4 +161,13 @@ async function afterInterruption({
   const interruption: ModelInterruption = { step, message, decision: decided.decision, ...by };
   const stopped = `${message}; stopped by the resume decision${decided.by ? ` of ${decided.by}` : ''}`;
   return { decision: decided.decision, interruption, message: stopped };
+}
+
+/** The most characters of the model's text the state keeps (its newest), for the people who decide. */
+export const MODEL_TEXT_SHOWN_CHARS = 8_000;
+
+/** Adds a step's text to what the state shows of the model's text so far (memory only: a query's answer is not recorded). */
+function showModelText(state: TurnState, text: string): void {
+  const joined = state.modelText ? `${state.modelText}\n\n${text}` : text;
+  state.modelText = joined.length > MODEL_TEXT_SHOWN_CHARS ? joined.slice(joined.length - MODEL_TEXT_SHOWN_CHARS) : joined;
 }

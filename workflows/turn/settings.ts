@@ -2,6 +2,7 @@ import { proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities } from '../../common/activity-types';
 import type { TurnSettings } from '../../common/activity-types';
 import type { ResolvedTurnLimits, TurnLimits } from '../../common/contract/turn';
+import type { ApproverGroups } from '../../common/approver-groups';
 import type { Signing } from '../decisions/desk';
 
 /** What a turn does with a stream cut off after chunks went out. */
@@ -18,6 +19,8 @@ export interface TurnRunSettings {
   limits: ResolvedTurnLimits;
   requireDigest: boolean;
   signing?: Signing;
+  /** Who may decide on which tool's calls (config `approvals.groups`). */
+  groups?: ApproverGroups;
   streams: StreamSettings;
   metrics: boolean;
   outcomes: TurnSettings['outcomes'];
@@ -30,11 +33,11 @@ export interface TurnRunSettings {
  */
 export async function settingsFor(own: TurnLimits | undefined): Promise<TurnRunSettings> {
   const settings = await turnSettings();
-  const { requireDigest, publicKeys, signatureMaxAgeMs } = settings.approvals;
+  const { requireDigest, publicKeys, signatureMaxAgeMs, groups } = settings.approvals;
   const signing = publicKeys ? { publicKeys, maxAgeMs: signatureMaxAgeMs ?? 0 } : undefined;
   const limits = { ...settings.limits, ...own };
   const metrics = settings.telemetry?.metrics ?? false;
-  return { limits, requireDigest, signing, streams: settings.interruptedStreams, metrics, outcomes: settings.outcomes };
+  return { limits, requireDigest, signing, groups, streams: settings.interruptedStreams, metrics, outcomes: settings.outcomes };
 }
 
 /** The turn's token budget: the smaller of its limit and its conversation's allowance, when either is set. */
