@@ -387,6 +387,26 @@ export class TollgateClient {
     return { ...decision, approver: keyId, argsDigest, keyId, signedAt, signature };
   }
 
+  /**
+   * The input a turn was started with (its first history event, decoded as the worker decodes it),
+   * with its prompt through this client's redaction, as it may be shown to a person; undefined when
+   * the turn or its input cannot be read.
+   */
+  async turnInput(workflowId: string, runId?: string): Promise<AgentTurnInput | undefined> {
+    const { namespace } = this.config.temporal;
+    const page = await this.client.workflowService.getWorkflowExecutionHistory({
+      namespace,
+      execution: { workflowId, ...(runId ? { runId } : {}) },
+      maximumPageSize: 1,
+    });
+    const encoded = page.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+    if (!encoded) return undefined;
+    const payload = this.codec ? (await this.codec.decode([encoded as Payload]))[0] : encoded;
+    const input = defaultPayloadConverter.fromPayload(payload as Payload) as AgentTurnInput | undefined;
+    if (!input || typeof input !== 'object' || typeof input.prompt !== 'string') return undefined;
+    return { ...input, prompt: this.redactor.text(input.prompt) };
+  }
+
   /** The Web UI page of a turn (its timeline, where the activity summaries show), when the UI's address is known. */
   uiLink(uiUrl: string, { workflowId, runId }: TurnHandle): string {
     return `${uiUrl}/namespaces/${encodeURIComponent(this.config.temporal.namespace)}/workflows/${encodeURIComponent(workflowId)}/${runId}`;

@@ -1,9 +1,9 @@
 // `npm run build`: compiles Tollgate to JavaScript with its type declarations in dist/, copies the
-// plain CommonJS converters, and prebuilds the workflow bundle of every worker variant into
+// plain CommonJS converters and the web inbox's page, and prebuilds the workflow bundle of every worker variant into
 // dist/workflow-bundles, so that a worker of the built package loads its bundle instead of running
 // webpack as it starts. It runs on the Node.js that runs it (npm run build runs it on the pinned one).
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +22,8 @@ if (tsc.status !== 0) {
   process.exit(tsc.status ?? 1);
 }
 copyFileSync(path.join(root, 'codec', 'converters.js'), path.join(dist, 'codec', 'converters.js'));
+// The web inbox's page (HTML, its modules, its style) is served as it is.
+cpSync(path.join(root, 'client', 'inbox', 'public'), path.join(dist, 'client', 'inbox', 'public'), { recursive: true });
 
 // The bundles are built from the JavaScript just compiled, with the options a worker starting from source uses.
 const require = createRequire(import.meta.url);

@@ -19,8 +19,9 @@ import { builtInTools } from '../tools/built-in';
 import { NO_TELEMETRY, type ActivityTelemetry } from '../activities/activity-telemetry';
 import type { TelemetrySinks } from '../common/telemetry';
 import { TollgateMetrics } from './telemetry/metrics';
+import { unsignedApprovalsWarning } from './unsigned-approvals';
 import { startMetricsServer } from './telemetry/metrics-server';
-import type { Tracing } from './telemetry/tracing';
+import { createTracing } from './telemetry/tracing';
 import {
   deploymentOptionsFor,
   deploymentVersionOf,
@@ -196,6 +197,8 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Tollga
       const servedTools = [...(tools ?? builtInTools(config)), ...sourced.tools];
       served = createActivities({ config, tools: servedTools, store, models: options.models, telemetry: telemetry.activities });
       telemetry.metrics?.knowTools(servedTools);
+      const unsigned = unsignedApprovalsWarning(config, servedTools);
+      if (unsigned) Runtime.instance().logger.warn(unsigned);
     }
     const services = store ? [retentionService(store, config)] : [];
     // The bundle is built before the worker, so the build id can be derived from its code.
@@ -303,11 +306,7 @@ interface WorkerTelemetry {
  * stops the worker before it serves anything).
  */
 async function startTelemetry(config: TollgateConfig, coreMetricsUrl: string | undefined, owned: Array<() => Promise<void>>) {
-  // The OpenTelemetry SDK and exporter load only for a worker that traces.
-  const tracing: Tracing | undefined = config.telemetry.otlp
-    ? // eslint-disable-next-line @typescript-eslint/no-require-imports
-      (require('./telemetry/tracing') as typeof import('./telemetry/tracing')).createTracing(config)
-    : undefined;
+  const tracing = createTracing(config);
   if (tracing) owned.push(() => tracing.shutdown());
   const metrics = config.telemetry.prometheus ? new TollgateMetrics() : undefined;
   let metricsUrl: string | undefined;

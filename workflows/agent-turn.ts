@@ -48,7 +48,6 @@ async function startRun(input: AgentTurnInput, telemetry: TurnTelemetry): Promis
     upsertSearchAttributes([{ key: TASK_ID_SEARCH_ATTRIBUTE, value: taskId }]);
   }
   const state = startingState(taskId);
-  state.prompt = input.prompt;
   const decisions = new TurnDecisions(state, telemetry);
   takeTurnMessages(state, decisions);
 

@@ -1,5 +1,6 @@
 // `npm run demo [-- "<request>"] [--approve | --deny] [--model NAME | --model loopback] [--mcp]
-// [--keep-server] [--task-id ID]`: one real agent turn, end to end. `--mcp` runs a turn through the
+// [--keep-server] [--task-id ID] [--inbox]`: one real agent turn, end to end. `--inbox` serves the web inbox
+// and waits for the send to be decided there (it prints a one-time link to enroll a passkey). `--mcp` runs a turn through the
 // filesystem MCP server on a folder of the workspace: reads without approval, a write with one. `--model loopback` runs the
 // turn through the openai-compatible provider against a loopback server that streams the scripted
 // plan in OpenAI's wire format; any other name is a model of the config. Uses the Temporal server answering at the configured address, or starts
@@ -22,6 +23,8 @@ import { followTurn } from '../follow-turn';
 import { formatTable } from '../format-table';
 import { forTerminal } from '../terminal-text';
 import { TollgateClient } from '../tollgate-client';
+import { startInboxServer, type InboxServer } from '../inbox/inbox-server';
+import { APPROVER_NAME } from '../inbox/passkeys';
 
 const DEFAULT_REQUEST = 'What is our refund policy for annual plans?';
 
@@ -35,9 +38,12 @@ async function main(): Promise<number> {
       deny: { type: 'boolean', default: false },
       model: { type: 'string' },
       mcp: { type: 'boolean', default: false },
+      inbox: { type: 'boolean', default: false },
     },
   });
   if (values.approve && values.deny) throw new Error('--approve and --deny exclude each other');
+  if (values.inbox && (values.approve || values.deny))
+    throw new Error('--inbox leaves the decision to the web inbox; leave out --approve and --deny');
   if (values.mcp && values.model) throw new Error('--mcp plays its own script; leave out --model');
   const prompt = positionals.join(' ').trim() || DEFAULT_REQUEST;
   const taskId = values['task-id'] ?? `demo-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')}`;
@@ -70,17 +76,27 @@ async function main(): Promise<number> {
   let worker: Awaited<ReturnType<typeof createWorker>> | undefined;
   let workerRun: Promise<void> | undefined;
   let client: TollgateClient | undefined;
+  let inbox: InboxServer | undefined;
   try {
     // The worker opens its own connection (registering the search attributes) and store, and closes them when it stops.
     worker = await createWorker({ config, ...(mcp ? { toolSources: [mcpToolSource(mcp.mcp)] } : {}) });
     workerRun = worker.run();
     client = await TollgateClient.connect(config);
+    if (values.inbox) {
+      const approver = process.env.USER && APPROVER_NAME.test(process.env.USER) ? process.env.USER : 'operator';
+      inbox = await startInboxServer({ config, client, enroll: [approver] });
+      console.log(`The web inbox is at ${inbox.url}; the send waits for a decision there.`);
+    }
 
     const turnPrompt = mcp && positionals.length === 0 ? mcp.prompt : prompt;
     console.log(`Task ${taskId}: "${turnPrompt}"`);
     const handle = await client.startTurn({ taskId, prompt: turnPrompt, model: mcp ? mcp.model : values.model });
     console.log(`Started workflow ${handle.workflowId} on task queue ${config.temporal.taskQueue}.`);
-    const result = await followTurn(client, handle.workflowId, { mode: values.approve ? 'approve' : values.deny ? 'deny' : 'ask' });
+    if (!values.inbox && !values.approve && !values.deny) {
+      console.log(`Decide here, or in the web inbox: npm run inbox (http://localhost:${config.inbox.port} once it runs).`);
+    }
+    const mode = values.inbox ? 'wait' : values.approve ? 'approve' : values.deny ? 'deny' : 'ask';
+    const result = await followTurn(client, handle.workflowId, { mode });
 
     console.log(`\nStatus: ${result.status} after ${result.steps} model steps\n`);
     console.log(`Answer:\n${forTerminal(result.answer ?? '(none)')}\n`);
@@ -112,6 +128,7 @@ async function main(): Promise<number> {
     }
     return result.status === 'completed' ? 0 : 1;
   } finally {
+    await inbox?.close();
     await client?.close();
     if (workerRun) {
       worker?.shutdown();

@@ -70,6 +70,7 @@ export class InboxItems {
   private looking?: Promise<InboxSnapshot>;
   private catalogue?: { value: ToolCatalogue; at: number };
   private readonly redactor: Redactor;
+  private readonly prompts = new Map<string, string>();
   private closed = false;
 
   constructor(private readonly options: { client: TollgateClient; config: TollgateConfig; pollMs: number; webUiUrl: string }) {
@@ -147,12 +148,25 @@ export class InboxItems {
     }
   }
 
+  /** A turn's prompt, redacted, read once per run (a run's input never changes). */
+  private async promptOf(workflowId: string, runId: string): Promise<string> {
+    const key = `${workflowId}/${runId}`;
+    let prompt = this.prompts.get(key);
+    if (prompt === undefined) {
+      prompt = (await this.options.client.turnInput(workflowId, runId).catch(() => undefined))?.prompt ?? '';
+      this.prompts.set(key, prompt);
+      // Only the turns listed lately are remembered.
+      if (this.prompts.size > 1_000) this.prompts.delete(this.prompts.keys().next().value!);
+    }
+    return prompt;
+  }
+
   private async itemsOf(workflowId: string, runId: string, state: TurnState): Promise<InboxItem[]> {
     const turn: TurnSummary = {
       workflowId,
       runId,
       taskId: state.taskId,
-      prompt: this.redactor.text(state.prompt ?? ''),
+      prompt: await this.promptOf(workflowId, runId),
       modelText: this.redactor.text(state.modelText ?? ''),
       webUiLink: `${this.options.webUiUrl}/namespaces/${encodeURIComponent(this.options.config.temporal.namespace)}/workflows/${encodeURIComponent(workflowId)}/${encodeURIComponent(runId)}`,
     };

@@ -87,8 +87,6 @@ export type TurnPhase = 'model' | 'tools' | 'awaiting_approval' | 'awaiting_reso
 /** What the `state` query returns while a turn runs and after it ended. */
 export interface TurnState {
   taskId: string;
-  /** The user's request, as the turn was started with it. */
-  prompt?: string;
   /** The model's text of the turn's steps so far, joined (its newest 8,000 characters): what a person deciding on a call reads of the turn. */
   modelText?: string;
   status: 'running' | TurnStatus;

@@ -8,6 +8,7 @@ import { ApprovalBook } from '../../workflows/decisions/approval';
 import { DecisionRecord } from '../../workflows/decisions/desk';
 import { ResolutionBook } from '../../workflows/decisions/resolution';
 import { startingState } from '../../workflows/turn/turn-run';
+import { unsignedApprovalsWarning } from '../../worker/unsigned-approvals';
 
 const NOW = Date.parse('2026-06-01T12:00:00.000Z');
 const KEYS = {
@@ -133,5 +134,28 @@ describe('approver groups (config approvals.groups)', () => {
     });
     expect(() => parseConfig({ approvals: { groups: { 'send message': ['alice'] } } }, WHERE)).toThrow(/approvals\.groups/);
     expect(() => parseConfig({ approvals: { groups: { send_message: ['al ice'] } } }, WHERE)).toThrow(/approvals\.groups\.send_message/);
+  });
+});
+
+describe('a worker that takes unsigned decisions on a shared server', () => {
+  const tools = [
+    { name: 'send_message', effect: 'irreversible_write' as const },
+    { name: 'save_draft', effect: 'reversible_write' as const },
+  ];
+  const config = (address: string, keys?: string) =>
+    parseConfig({ temporal: { address }, approvals: keys ? { publicKeysEnv: keys } : {} }, { ...WHERE, env: keys ? { [keys]: '' } : {} });
+
+  it('says so at start, naming the tools that wait for a person and the server', () => {
+    expect(unsignedApprovalsWarning(config('temporal.internal:7233'), tools)).toBe(
+      "approvals: send_message wait for a person's approval, and no approver keys are configured (approvals.publicKeysEnv): on temporal.internal:7233, anyone who can send a signal decides, under any name they give; configure approver keys (docs/approvals.md)",
+    );
+  });
+
+  it('says nothing on this machine, with approver keys, or when no tool waits for a person', () => {
+    expect(unsignedApprovalsWarning(config('127.0.0.1:7233'), tools)).toBeUndefined();
+    expect(unsignedApprovalsWarning(config('localhost:7233'), tools)).toBeUndefined();
+    expect(unsignedApprovalsWarning(config('127.0.0.2:7233'), tools)).toBeUndefined();
+    expect(unsignedApprovalsWarning(config('temporal.internal:7233', 'KEYS'), tools)).toBeUndefined();
+    expect(unsignedApprovalsWarning(config('temporal.internal:7233'), [tools[1]])).toBeUndefined();
   });
 });

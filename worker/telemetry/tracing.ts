@@ -1,10 +1,6 @@
 import path from 'node:path';
 import type { Tracer } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry-v2';
+import type { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry-v2';
 import type { TollgateConfig } from '../../config/config-schema';
 import { installContextManager } from './context-manager';
 
@@ -57,6 +53,16 @@ export function createTracing(config: TollgateConfig): Tracing | undefined {
     );
   }
   installContextManager();
+  // The SDK, the exporter and the plugin load here, for a worker that traces: every other worker starts without them.
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const { OTLPTraceExporter } =
+    require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');
+  const { resourceFromAttributes } = require('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
+  const { BasicTracerProvider, BatchSpanProcessor } =
+    require('@opentelemetry/sdk-trace-base') as typeof import('@opentelemetry/sdk-trace-base');
+  const { ATTR_SERVICE_NAME } = require('@opentelemetry/semantic-conventions') as typeof import('@opentelemetry/semantic-conventions');
+  const { OpenTelemetryPlugin: Plugin } = require(PLUGIN_PACKAGE) as typeof import('@temporalio/interceptors-opentelemetry-v2');
+  /* eslint-enable @typescript-eslint/no-require-imports */
   const resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: otlp.serviceName });
   const processor = new BatchSpanProcessor(new OTLPTraceExporter({ url: otlp.endpoint, headers: otlp.headers }), {
     scheduledDelayMillis: 1_000,
@@ -64,7 +70,7 @@ export function createTracing(config: TollgateConfig): Tracing | undefined {
   const provider = new BasicTracerProvider({ resource, spanProcessors: [processor] });
   const tracer = provider.getTracer('tollgate');
   return {
-    plugin: new OpenTelemetryPlugin({ resource, spanProcessor: processor, tracer }),
+    plugin: new Plugin({ resource, spanProcessor: processor, tracer }),
     tracer,
     shutdown: () => provider.shutdown(),
   };
