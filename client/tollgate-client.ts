@@ -1,7 +1,7 @@
 import { Client, WorkflowIdReusePolicy } from '@temporalio/client';
 import { createRedactor, type Redactor } from '../hardened/redact';
 import { connectClient } from '../connection/temporal-connection';
-import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
+import { defaultPayloadConverter, type Duration, type Payload, type PayloadCodec } from '@temporalio/common';
 import { codecFromEnvironment, ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gcm-codec';
 import { AGENT_TURN_WORKFLOW_TYPE } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE, WAITING_FOR_SEARCH_ATTRIBUTE } from '../common/search-attributes';
@@ -148,9 +148,23 @@ export class TollgateClient {
   }
 
   /** Starts one turn; limits the input leaves out come from the worker's config, read by the turn itself. */
-  async startTurn(input: AgentTurnInput, { workflowId = newTurnId(input.taskId) }: { workflowId?: string } = {}): Promise<TurnHandle> {
+  async startTurn(
+    input: AgentTurnInput,
+    {
+      workflowId = newTurnId(input.taskId),
+      workflowTaskTimeout,
+    }: {
+      workflowId?: string;
+      /**
+       * How long a worker may take over one workflow task before the server gives it to another
+       * (Temporal's default, 10 s, when left out): how soon a turn goes on after its worker died mid-task.
+       */
+      workflowTaskTimeout?: Duration;
+    } = {},
+  ): Promise<TurnHandle> {
     const handle = await this.client.workflow.start<typeof agentTurn>(AGENT_TURN_WORKFLOW_TYPE, {
       workflowId,
+      ...(workflowTaskTimeout === undefined ? {} : { workflowTaskTimeout }),
       taskQueue: this.config.temporal.taskQueue,
       // The turn asks the worker's config for its limits; the input carries only the caller's own.
       args: [input],

@@ -18,6 +18,11 @@ import { taskFolderName } from '../../tools/built-in/workspace-path';
 import { argsDigest } from '../../tools/canonical-json';
 
 const TURNS = 8;
+/**
+ * A worker killed while it held a workflow task leaves the task to time out before another worker
+ * takes it: 3 s rather than Temporal's default 10 s, so the test does not wait 10 s after most kills.
+ */
+const FAULT_WORKFLOW_TASK_TIMEOUT = '3s';
 const KILLS = 30;
 const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-kill-'));
 let server: DevServer;
@@ -80,12 +85,15 @@ async function killScenario({ name, workers: workerCount, postgres }: { name: st
       { toolCalls: [{ tool: 'save_draft', args: { path: `turn-${turn}/b.md`, content: `second draft of turn ${turn}\n` } }] },
       { text: `turn ${turn} done` },
     ];
-    const handle = await client.startTurn({
-      taskId: `${taskPrefix}-${turn}`,
-      prompt: `turn ${turn}`,
-      model: scripted(script),
-      limits: { errorBudget: 10, maxSteps: 20 },
-    });
+    const handle = await client.startTurn(
+      {
+        taskId: `${taskPrefix}-${turn}`,
+        prompt: `turn ${turn}`,
+        model: scripted(script),
+        limits: { errorBudget: 10, maxSteps: 20 },
+      },
+      { workflowTaskTimeout: FAULT_WORKFLOW_TASK_TIMEOUT },
+    );
     digests.set(handle.workflowId, argsDigest(script[1].toolCalls![0].args));
     handles.push(handle);
   }

@@ -59,7 +59,11 @@ describe('a worker SIGKILLed during MCP writes', () => {
         { text: 'done' },
       ];
       const limits = { errorBudget: 20, maxSteps: 20 };
-      const turn = await client.startTurn({ taskId: `mcp-kill-${Date.now()}`, prompt: 'x', model: scripted(script), limits });
+      // A worker killed mid-task leaves its workflow task to time out: 3 s, not the default 10 s, before the next worker takes it.
+      const turn = await client.startTurn(
+        { taskId: `mcp-kill-${Date.now()}`, prompt: 'x', model: scripted(script), limits },
+        { workflowTaskTimeout: '3s' },
+      );
       const handle = client.client.workflow.getHandle(turn.workflowId);
       for (let write = 0; write < KILLS; write++) {
         const worker = await line.next();
