@@ -6,6 +6,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { createWorker } from '../worker/create-worker';
 import { benchHandlers, benchTools } from './bench-tools';
 import { benchConfig, quietRuntime } from './context';
+import { runChild, runUntilParentLeaves } from './child-worker';
 
 export interface MemoryReading {
   rssBytes: number;
@@ -36,14 +37,7 @@ async function main(): Promise<void> {
     };
     process.send?.(reading);
   });
-  process.on('disconnect', () => worker.shutdown());
-  const running = worker.run();
-  process.send?.('ready');
-  await running;
-  await connection.close();
+  await runUntilParentLeaves(worker, connection);
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+runChild(main);

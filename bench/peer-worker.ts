@@ -9,6 +9,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { AiSdkPlugin } from '@temporalio/ai-sdk';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { planToolActivities } from './plan-tools';
+import { runChild, runUntilParentLeaves } from './child-worker';
 
 interface Settings {
   address: string;
@@ -49,14 +50,7 @@ async function main(): Promise<void> {
     const memory = process.memoryUsage();
     process.send?.({ cpuMs, rssBytes: memory.rss, heapUsedBytes: memory.heapUsed, cachedWorkflows: worker.getStatus().numCachedWorkflows });
   });
-  process.on('disconnect', () => worker.shutdown());
-  const running = worker.run();
-  process.send?.('ready');
-  await running;
-  await connection.close();
+  await runUntilParentLeaves(worker, connection);
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+runChild(main);

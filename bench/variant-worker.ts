@@ -11,6 +11,7 @@ import { quietRuntime } from './context';
 import { PLAN_CORPUS, planConfig } from './plan-config';
 import { planModelActivities } from './plan-model';
 import { planToolActivities } from './plan-tools';
+import { runChild, runUntilParentLeaves } from './child-worker';
 
 /** What a worker of the peer benchmark reports. */
 export interface VariantReading {
@@ -79,16 +80,7 @@ async function main(): Promise<void> {
     if (message === 'cpu' || message === 'measure') process.send?.(reading(message === 'measure', worker.cached));
     if (message === 'mark') process.send?.({ ...reading(false, worker.cached), monotonicUs: Number(process.hrtime.bigint() / 1000n) });
   });
-  process.on('disconnect', () => worker.shutdown());
-  const running = worker.run();
-  process.send?.('ready');
-  await running;
-  await connection.close();
+  await runUntilParentLeaves(worker, connection);
 }
 
-if (require.main === module) {
-  main().catch((error) => {
-    console.error(error);
-    process.exit(1);
-  });
-}
+if (require.main === module) runChild(main);

@@ -100,18 +100,23 @@ function sse(data: unknown, event?: string): string {
   return `${event ? `event: ${event}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
 }
 
+/** One chunk of a chat completions stream (OpenAI's, and the APIs shaped like it), by the completion's id and model. */
+function completionChunk(id: string, model: string) {
+  return (delta: unknown, finish: string | null = null, extra = {}) =>
+    sse({
+      id,
+      object: 'chat.completion.chunk',
+      created: 1_700_000_000,
+      model,
+      choices: [{ index: 0, delta, finish_reason: finish }],
+      ...extra,
+    });
+}
+
 /** OpenAI Chat Completions streaming: text deltas, or one tool call whose arguments arrive in pieces. */
 export const openaiStream = {
   text(pieces: string[], usage = { prompt_tokens: 11, completion_tokens: 7 }): string[] {
-    const chunk = (delta: unknown, finish: string | null = null, extra = {}) =>
-      sse({
-        id: 'chatcmpl-1',
-        object: 'chat.completion.chunk',
-        created: 1_700_000_000,
-        model: 'gpt-test',
-        choices: [{ index: 0, delta, finish_reason: finish }],
-        ...extra,
-      });
+    const chunk = completionChunk('chatcmpl-1', 'gpt-test');
     return [
       chunk({ role: 'assistant', content: '' }),
       ...pieces.map((piece) => chunk({ content: piece })),
@@ -191,26 +196,17 @@ export function openaiReply({
   };
 }
 
+/** The `message_start` event of an Anthropic Messages stream. */
+function anthropicStart(id: string, inputTokens: number): string {
+  const message = { id, type: 'message', role: 'assistant', content: [], model: 'claude-test', stop_reason: null, stop_sequence: null };
+  return sse({ type: 'message_start', message: { ...message, usage: { input_tokens: inputTokens, output_tokens: 1 } } }, 'message_start');
+}
+
 /** Anthropic Messages streaming: text deltas, or one tool_use block whose input arrives as partial JSON. */
 export const anthropicStream = {
   text(pieces: string[], usage = { input_tokens: 21, output_tokens: 8 }): string[] {
     return [
-      sse(
-        {
-          type: 'message_start',
-          message: {
-            id: 'msg_1',
-            type: 'message',
-            role: 'assistant',
-            content: [],
-            model: 'claude-test',
-            stop_reason: null,
-            stop_sequence: null,
-            usage: { input_tokens: usage.input_tokens, output_tokens: 1 },
-          },
-        },
-        'message_start',
-      ),
+      anthropicStart('msg_1', usage.input_tokens),
       sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'),
       ...pieces.map((piece) =>
         sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: piece } }, 'content_block_delta'),
@@ -225,22 +221,7 @@ export const anthropicStream = {
   },
   toolUse(name: string, jsonPieces: string[], usage = { input_tokens: 23, output_tokens: 12 }): string[] {
     return [
-      sse(
-        {
-          type: 'message_start',
-          message: {
-            id: 'msg_2',
-            type: 'message',
-            role: 'assistant',
-            content: [],
-            model: 'claude-test',
-            stop_reason: null,
-            stop_sequence: null,
-            usage: { input_tokens: usage.input_tokens, output_tokens: 1 },
-          },
-        },
-        'message_start',
-      ),
+      anthropicStart('msg_2', usage.input_tokens),
       sse(
         { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_01', name, input: {} } },
         'content_block_start',
@@ -293,15 +274,7 @@ export const geminiStream = {
 /** Mistral's chat completions streaming (OpenAI-like): text deltas, or one tool call sent whole; usage on the last chunk. */
 export const mistralStream = {
   text(pieces: string[], usage = { prompt_tokens: 15, completion_tokens: 4 }): string[] {
-    const chunk = (delta: unknown, finish: string | null = null, extra = {}) =>
-      sse({
-        id: 'mistral-1',
-        object: 'chat.completion.chunk',
-        created: 1_700_000_000,
-        model: 'mistral-test',
-        choices: [{ index: 0, delta, finish_reason: finish }],
-        ...extra,
-      });
+    const chunk = completionChunk('mistral-1', 'mistral-test');
     return [
       chunk({ role: 'assistant', content: '' }),
       ...pieces.map((piece) => chunk({ content: piece })),
@@ -310,15 +283,7 @@ export const mistralStream = {
     ];
   },
   toolCall(name: string, args: string, usage = { prompt_tokens: 16, completion_tokens: 8 }): string[] {
-    const chunk = (delta: unknown, finish: string | null = null, extra = {}) =>
-      sse({
-        id: 'mistral-2',
-        object: 'chat.completion.chunk',
-        created: 1_700_000_000,
-        model: 'mistral-test',
-        choices: [{ index: 0, delta, finish_reason: finish }],
-        ...extra,
-      });
+    const chunk = completionChunk('mistral-2', 'mistral-test');
     return [
       chunk({ role: 'assistant', content: '' }),
       chunk({ content: '', tool_calls: [{ id: 'Ab3dE6gH9', function: { name, arguments: args }, index: 0 }] }, 'tool_calls', {
