@@ -6,8 +6,6 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseApproverPublicKeys, parseApproverSigningKey } from '../../common/approver-keys';
-import { publicKeyOf } from '../../common/signed-decision';
 import type { ToolEvent } from '../../common/contract/tools';
 import type { AgentTurnResult, TurnState } from '../../common/contract/turn';
 import type { TollgateConfig } from '../../config/config-schema';
@@ -292,89 +290,6 @@ describe('the tollgate CLI', () => {
     const none = await tollgate(['deploy', 'status', '--deployment', 'no-such-deployment']);
     expect(none.code).toBe(1);
     expect(none.stderr).toBe('tollgate: no worker deployment "no-such-deployment" in namespace default: no worker of it has polled yet\n');
-  });
-
-  it('generates an approver key pair as the two environment entries, and names a bad key name in one line', async () => {
-    const text = await tollgate(['keys', 'generate', 'ops-lead']);
-    expect(text.code).toBe(0);
-    const [publicEntry, privateEntry] = text.stdout.split('\n').filter((line) => line !== '' && !line.startsWith('#'));
-    const { keyId, privateKey } = parseApproverSigningKey(privateEntry, 'private entry');
-    expect(keyId).toBe('ops-lead');
-    const derived = Buffer.from(publicKeyOf(privateKey)).toString('base64');
-    expect(parseApproverPublicKeys(publicEntry, 'public entry')).toEqual({ 'ops-lead': derived });
-    const json = await tollgate(['--json', 'keys', 'generate', 'ops-lead']);
-    const entry = expect.stringMatching(/^ops-lead:/);
-    expect(JSON.parse(json.stdout)).toEqual({ name: 'ops-lead', publicEntry: entry, privateEntry: entry });
-    expect(JSON.parse(json.stdout).privateEntry).not.toBe(privateEntry);
-    const bad = await tollgate(['keys', 'generate', 'ops lead']);
-    const why = 'key name "ops lead" may hold only letters, digits, ".", "_", "@" and "-" (at most 64)';
-    expect(bad).toMatchObject({ code: 1, stderr: `tollgate: ${why}\n` });
-  });
-
-  it('prints help for every command', async () => {
-    for (const command of [
-      'run',
-      'start',
-      'status',
-      'follow',
-      'inbox',
-      'approve',
-      'deny',
-      'history',
-      'worker',
-      'server',
-      'keys',
-      'deploy',
-    ]) {
-      const help = await tollgate([command, '--help']);
-      expect(help.code).toBe(0);
-      expect(help.stdout).toContain(`Usage: tollgate ${command}`);
-    }
-  }, 300_000);
-});
-
-describe('tollgate server', () => {
-  it('starts the dev server in the background, reports it, and stops it', async () => {
-    const own = mkdtempSync(path.join(os.tmpdir(), 'tollgate-cli-server-'));
-    const [port, uiPort] = [await freePort(), await freePort()];
-    const ownConfig = path.join(own, 'tollgate.yaml');
-    writeFileSync(
-      ownConfig,
-      [
-        'temporal:',
-        `  address: 127.0.0.1:${port}`,
-        '  devServer:',
-        `    uiPort: ${uiPort}`,
-        `    dbFile: ${path.join(own, 'temporal.db')}`,
-        `    logFile: ${path.join(own, 'server.log')}`,
-        '',
-      ].join('\n'),
-    );
-    const env = { TOLLGATE_CONFIG: ownConfig };
-    const started = await tollgate(['--json', 'server', 'start'], env);
-    expect(started.code).toBe(0);
-    const { pid } = JSON.parse(started.stdout) as { pid: number };
-    try {
-      expect(await tollgate(['server', 'status'], env)).toMatchObject({
-        code: 0,
-        stdout: `A Temporal server answers at 127.0.0.1:${port} (dev server pid ${pid}).\n`,
-      });
-      expect((await tollgate(['server', 'start'], env)).stdout).toBe(
-        `A Temporal server already answers at 127.0.0.1:${port}; nothing started.\n`,
-      );
-      expect(await tollgate(['server', 'stop'], env)).toMatchObject({ code: 0, stdout: `Stopped the Temporal dev server (pid ${pid}).\n` });
-      expect(await tollgate(['server', 'status'], env)).toMatchObject({
-        code: 1,
-        stdout: `No Temporal server answers at 127.0.0.1:${port}.\n`,
-      });
-      expect((await tollgate(['server', 'stop'], env)).code).toBe(1);
-    } finally {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // Already stopped, as it should be.
-      }
-    }
   });
 });
 
