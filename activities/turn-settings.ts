@@ -32,6 +32,7 @@ export function createTurnSettings(config: TollgateConfig, env: NodeJS.ProcessEn
     interruptedStreams: {
       onInterruptedStream: config.model.onInterruptedStream,
       resumeTimeoutMs: toMilliseconds(config.model.resumeTimeout),
+      heartbeatTimeoutMs: toMilliseconds(config.model.heartbeatTimeout),
     },
     ...(config.telemetry.prometheus ? { telemetry: { metrics: true } } : {}),
     outcomes: { onUnknown: config.outcomes.onUnknown, resolveTimeoutMs: toMilliseconds(config.outcomes.resolveTimeout) },

@@ -215,7 +215,12 @@ export interface TurnSettings {
     groups?: ApproverGroups;
   };
   /** Config `model.onInterruptedStream` and `model.resumeTimeout`. */
-  interruptedStreams: { onInterruptedStream: InterruptedStreamPolicy; resumeTimeoutMs: number };
+  interruptedStreams: {
+    onInterruptedStream: InterruptedStreamPolicy;
+    resumeTimeoutMs: number;
+    /** Config `model.heartbeatTimeout`: the model step's heartbeat timeout (left out by workers before it: 30 s). */
+    heartbeatTimeoutMs?: number;
+  };
   /** Whether the worker counts calls and turns (config `telemetry.prometheus`); left out when it does not. */
   telemetry?: { metrics: boolean };
   /** What a write whose outcome is unknown does (config `outcomes`). */

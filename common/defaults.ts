@@ -74,6 +74,9 @@ export const CONVERSATION_DEFAULTS = { contextBudgetChars: 24_000, maxTurnsPerRu
  */
 export const INTERRUPTED_STREAM_DEFAULTS = { onInterruptedStream: 'ask', resumeTimeoutMs: 15 * 60_000 } as const;
 
+/** How long a model step may go without a heartbeat before another attempt takes it (config `model.heartbeatTimeout`). */
+export const DEFAULT_MODEL_HEARTBEAT_TIMEOUT_MS = 30_000;
+
 /** How long a provider's Retry-After is honoured at most. */
 export const DEFAULT_MAX_RETRY_DELAY_MS = 30_000;
 

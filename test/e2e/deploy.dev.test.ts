@@ -207,7 +207,8 @@ describe('a deploy by worker versioning on the dev server', () => {
     await env.client.workflow
       .getHandle(turnB)
       .signal(approvalSignal, { callId: pendingB.callId, decision: 'approve', approver: 'maria', argsDigest: pendingB.argsDigest });
-    await new Promise((resolve) => setTimeout(resolve, 8_000));
+    // Long enough for a task the server could route to v2 to be taken there (it dispatches within a second).
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
     expect((await env.client.workflow.getHandle(turnB).describe()).status.name).toBe('RUNNING');
     const historyWhileDown = await events(turnB);
     expect(buildsOf(historyWhileDown)).toEqual([v1Id]);

@@ -2,25 +2,31 @@ import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporali
 import type { Activities } from '../../common/activity-types';
 import { MODEL_FAILURES, MODEL_STEP_NON_RETRYABLE, type CheckedToolCall, type StreamProgress } from '../../common/activity-types';
 import { keptArguments } from '../../common/call-arguments';
+import { DEFAULT_MODEL_HEARTBEAT_TIMEOUT_MS } from '../../common/defaults';
 import type { ModelInterruption, TurnState, Usage } from '../../common/contract/turn';
 import type { TurnDecisions } from '../decisions/turn-decisions';
 import { historyReached } from './history-limits';
 import type { StreamSettings } from './settings';
 import type { TurnRun } from './turn-run';
 
-// Retried only before the first chunk: the activity throws stream_interrupted once one went out.
-const { modelStep } = proxyActivities<Activities>({
-  startToCloseTimeout: '5 minutes',
-  heartbeatTimeout: '30 seconds',
-  summary: 'model step',
-  retry: {
-    maximumAttempts: 4,
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '30 seconds',
-    nonRetryableErrorTypes: [...MODEL_STEP_NON_RETRYABLE],
-  },
-});
+/**
+ * The model step activity, with the heartbeat timeout of the turn's settings. Retried only before
+ * the first chunk: the activity throws stream_interrupted once one went out.
+ */
+function modelStepActivity(heartbeatTimeoutMs = DEFAULT_MODEL_HEARTBEAT_TIMEOUT_MS) {
+  return proxyActivities<Activities>({
+    startToCloseTimeout: '5 minutes',
+    heartbeatTimeout: heartbeatTimeoutMs,
+    summary: 'model step',
+    retry: {
+      maximumAttempts: 4,
+      initialInterval: '1 second',
+      backoffCoefficient: 2,
+      maximumInterval: '30 seconds',
+      nonRetryableErrorTypes: [...MODEL_STEP_NON_RETRYABLE],
+    },
+  }).modelStep;
+}
 
 /** What one model step leaves for the turn: the calls to run, the same step again, the next step, or the end (the run's `status`). */
 export type ModelPhaseOutcome = { calls: CheckedToolCall[] } | 'same_step' | 'next_step' | 'ended';
@@ -72,9 +78,9 @@ export async function modelPhase(run: TurnRun, step: number): Promise<ModelPhase
   run.status = stopBeforeStep(run);
   if (run.status) return 'ended';
   const { taskId, model, tools: allowedTools } = input;
-  let reply: Awaited<ReturnType<typeof modelStep>>;
+  let reply: Awaited<ReturnType<Activities['modelStep']>>;
   try {
-    reply = await modelStep({ taskId, step, model, messages, allowedTools });
+    reply = await modelStepActivity(settings.streams.heartbeatTimeoutMs)({ taskId, step, model, messages, allowedTools });
   } catch (failure) {
     const problem = modelFailure(failure);
     if (!problem) throw failure;
