@@ -90,6 +90,8 @@ export type { ConversationInput, ConversationState, TurnMessage, TokenLedger } f
 export type {
   ApprovalDecision,
   DecisionReceipt,
+  Grant,
+  GrantRequest,
   PendingApproval,
   PendingResolution,
   RejectedDecision,
@@ -97,7 +99,7 @@ export type {
   ResolutionReceipt,
 } from './common/contract/decisions';
 /** A tool call as the model asked for it, as an approver edited it, as it ended (its event and result). */
-export type { CallEdit, ToolCallRequest, ToolEvent, ToolResult } from './common/contract/tools';
+export type { ApprovalRecord, CallEdit, ToolCallRequest, ToolEvent, ToolResult } from './common/contract/tools';
 /** A turn's input and result, its limits, state and phase, and the scripted model's steps. */
 export type {
   AgentTurnInput,

@@ -16,6 +16,9 @@ import { createDescribeTools } from './describe-tools';
 import { toMilliseconds } from '../common/duration';
 import type { Activities } from '../common/activity-types';
 import { createToolRegistry, retryBackoffFromConfig, type ToolRegistry } from '../tools/tool-registry';
+import { workerRules, type ApprovalRule } from '../policies/approval-rules';
+import { createDecideByPolicy, createRecordGrant } from '../policies/decide-by-policy';
+import { openPolicyStore, type PolicyStore } from '../policies/policy-store';
 
 /** What the activities are built from; tests pass their own tools and store. */
 export interface ActivityDependencies {
@@ -30,6 +33,10 @@ export interface ActivityDependencies {
   models?: CodeModels;
   /** The worker's tracer and metrics (none by default). */
   telemetry?: ActivityTelemetry;
+  /** Where approval rules count their uses and grants are kept; whoever opened it closes it. Opened from the config on first use when left out. */
+  policyStore?: PolicyStore;
+  /** Approval rules given in code, matched before the config's `approvals.rules`. */
+  approvalRules?: ApprovalRule[];
 }
 
 /** Builds the activities; their export names are their registered names. */
@@ -40,6 +47,8 @@ export function createActivities({
   modelEnvironment,
   models: codeModels,
   telemetry,
+  policyStore,
+  approvalRules,
 }: ActivityDependencies): Activities {
   const models = createConfiguredModels(config, modelEnvironment, codeModels);
   const registry: ToolRegistry = createToolRegistry({
@@ -51,6 +60,10 @@ export function createActivities({
   // One redaction pass for everything the worker shows or stores outside its memory: the config's
   // patterns and the worker's own secrets, read where its keys are read.
   const redactor = redactorForConfig(config, { ...process.env, ...modelEnvironment?.env });
+  // Rules compile now: an invalid one stops the worker at start, naming the rule and the field.
+  const rules = workerRules(config.approvals.rules, approvalRules);
+  let policies = policyStore;
+  const policyDependencies = { rules, store: () => (policies ??= openPolicyStore(config)) };
   return {
     modelStep: createModelStep({ registry, config, models, redactor, telemetry }),
     runTool: redactingActivity(createRunTool({ registry, store, secretPatterns: redactor.patterns }), redactor),
@@ -59,6 +72,8 @@ export function createActivities({
     resolveIntent: redactingActivity(createResolveIntent({ registry, store }), redactor),
     checkCall: redactingActivity(createCheckCall({ registry, redactor }), redactor),
     describeTools: redactingActivity(createDescribeTools({ registry, config }), redactor),
+    decideByPolicy: redactingActivity(createDecideByPolicy(policyDependencies), redactor),
+    recordGrant: redactingActivity(createRecordGrant(policyDependencies), redactor),
   };
 }
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DEFAULT_APPROVED_SCHEDULE_TO_START_MS, DEFAULT_TURN_LIMITS, OUTCOME_DEFAULTS } from '../common/defaults';
 import { duration, envName, positiveDuration } from '../config/schema-parts';
+import { approvalRulesSchema } from '../policies/approval-rules';
 
 // The sections a worker reads into each turn's settings (turn-settings.ts).
 
@@ -51,6 +52,12 @@ export const approvalsSchema = z.strictObject({
       z.array(z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'expected an approver key name')),
     )
     .default({}),
+  /**
+   * Rules that decide routine irreversible calls (docs/approvals.md): an ordered list, first match
+   * wins, each a tool (or pattern), a JSON Schema condition on the arguments and `approve` (within
+   * its limits), `deny` (with the reason the model gets) or `ask`. Nothing matching: a person is asked.
+   */
+  rules: approvalRulesSchema.default([]),
 });
 
 /** The `outcomes` section: what a write whose outcome is unknown does. */

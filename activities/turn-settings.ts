@@ -28,6 +28,7 @@ export function createTurnSettings(config: TollgateConfig, env: NodeJS.ProcessEn
       requireDigest: config.approvals.requireDigest,
       ...signing,
       ...(Object.keys(config.approvals.groups).length > 0 ? { groups: config.approvals.groups } : {}),
+      policies: true,
     },
     interruptedStreams: {
       onInterruptedStream: config.model.onInterruptedStream,

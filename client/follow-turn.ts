@@ -34,7 +34,8 @@ async function decide(pending: PendingApproval, mode: ApprovalMode): Promise<{ d
 export function describeEvent(event: ToolEvent): string {
   const executions = `${event.executions} execution${event.executions === 1 ? '' : 's'}`;
   const code = event.code ? ` ${event.code}` : '';
-  return forTerminal(`[step ${event.step + 1}] ${event.tool} (${event.effect}): ${event.status}${code}, ${executions}`);
+  const decided = event.approval ? `, ${event.approval.decision === 'approve' ? 'approved' : 'denied'} by ${event.approval.by}` : '';
+  return forTerminal(`[step ${event.step + 1}] ${event.tool} (${event.effect}): ${event.status}${code}, ${executions}${decided}`);
 }
 
 /** The tokens a turn used, against its budget when it has one: `tokens: 1234 of 5000 (in 1000, out 234)`. */
@@ -46,10 +47,11 @@ export function describeUsage(usage: Usage, budget?: number): string {
 /** The tool calls of a turn as a table, safe to print. */
 export function toolCallTable(events: ToolEvent[]): string {
   return formatTable(
-    ['call', 'tool', 'effect', 'status', 'code', 'executions', 'ms', 'size', 'truncated'],
+    ['call', 'tool', 'effect', 'status', 'code', 'executions', 'ms', 'size', 'truncated', 'decided by'],
     events.map((event) => {
       const cells = [event.callId, event.tool, event.effect, event.status, event.code ?? '-', event.executions, event.durationMs];
-      return [...cells, event.originalSize, event.truncated ? 'yes' : '-'].map((cell) => forTerminal(String(cell)));
+      const decided = event.approval?.by ?? '-';
+      return [...cells, event.originalSize, event.truncated ? 'yes' : '-', decided].map((cell) => forTerminal(String(cell)));
     }),
   );
 }

@@ -6,6 +6,7 @@ import { codecFromEnvironment, ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gc
 import { AGENT_TURN_WORKFLOW_TYPE } from '../common/defaults';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE, WAITING_FOR_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import type {
+  GrantRequest,
   ApprovalDecision,
   DecisionReceipt,
   PendingApproval,
@@ -24,6 +25,8 @@ import { ACTIVITY_NAMES, type StreamProgress } from '../common/activity-types';
 import { approverSigningKeyFromEnvironment, type ApproverSigningKey } from '../common/approver-keys';
 import { resumeSigningSubject, signDecisionFields } from '../common/signed-decision';
 import { approvalDigest } from '../tools/canonical-json';
+import { canonicalJson } from '../common/canonical-json';
+import { grantRequestProblem } from '../common/grant-request';
 
 /** A decision was sent to a turn that is no longer running. */
 export class TurnEndedError extends Error {
@@ -87,6 +90,11 @@ export interface DecisionOptions {
   args?: unknown;
   /** The wait the person decides on (`round` of the pending approval); the one open now when left out. */
   round?: number;
+  /**
+   * Approvals only: a standing grant given with this approval — later calls of the tool that match
+   * `when`, in this task (or conversation), are approved for `forMs` (docs/approvals.md). Signed with the decision.
+   */
+  grant?: GrantRequest;
 }
 
 /** A started turn: enough to find it again from any Temporal client. */
@@ -359,6 +367,10 @@ export class TollgateClient {
     const { status } = await handle.describe();
     if (status.name !== 'RUNNING')
       throw new TurnEndedError(`turn ${workflowId} has already ended (${status.name}); no call waits for a decision`);
+    if (decision.grant !== undefined) {
+      const problem = grantRequestProblem(decision.grant);
+      if (problem) throw new Error(problem);
+    }
     const pending = (await handle.query(stateQuery)).pendingApprovals.find((entry) => entry.callId === decision.callId);
     const round = decision.round ?? pending?.round;
     const named: ApprovalDecision = { ...decision, ...(round !== undefined && round > 1 ? { round } : {}) };
@@ -396,6 +408,7 @@ export class TollgateClient {
       workflowId,
       ...(editedArgsDigest ? { editedArgsDigest } : {}),
       ...(decision.round !== undefined ? { round: decision.round } : {}),
+      ...(decision.grant !== undefined ? { grant: canonicalJson(decision.grant) } : {}),
     };
     const signature = signDecisionFields(fields, privateKey);
     return { ...decision, approver: keyId, argsDigest, keyId, signedAt, signature };

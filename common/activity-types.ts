@@ -6,7 +6,8 @@ import type { ErrorCode, ToolEffect } from './codes';
 import { FAILURE_TYPE, failureTypes } from './failures';
 import type { IdempotencyOutcome, StatusLookupAnswer } from './telemetry';
 import type { TurnMessage } from './contract/conversation';
-import type { CallEdit, ToolCallRequest, ToolCatalogue, ToolResult } from './contract/tools';
+import type { Grant, GrantRequest } from './contract/decisions';
+import type { ApprovalRecord, CallEdit, ToolCallRequest, ToolCatalogue, ToolResult } from './contract/tools';
 import type { ModelSelection, ResolvedTurnLimits, Usage } from './contract/turn';
 
 /** The registered names of the activities, as both sides spell them. */
@@ -18,6 +19,8 @@ export const ACTIVITY_NAMES = {
   resolveIntent: 'resolveIntent',
   checkCall: 'checkCall',
   describeTools: 'describeTools',
+  decideByPolicy: 'decideByPolicy',
+  recordGrant: 'recordGrant',
 } as const;
 
 /**
@@ -32,6 +35,8 @@ export interface Activities {
   resolveIntent(input: ResolveIntentInput): Promise<ResolveIntentResult>;
   checkCall(input: CheckCallInput): Promise<CheckedToolCall>;
   describeTools(): Promise<ToolCatalogue>;
+  decideByPolicy(input: PolicyInput): Promise<PolicyVerdict>;
+  recordGrant(input: RecordGrantInput): Promise<RecordGrantResult>;
 }
 
 /** Room an activity gets beyond the tool's own timeout, so the boundary's timer fires first. */
@@ -166,7 +171,48 @@ export interface BoundaryResult {
   approvalWaitMs?: number;
   /** When a person approved the call with edited arguments (set by the workflow, for the call's event). */
   edit?: CallEdit;
+  /** Irreversible writes: who decided, and how (set by the workflow's strategy, for the call's event and metrics). */
+  approval?: ApprovalRecord;
 }
+
+/** The input of the `decideByPolicy` local activity: one irreversible call, before anyone is asked. */
+export interface PolicyInput {
+  workflowId: string;
+  taskId: string;
+  /** The conversation's workflow id when the turn is one of a conversation (grants scoped to it). */
+  conversationId?: string;
+  callId: string;
+  tool: string;
+  args: unknown;
+  argsDigest: string;
+  /** The turn's clock, in milliseconds: grants expire and caps' windows are counted by it. */
+  at: number;
+  /** Digests of arguments a person denied in this turn: no rule or grant approves them again. */
+  deniedDigests: string[];
+}
+
+/** What the rules and grants decided on a call: approve or deny by one of them, or ask a person. */
+export type PolicyVerdict =
+  | { decision: 'approve' | 'deny'; via: 'rule' | 'grant'; by: string; argsDigest: string; reason?: string }
+  | { decision: 'ask'; note?: string; rule?: string };
+
+/** The input of the `recordGrant` local activity: a grant a person gave with an approval. */
+export interface RecordGrantInput {
+  workflowId: string;
+  taskId: string;
+  conversationId?: string;
+  callId: string;
+  round: number;
+  tool: string;
+  grant: GrantRequest;
+  grantedBy: string;
+  at: number;
+  keyId?: string;
+  signature?: string;
+}
+
+/** The grant as recorded, or why it was not (its condition does not compile): the approval stands either way. */
+export type RecordGrantResult = { recorded: true; grant: Grant } | { recorded: false; why: string };
 
 /** The input of the `checkCall` local activity: arguments a person edited, checked like a model's call. */
 export interface CheckCallInput {
@@ -213,6 +259,11 @@ export interface TurnSettings {
     signatureMaxAgeMs?: number;
     /** Config `approvals.groups`: who may decide on which tool's calls; left out when none is set. */
     groups?: ApproverGroups;
+    /**
+     * Whether the worker decides by approval rules and grants (`decideByPolicy`) before asking a
+     * person. Left out by workers before them: then every irreversible call asks, as their turns did.
+     */
+    policies?: boolean;
   };
   /** Config `model.onInterruptedStream` and `model.resumeTimeout`. */
   interruptedStreams: {

@@ -3,6 +3,8 @@
  * clients: pure JavaScript, no Node built-ins, the same answer on every replay.
  */
 
+import { canonicalJson } from './canonical-json';
+
 type Curve = (typeof import('@noble/curves/ed25519'))['ed25519'];
 let loadedCurve: Curve | undefined;
 
@@ -40,6 +42,11 @@ export interface SignedDecisionFields<Verdict extends SignedVerdict = 'approve' 
    * and `signedAt`, so that a signature made for one wait never counts for another. Round 1 leaves it out.
    */
   round?: number;
+  /**
+   * An approval that gives a standing grant: the grant's canonical JSON (keys sorted at every level).
+   * Only then is it part of the signed text, between `editedArgsDigest` and `round`.
+   */
+  grant?: string;
 }
 
 /**
@@ -49,7 +56,17 @@ export interface SignedDecisionFields<Verdict extends SignedVerdict = 'approve' 
 export type SignedVerdict = 'approve' | 'deny' | 'applied' | 'not_applied' | 'retry' | 'stop';
 
 /** The fields in the order the signed text lists them: sorted by name. */
-const SIGNED_FIELD_ORDER = ['approver', 'argsDigest', 'callId', 'decision', 'editedArgsDigest', 'round', 'signedAt', 'workflowId'] as const;
+const SIGNED_FIELD_ORDER = [
+  'approver',
+  'argsDigest',
+  'callId',
+  'decision',
+  'editedArgsDigest',
+  'grant',
+  'round',
+  'signedAt',
+  'workflowId',
+] as const;
 
 /**
  * The `callId` and `argsDigest` a signed `resume` decision covers: the step's name (`resume:<step>`,
@@ -77,7 +94,10 @@ const BASE64_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
  */
 export function decisionSigningText(fields: SignedDecisionFields<SignedVerdict>): string {
   const present = SIGNED_FIELD_ORDER.filter(
-    (name) => (name !== 'editedArgsDigest' || fields.editedArgsDigest !== undefined) && (name !== 'round' || (fields.round ?? 1) > 1),
+    (name) =>
+      (name !== 'editedArgsDigest' || fields.editedArgsDigest !== undefined) &&
+      (name !== 'grant' || fields.grant !== undefined) &&
+      (name !== 'round' || (fields.round ?? 1) > 1),
   );
   return `{${present.map((name) => `${JSON.stringify(name)}:${JSON.stringify(String(fields[name]))}`).join(',')}}`;
 }
@@ -157,6 +177,8 @@ export interface SignatureParts {
   editedArgsDigest?: string;
   /** The wait decided on, from its second round on (the signature covers it then). */
   round?: number;
+  /** An approval that gives a grant: the grant, whose canonical JSON the signature covers too. */
+  grant?: unknown;
 }
 
 const SIGNED_FIELDS_TEXT = '{ callId, decision, argsDigest, approver, signedAt, workflowId }';
@@ -204,7 +226,7 @@ export function signatureProblem(parts: SignatureParts, check: SignatureCheck): 
   if (signatureBytes?.length !== ED25519_BYTES.signature) {
     return `signature must be base64 of the ${ED25519_BYTES.signature}-byte Ed25519 signature`;
   }
-  const { callId, decision, argsDigest, editedArgsDigest, round } = parts;
+  const { callId, decision, argsDigest, editedArgsDigest, round, grant } = parts;
   const fields: SignedDecisionFields<SignedVerdict> = {
     callId,
     decision,
@@ -214,10 +236,11 @@ export function signatureProblem(parts: SignatureParts, check: SignatureCheck): 
     workflowId: check.workflowId,
     ...(editedArgsDigest !== undefined ? { editedArgsDigest } : {}),
     ...(round !== undefined && round > 1 ? { round } : {}),
+    ...(grant !== undefined ? { grant: canonicalJson(grant) } : {}),
   };
   const publicKey = looseBase64Bytes(check.publicKeys[keyId]);
   if (!verifies(signatureBytes, decisionSigningBytes(fields), publicKey)) {
-    const edited = editedArgsDigest !== undefined ? ' with editedArgsDigest' : '';
+    const edited = `${editedArgsDigest !== undefined ? ' with editedArgsDigest' : ''}${grant !== undefined ? ' with the grant' : ''}`;
     const inRound = round !== undefined && round > 1 ? ` and round ${round}` : '';
     return `signature does not verify with key "${keyId}" over ${SIGNED_FIELDS_TEXT}${edited}${inRound} of this turn`;
   }

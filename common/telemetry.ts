@@ -25,6 +25,8 @@ export interface FinishedToolCall {
   durationMs: number;
   /** How long an irreversible write waited for its decision; left out for calls that never waited. */
   approvalWaitMs?: number;
+  /** Irreversible writes: the decision, and whether a person, a rule or a grant took it. */
+  approval?: { decision: 'approve' | 'deny'; via: 'person' | 'rule' | 'grant' };
 }
 
 /** An approval that started or stopped waiting; keyed by the turn's workflow and the call. */

@@ -25,7 +25,7 @@ export const POSTGRES_TIMEOUTS = { connectMs: 5_000, queryMs: 10_000 } as const;
  * the process; here the loss only fails the connection's queries, and the connection is destroyed
  * when it is given back.
  */
-async function checkOut(pool: pg.Pool): Promise<pg.PoolClient> {
+export async function checkOut(pool: pg.Pool): Promise<pg.PoolClient> {
   const client = await pool.connect();
   let lost = false;
   const onError = () => {

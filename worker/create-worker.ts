@@ -6,6 +6,8 @@ import { tollgateWorkflowBundle } from './workflow-bundle';
 import { createActivities, type Activities } from '../activities';
 import type { CodeModels } from '../activities/models/language-model';
 import { openConfiguredStore } from '../intents/open-store';
+import type { ApprovalRule } from '../policies/approval-rules';
+import { openPolicyStore, type PolicyStore } from '../policies/policy-store';
 import type { IdempotencyStore } from '../intents/intent-store';
 import { startRetention, type RetentionPass } from '../intents/retention';
 import { toMilliseconds } from '../common/duration';
@@ -50,6 +52,13 @@ export interface CreateWorkerOptions {
   toolSourceLog?: (line: string) => void;
   /** Replaces the store the config names; the caller then closes it. */
   store?: IdempotencyStore;
+  /**
+   * Approval rules in code (the shape of the config's `approvals.rules`), matched before the
+   * config's; an invalid one stops the worker at start, naming the rule and the field.
+   */
+  approvalRules?: ApprovalRule[];
+  /** Replaces the store of rules' counts and grants the config names; the caller then closes it. */
+  policyStore?: PolicyStore;
   /**
    * AI SDK language models built in code (specification v4), by the name a turn selects them with,
    * next to the config's `model.models` (a name may not be in both).
@@ -195,7 +204,20 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Tollga
       store ??= openConfiguredStore(config);
       if (!givenStore) owned.push(() => store!.close());
       const servedTools = [...(tools ?? builtInTools(config)), ...sourced.tools];
-      served = createActivities({ config, tools: servedTools, store, models: options.models, telemetry: telemetry.activities });
+      let policyStore = options.policyStore;
+      if (!policyStore) {
+        policyStore = openPolicyStore(config);
+        owned.push(() => policyStore!.close());
+      }
+      served = createActivities({
+        config,
+        tools: servedTools,
+        store,
+        models: options.models,
+        telemetry: telemetry.activities,
+        policyStore,
+        approvalRules: options.approvalRules,
+      });
       telemetry.metrics?.knowTools(servedTools);
       const unsigned = unsignedApprovalsWarning(config, servedTools);
       if (unsigned) Runtime.instance().logger.warn(unsigned);

@@ -53,7 +53,8 @@ async function startRun(input: AgentTurnInput, telemetry: TurnTelemetry): Promis
 
   const settings = await settingsFor(input.limits);
   const { limits, outcomes } = settings;
-  Object.assign(decisions.record, { requireDigest: settings.requireDigest, signing: settings.signing, groups: settings.groups });
+  const { requireDigest, signing, groups, policies } = settings;
+  Object.assign(decisions.record, { requireDigest, signing, groups, policies });
   Object.assign(decisions.approvals, { allowedTools: input.tools, historyFull: () => historyReached(limits) });
   Object.assign(decisions.resolutions, { mode: outcomes.onUnknown, timeoutMs: outcomes.resolveTimeoutMs });
   telemetry.metrics = settings.metrics;

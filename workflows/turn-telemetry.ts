@@ -82,6 +82,7 @@ export class TurnTelemetry {
           ...(event.code ? { code: event.code } : {}),
           durationMs: event.durationMs,
           ...(outcome.approvalWaitMs !== undefined ? { approvalWaitMs: outcome.approvalWaitMs } : {}),
+          ...(event.approval ? { approval: { decision: event.approval.decision, via: event.approval.via } } : {}),
         });
         return ran;
       } catch (error) {

@@ -1,6 +1,8 @@
 // The decision commands: the inbox of what waits for a person, and approve, deny, resolve and resume.
 import { Argument, type Command } from 'commander';
-import type { PendingResolution } from '../../common/contract/decisions';
+import type { GrantRequest, PendingResolution } from '../../common/contract/decisions';
+import { parseDuration } from '../../common/duration';
+import { grantRequestProblem } from '../../common/grant-request';
 import { decisionDigest, describeApproval, SHOWN_ARGS_CHARS } from '../follow-turn';
 import { formatTable } from '../format-table';
 import { forTerminal } from '../terminal-text';
@@ -65,6 +67,35 @@ function editedArguments(text: string | undefined): unknown {
   } catch (error) {
     throw new CliError(`--args must be the edited arguments as JSON: ${(error as Error).message}`);
   }
+}
+
+/** The grant of `approve --grant-for …`, checked here so a mistake is named before anything is sent. */
+function grantOption(options: { grantFor?: string; grantWhen?: string; grantScope?: string; grantMax?: string }): GrantRequest | undefined {
+  const { grantFor, grantWhen, grantScope, grantMax } = options;
+  if (grantFor === undefined) {
+    if (grantWhen !== undefined || grantScope !== undefined || grantMax !== undefined)
+      throw new CliError('--grant-when, --grant-scope and --grant-max go with --grant-for <duration>');
+    return undefined;
+  }
+  const forMs = parseDuration(grantFor);
+  if (forMs === undefined) throw new CliError(`--grant-for must be a duration (1h, 30m, 90s), got "${grantFor}"`);
+  let when: Record<string, unknown> | undefined;
+  if (grantWhen !== undefined) {
+    try {
+      when = JSON.parse(grantWhen) as Record<string, unknown>;
+    } catch (error) {
+      throw new CliError(`--grant-when must be a JSON Schema as JSON: ${(error as Error).message}`);
+    }
+  }
+  const grant: GrantRequest = {
+    forMs,
+    ...(when !== undefined ? { when } : {}),
+    ...(grantScope !== undefined ? { scope: grantScope as GrantRequest['scope'] } : {}),
+    ...(grantMax !== undefined ? { maxCalls: Number(grantMax) } : {}),
+  };
+  const problem = grantRequestProblem(grant);
+  if (problem) throw new CliError(problem.replace(/^grant\.forMs/, '--grant-for').replace(/^grant\./, '--grant-'));
+  return grant;
 }
 
 /** `inbox`, `resume`, `resolve`, `approve` and `deny`, in that order. */
@@ -142,10 +173,15 @@ export function registerDecisionCommands(program: Command): void {
   for (const decision of ['approve', 'deny'] as const) {
     const command = program.command(decision);
     if (decision === 'approve') {
-      command.option(
-        '--args <json>',
-        "run the call with these arguments instead (edited); checked like the model's call, with their own idempotency key",
-      );
+      command
+        .option(
+          '--args <json>',
+          "run the call with these arguments instead (edited); checked like the model's call, with their own idempotency key",
+        )
+        .option('--grant-for <duration>', 'also approve later calls of this tool in this task for this long (1h, 30m; at most 30 days)')
+        .option('--grant-when <json>', "with --grant-for: a JSON Schema the later calls' arguments must match (default: any)")
+        .option('--grant-scope <scope>', 'with --grant-for: task (default) or conversation')
+        .option('--grant-max <calls>', 'with --grant-for: approve at most this many later calls');
     }
     command
       .description(decision === 'approve' ? 'approve one call; it then runs exactly once' : 'deny one call; it never runs')
@@ -160,6 +196,7 @@ export function registerDecisionCommands(program: Command): void {
       .option('--all', `show the whole arguments, however long (without it, at most ${SHOWN_ARGS_CHARS} characters are shown)`)
       .action(async (workflowId: string, callId: string, options) => {
         const args = editedArguments(options.args);
+        const grant = grantOption(options);
         const receipt = await withClient(async (client) => {
           let digest: string | undefined = options.argsDigest;
           if (!digest) {
@@ -187,9 +224,12 @@ export function registerDecisionCommands(program: Command): void {
             approver,
             argsDigest: digest,
             ...(args !== undefined ? { args } : {}),
+            ...(grant ? { grant } : {}),
           });
         });
-        const edited = receipt.editedDigest ? ` with edited arguments (argsDigest ${receipt.editedDigest})` : '';
+        const edited =
+          (receipt.editedDigest ? ` with edited arguments (argsDigest ${receipt.editedDigest})` : '') +
+          (grant ? `, granting like calls for ${options.grantFor} (tollgate grants list)` : '');
         print(receipt, () => `${receipt.decision === 'approve' ? 'Approved' : 'Denied'} ${receipt.callId} of ${workflowId}${edited}.`);
       });
   }

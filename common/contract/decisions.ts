@@ -52,6 +52,8 @@ export interface PendingApproval extends PendingWait {
    */
   shownDigest?: string;
   requestedAt: string;
+  /** Why no rule or grant decided it, when one came close (a rule past its cap, a grant revoked or used up). */
+  policyNote?: string;
 }
 
 /** A human decision on one pending call: the `approval` signal's and the `decide` update's argument. */
@@ -69,6 +71,55 @@ export interface ApprovalDecision extends DecisionSignature {
   args?: unknown;
   /** Recorded on an accepted edit: the digest of the edited arguments, which the call runs with. */
   editedDigest?: string;
+  /**
+   * Approvals only: a standing grant given with this approval — later calls of the same tool that match
+   * its condition, in the same task (or conversation), are approved without asking until it expires, is
+   * used up or is revoked. A signed decision signs it too.
+   */
+  grant?: GrantRequest;
+  /** Recorded on an accepted grant: the id it is listed and revoked by. */
+  grantId?: string;
+  /**
+   * Recorded on an automatic decision: the rule (config `approvals.rules`) or the grant that decided,
+   * which is also its `approver` (`rule:<name>`, `grant:<id>`). A person's decision has none.
+   */
+  via?: 'rule' | 'grant';
+}
+
+/** What a person grants with an approval: the calls it approves after this one. */
+export interface GrantRequest {
+  /** How long it approves, in milliseconds from the approval (at most 30 days). */
+  forMs: number;
+  /** A JSON Schema the arguments must match, read as strictly as a rule's (docs/approvals.md); any arguments of the tool when left out. */
+  when?: Record<string, unknown>;
+  /** Where it approves: the calls of this task (the default), or of this conversation. */
+  scope?: 'task' | 'conversation';
+  /** At most this many calls approved by it. */
+  maxCalls?: number;
+}
+
+/** A standing grant as the store keeps it (`tollgate grants list`). */
+export interface Grant {
+  id: string;
+  tool: string;
+  when?: Record<string, unknown>;
+  scope: 'task' | 'conversation';
+  /** The task id, or the conversation's workflow id. */
+  scopeKey: string;
+  /** The call whose approval gave it, and its turn. */
+  workflowId: string;
+  callId: string;
+  grantedBy: string;
+  grantedAt: string;
+  expiresAt: string;
+  maxCalls?: number;
+  /** Calls it approved so far. */
+  uses: number;
+  revokedAt?: string;
+  revokedBy?: string;
+  /** When the granting decision was signed: the key's name and the signature, as evidence. */
+  keyId?: string;
+  signature?: string;
 }
 
 /** What the `decide` update returns for an accepted decision. */

@@ -29,6 +29,15 @@ export interface ToolEvent {
   truncated: boolean;
   /** When a person approved the call with edited arguments: the digest of those shown, of those it ran with, and who edited. */
   edit?: CallEdit;
+  /** Irreversible writes: who decided on the call, and how (a person, a rule, or a grant a person gave). */
+  approval?: ApprovalRecord;
+}
+
+/** Who decided on an irreversible call: `by` is a person's (or key's) name, `rule:<name>` or `grant:<id>`. */
+export interface ApprovalRecord {
+  decision: 'approve' | 'deny';
+  by: string;
+  via: 'person' | 'rule' | 'grant';
 }
 
 /** An approval with edited arguments, as its event records it. */

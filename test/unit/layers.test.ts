@@ -69,7 +69,8 @@ describe('the layers', () => {
   });
 
   it.each([
-    ['intents', ['activities', 'worker', 'client', 'workflows', 'tools', 'testing']],
+    ['intents', ['activities', 'worker', 'client', 'workflows', 'tools', 'testing', 'policies']],
+    ['policies', ['activities', 'worker', 'client', 'workflows', 'tools', 'testing']],
     ['tools', ['activities', 'worker', 'client', 'workflows', 'intents', 'testing']],
     ['hardened', ['activities', 'worker', 'client', 'workflows', 'intents', 'tools', 'testing']],
     ['activities', ['worker', 'client', 'workflows', 'testing']],

@@ -194,7 +194,8 @@ describe('approver keys', () => {
       requireDigest: true,
       publicKeys: { alice: publicEntry.slice('alice:'.length) },
       signatureMaxAgeMs: 300_000,
+      policies: true,
     });
-    expect((await createTurnSettings(testConfig(), {})()).approvals).toEqual({ requireDigest: true });
+    expect((await createTurnSettings(testConfig(), {})()).approvals).toEqual({ requireDigest: true, policies: true });
   });
 });

@@ -51,6 +51,11 @@ export class TollgateMetrics {
     buckets: APPROVAL_WAIT_BUCKETS,
     registers: [this.registry],
   });
+  private readonly approvals = this.counter(
+    'tollgate_approval_decisions_total',
+    'Decisions on irreversible calls: approve or deny, by a person, a rule or a grant.',
+    ['tool', 'decision', 'by'],
+  );
   private readonly outcomeUnknown = this.counter('tollgate_outcome_unknown_total', 'Writes that ended with outcome_unknown.', ['tool']);
   private readonly turns = this.counter('tollgate_turns_total', 'Finished turns by status.', ['status']);
   private readonly tokens = new Histogram({
@@ -131,6 +136,10 @@ export class TollgateMetrics {
     this.toolDuration.observe({ tool, effect }, call.durationMs / 1000);
     if (call.approvalWaitMs !== undefined) this.approvalWait.observe({ tool }, call.approvalWaitMs / 1000);
     if (call.code === 'outcome_unknown') this.outcomeUnknown.inc({ tool });
+    if (call.approval) {
+      const decision = oneOf(call.approval.decision, ['approve', 'deny'] as const);
+      this.approvals.inc({ tool, decision, by: oneOf(call.approval.via, ['person', 'rule', 'grant'] as const) });
+    }
   }
 
   /** Counts one finished turn by its status. */

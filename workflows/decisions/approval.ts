@@ -1,6 +1,8 @@
 import type { CheckCallInput, CheckedToolCall } from '../../common/activity-types';
 import type { ApprovalDecision } from '../../common/contract/decisions';
+import type { PolicyVerdict } from '../../common/activity-types';
 import { MAX_DECISION_CHARS, REJECTED_DECISION_BOUNDS } from '../../common/defaults';
+import { grantRequestProblem } from '../../common/grant-request';
 import { checks, clip, DecisionDesk, type DecisionKind, type DecisionRecord, type WaitObserver } from './desk';
 
 const call = (decision: Partial<ApprovalDecision>) => `call ${decision.callId}`;
@@ -16,6 +18,13 @@ export const APPROVAL: DecisionKind<'approval'> = {
       if (typeof callId !== 'string') return 'callId must be a string';
       if (verdict !== 'approve' && verdict !== 'deny') return `decision must be "approve" or "deny", got ${JSON.stringify(verdict)}`;
       return undefined;
+    },
+    ({ decision: { approver, decision: verdict, grant } }) => {
+      if (typeof approver === 'string' && /^(rule|grant):/.test(approver))
+        return `approver "${approver}": names starting rule: or grant: are kept for the turn's automatic decisions`;
+      if (grant === undefined) return undefined;
+      if (verdict !== 'approve') return 'a grant goes only with an approval';
+      return grantRequestProblem(grant);
     },
     checks.undecided((callId) => `call ${callId} was already decided`),
     checks.freshSignature(call),
@@ -59,13 +68,16 @@ export const APPROVAL: DecisionKind<'approval'> = {
     argsDigest: decision.argsDigest!,
     editedArgsDigest,
     round: pending?.round,
+    ...(decision.grant !== undefined ? { grant: decision.grant } : {}),
   }),
-  taken({ callId, decision, approver, reason, keyId, signedAt }, round, signed) {
+  taken({ callId, decision, approver, reason, keyId, signedAt, signature, grant }, round, signed) {
     // A signed decision's approver is the name of the key that signed it.
     const taken: ApprovalDecision = signed
       ? { callId, decision, approver: keyId, reason, keyId, signedAt }
       : { callId, decision, approver, reason };
     if (round > 1) taken.round = round;
+    // A grant outlives the decision: its signature is kept with it, as evidence of who granted.
+    if (grant !== undefined) Object.assign(taken, { grant }, signed && typeof signature === 'string' ? { signature } : {});
     return taken;
   },
   record: (state, taken) => void state.decisions.push(taken),
@@ -153,6 +165,34 @@ export class ApprovalBook extends DecisionDesk<'approval'> {
   /** The call as a person edited it on approval, with the digest of what they were shown; nothing when not edited. */
   editFor(callId: string): CallEdited | undefined {
     return this.edits.get(callId);
+  }
+
+  /** Digests of the arguments of calls a person denied in this turn: no rule or grant approves them again. */
+  readonly deniedDigests: string[] = [];
+
+  /**
+   * Records what a rule or a grant decided on a call, in `decisions` as a person's decision is
+   * recorded: `approver` is `rule:<name>` or `grant:<id>`, with the digest of the arguments decided on.
+   */
+  recordAutomatic(callId: string, verdict: Extract<PolicyVerdict, { via: unknown }>): ApprovalDecision {
+    const taken: ApprovalDecision = {
+      callId,
+      decision: verdict.decision,
+      approver: verdict.by,
+      via: verdict.via,
+      argsDigest: verdict.argsDigest,
+      ...(verdict.reason !== undefined ? { reason: verdict.reason } : {}),
+    };
+    this.record.state.decisions.push(taken);
+    this.record.host.publish();
+    return taken;
+  }
+
+  /** Records the id a person's grant was recorded under, on their decision. */
+  grantRecorded(callId: string, grantId: string): void {
+    const taken = this.decisionFor(callId);
+    if (taken) taken.grantId = grantId;
+    this.record.host.publish();
   }
 
   /** Forgets the decision on a call that goes back to waiting for approval (its write was found not applied); the record stays in `decisions`. */

@@ -114,6 +114,8 @@ export class DecisionRecord {
   signing?: Signing;
   /** Who may decide on which tool's calls (config `approvals.groups`). */
   groups?: ApproverGroups;
+  /** Whether irreversible calls are first put to the worker's rules and grants (settings `approvals.policies`). */
+  policies = false;
 
   constructor(
     readonly state: TurnState,

@@ -44,6 +44,7 @@ function approvalDetails(waiting: PendingApproval[]): string[] {
     const round = pending.round > 1 ? { round: pending.round } : {};
     const send = JSON.stringify({ callId: pending.callId, decision: 'approve', argsDigest: digest, ...round }).replace(/`/g, '\\u0060');
     lines.push(`  To approve, send the \`approval\` signal with \`${send}\` (\`"deny"\` to deny)`);
+    if (pending.policyNote) lines.push(`  No rule or grant decided it: ${cell(pending.policyNote)}`);
     if (pending.redactedValues)
       lines.push(
         `  ${pending.redactedValues} value${pending.redactedValues === 1 ? '' : 's'} redacted; the digest names the arguments as shown`,
@@ -97,7 +98,7 @@ export function renderDetails(state: TurnState): string {
     lines.push('### Tool calls', '');
     for (const event of state.toolCalls) {
       lines.push(
-        `- ${event.callId} · ${event.tool} · ${event.effect} · **${event.status}**${event.code ? ` \`${event.code}\`` : ''} · ${event.executions} execution${event.executions === 1 ? '' : 's'} · ${event.durationMs} ms`,
+        `- ${event.callId} · ${event.tool} · ${event.effect} · **${event.status}**${event.code ? ` \`${event.code}\`` : ''} · ${event.executions} execution${event.executions === 1 ? '' : 's'} · ${event.durationMs} ms${event.approval ? ` · ${event.approval.decision === 'approve' ? 'approved' : 'denied'} by ${cell(event.approval.by)}` : ''}`,
       );
     }
   }

@@ -1,16 +1,90 @@
-import { condition, sleep, workflowInfo } from '@temporalio/workflow';
-import type { BoundaryResult } from '../../common/activity-types';
+import { condition, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import type { Activities, BoundaryResult, PolicyVerdict } from '../../common/activity-types';
 import { BoundaryResults } from '../../common/boundary-results';
+import type { ApprovalDecision } from '../../common/contract/decisions';
+import type { ApprovalRecord } from '../../common/contract/tools';
 import { leaseWait, releaseNotApplied, resolveUnknown } from '../decisions/unknown-outcome';
 import { interruption, neverStarted } from './activity-results';
 import { runToolInput, type EffectContext, type EffectStrategy, type RunnableCall } from './effect-strategy';
 import { lookupActivity, writeActivity } from './write-activities';
 
+const { decideByPolicy, recordGrant } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  summary: 'approval rules and grants',
+  retry: { maximumAttempts: 3, initialInterval: '200 ms' },
+});
+
+/** The conversation a turn belongs to (its parent workflow), for grants scoped to it. */
+function conversationOf(): { conversationId?: string } {
+  const { parent } = workflowInfo();
+  return parent ? { conversationId: parent.workflowId } : {};
+}
+
+/**
+ * What the worker's rules and the standing grants say of a call, asked once (a local activity whose
+ * answer is recorded, so replay never asks again). A turn whose settings predate them, or rules that
+ * cannot be evaluated (the store down), leave the call to a person.
+ */
+async function policyVerdict({ taskId, call, approvals }: EffectContext): Promise<PolicyVerdict> {
+  if (!approvals.record.policies) return { decision: 'ask' };
+  try {
+    return await decideByPolicy({
+      workflowId: workflowInfo().workflowId,
+      taskId,
+      ...conversationOf(),
+      callId: call.callId,
+      tool: call.tool,
+      args: call.args,
+      argsDigest: call.argsDigest,
+      at: Date.now(),
+      deniedDigests: [...approvals.deniedDigests],
+    });
+  } catch (error) {
+    return { decision: 'ask', note: `the approval rules could not be evaluated, so a person decides: ${interruption(error)}` };
+  }
+}
+
+/** Records the grant a person gave with their approval; the approval stands whether or not the grant could be recorded. */
+async function giveGrant({ taskId, call, approvals }: EffectContext, decision: ApprovalDecision): Promise<void> {
+  const failed = (why: string) =>
+    approvals.record.reject(
+      { callId: call.callId, grant: decision.grant },
+      `the approval of call ${call.callId} stands; its grant was not recorded: ${why}`,
+    );
+  try {
+    const recorded = await recordGrant({
+      workflowId: workflowInfo().workflowId,
+      taskId,
+      ...conversationOf(),
+      callId: call.callId,
+      round: decision.round ?? 1,
+      tool: call.tool,
+      grant: decision.grant!,
+      grantedBy: decision.approver ?? 'a person',
+      at: Date.now(),
+      ...(decision.keyId ? { keyId: decision.keyId } : {}),
+      ...(decision.signature ? { signature: decision.signature } : {}),
+    });
+    if (recorded.recorded) approvals.grantRecorded(call.callId, recorded.grant.id);
+    else failed(recorded.why);
+  } catch (error) {
+    failed(interruption(error));
+  }
+}
+
+/** Who decided, as the call's event shows it. */
+function personal(decision: ApprovalDecision): ApprovalRecord {
+  return { decision: decision.decision, by: decision.approver ?? 'a person', via: 'person' };
+}
+
 /**
  * Waits for a human decision on the call; the result to give the model when it is not an approval,
- * and how long it waited (workflow time, the same on replay).
+ * the decision, and how long it waited (workflow time, the same on replay).
  */
-async function awaitApproval({ call, approvals }: EffectContext): Promise<{ refused?: BoundaryResult; waitedMs: number }> {
+async function awaitApproval(
+  { call, approvals }: EffectContext,
+  policyNote?: string,
+): Promise<{ refused?: BoundaryResult; waitedMs: number; decision?: ApprovalDecision }> {
   const { policy } = call;
   const requestedAt = Date.now();
   approvals.open({
@@ -24,6 +98,7 @@ async function awaitApproval({ call, approvals }: EffectContext): Promise<{ refu
     ...(call.redactedValues ? { redactedValues: call.redactedValues, shownDigest: call.shownDigest } : {}),
     requestedAt: new Date(requestedAt).toISOString(),
     expiresAt: new Date(requestedAt + policy.approvalTimeoutMs).toISOString(),
+    ...(policyNote ? { policyNote } : {}),
   });
   // A flood of signals (recorded by the server whether or not they are taken) also ends the wait
   // once the history reaches the turn's limits, so the turn ends `history_limit` rather than terminated.
@@ -48,9 +123,9 @@ async function awaitApproval({ call, approvals }: EffectContext): Promise<{ refu
   }
   if (decision.decision === 'deny') {
     const by = decision.approver ? ` by ${decision.approver}` : '';
-    return { refused: BoundaryResults.denied(`denied${by}${decision.reason ? `: ${decision.reason}` : ''}`), waitedMs };
+    return { refused: BoundaryResults.denied(`denied${by}${decision.reason ? `: ${decision.reason}` : ''}`), waitedMs, decision };
   }
-  return { waitedMs };
+  return { waitedMs, decision };
 }
 
 /**
@@ -114,12 +189,31 @@ export const irreversibleWriteStrategy: EffectStrategy = {
     let executions = 0;
     // How long the call waited for its decisions, all of them (traces and metrics).
     let approvalWaitMs = 0;
+    // The rules and grants decide first, once: a call that comes back to approval later is a person's to decide.
+    let verdict = await policyVerdict(context);
+    if (verdict.decision === 'deny') {
+      approvals.recordAutomatic(call.callId, verdict);
+      const approval: ApprovalRecord = { decision: 'deny', by: verdict.by, via: verdict.via };
+      return { ...BoundaryResults.denied(`denied by ${verdict.by}${verdict.reason ? `: ${verdict.reason}` : ''}`), executions, approval };
+    }
     for (;;) {
-      const { refused, waitedMs } = await awaitApproval(context);
-      approvalWaitMs += waitedMs;
-      if (refused) return { ...refused, executions, approvalWaitMs };
+      let approval: ApprovalRecord;
+      if (verdict.decision === 'approve') {
+        approvals.recordAutomatic(call.callId, verdict);
+        approval = { decision: 'approve', by: verdict.by, via: verdict.via };
+      } else {
+        const { refused, waitedMs, decision } = await awaitApproval(context, verdict.decision === 'ask' ? verdict.note : undefined);
+        approvalWaitMs += waitedMs;
+        if (refused) {
+          if (decision?.decision === 'deny') approvals.deniedDigests.push(call.argsDigest);
+          return { ...refused, executions, approvalWaitMs, ...(decision ? { approval: personal(decision) } : {}) };
+        }
+        approval = personal(decision!);
+        if (decision!.grant !== undefined) await giveGrant(context, decision!);
+      }
+      verdict = { decision: 'ask' };
       const { runnable, edited: asEdited = (outcome: BoundaryResult) => outcome } = approvedCall(context);
-      const edited = (outcome: BoundaryResult): BoundaryResult => ({ ...asEdited(outcome), approvalWaitMs });
+      const edited = (outcome: BoundaryResult): BoundaryResult => ({ ...asEdited(outcome), approvalWaitMs, approval });
       let ran: BoundaryResult;
       try {
         ran = await writeActivity(runnable)(runToolInput({ taskId, call: runnable, allowedTools }));

@@ -21,6 +21,8 @@ export interface TurnRunSettings {
   signing?: Signing;
   /** Who may decide on which tool's calls (config `approvals.groups`). */
   groups?: ApproverGroups;
+  /** Whether irreversible calls are first put to the worker's approval rules and grants (`decideByPolicy`). */
+  policies: boolean;
   streams: StreamSettings;
   metrics: boolean;
   outcomes: TurnSettings['outcomes'];
@@ -33,11 +35,11 @@ export interface TurnRunSettings {
  */
 export async function settingsFor(own: TurnLimits | undefined): Promise<TurnRunSettings> {
   const settings = await turnSettings();
-  const { requireDigest, publicKeys, signatureMaxAgeMs, groups } = settings.approvals;
+  const { requireDigest, publicKeys, signatureMaxAgeMs, groups, policies = false } = settings.approvals;
   const signing = publicKeys ? { publicKeys, maxAgeMs: signatureMaxAgeMs ?? 0 } : undefined;
   const limits = { ...settings.limits, ...own };
   const metrics = settings.telemetry?.metrics ?? false;
-  return { limits, requireDigest, signing, groups, streams: settings.interruptedStreams, metrics, outcomes: settings.outcomes };
+  return { limits, requireDigest, signing, groups, policies, streams: settings.interruptedStreams, metrics, outcomes: settings.outcomes };
 }
 
 /** The turn's token budget: the smaller of its limit and its conversation's allowance, when either is set. */

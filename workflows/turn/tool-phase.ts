@@ -36,6 +36,7 @@ async function runCall({ input, decisions }: TurnRun, step: number, call: Checke
     originalSize: outcome.originalSize,
     truncated: outcome.truncated,
     ...(outcome.edit ? { edit: outcome.edit } : {}),
+    ...(outcome.approval ? { approval: outcome.approval } : {}),
   };
   return { call, outcome, event };
 }

@@ -1,0 +1,310 @@
+// Approval rules and grants without Temporal: rules compile or stop the worker naming the rule and
+// the field; an approving condition is read strictly, so arguments varied to slip past it are asked
+// for; caps and grants are counted in the real SQLite store, also by two stores racing on one file.
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { PolicyInput } from '../../common/activity-types';
+import { ConfigError } from '../../config/config-error';
+import { parseConfig } from '../../config/load-config';
+import { compileRules, workerRules, type ApprovalRule } from '../../policies/approval-rules';
+import { createDecideByPolicy, createRecordGrant, grantId } from '../../policies/decide-by-policy';
+import { openSqlitePolicyStore, type PolicyStore } from '../../policies/policy-store';
+
+/** Messages to the company's own domain, lower-case ASCII only, with the fields a send has. */
+const ROUTINE_SEND: ApprovalRule = {
+  name: 'routine-sends',
+  tool: 'send_message',
+  when: {
+    properties: {
+      to: { pattern: '^[a-z0-9._-]+@example\\.com$' },
+      subject: { maxLength: 200 },
+      body: { maxLength: 5000 },
+    },
+    required: ['to'],
+  },
+  decision: 'approve',
+};
+
+const WHERE = { source: 'test.yaml', baseDir: '/tmp', env: {} };
+const send = (to: unknown, extra: Record<string, unknown> = {}) => ({ to, subject: 'Hello', body: 'Text', ...extra });
+
+const stores: PolicyStore[] = [];
+function store(file = path.join(mkdtempSync(path.join(os.tmpdir(), 'tollgate-policies-')), 'policies.db')): PolicyStore {
+  const opened = openSqlitePolicyStore(file);
+  stores.push(opened);
+  return opened;
+}
+afterEach(async () => {
+  for (const opened of stores.splice(0)) await opened.close();
+});
+
+let calls = 0;
+function input(tool: string, args: unknown, more: Partial<PolicyInput> = {}): PolicyInput {
+  calls++;
+  return {
+    workflowId: 'turn-1',
+    taskId: 'task-1',
+    callId: `call-${calls}`,
+    tool,
+    args,
+    argsDigest: `digest-${JSON.stringify(args)}`,
+    at: Date.parse('2026-06-01T12:00:00Z'),
+    deniedDigests: [],
+    ...more,
+  };
+}
+
+describe('approval rules: what compiles', () => {
+  it('compiles the rules of a config file and keeps their order', () => {
+    const rules = [ROUTINE_SEND, { name: 'no-shell', tool: 'shell', decision: 'deny', reason: 'never' }];
+    const config = parseConfig({ approvals: { rules } }, WHERE);
+    expect(compileRules(config.approvals.rules).map((rule) => rule.name)).toEqual(['routine-sends', 'no-shell']);
+  });
+
+  it.each([
+    [{ ...ROUTINE_SEND, when: { propertes: {} } }, /approvals\.rules\[0\] \("routine-sends"\)\.when: .*propertes/],
+    [
+      { ...ROUTINE_SEND, when: { properties: { to: { pattern: '(a)\\1' } } } },
+      /rules\[0\] \("routine-sends"\)\.when: the pattern .*cannot be matched in linear time/,
+    ],
+    [{ ...ROUTINE_SEND, when: { properties: { to: { type: 'text' } } } }, /rules\[0\] \("routine-sends"\)\.when: .*type/],
+    [{ name: 'stop', tool: 'shell', decision: 'deny' }, /rules\[0\] \("stop"\)\.reason: a deny rule needs the reason/],
+    [{ name: 'x', tool: 'shell', decision: 'ask', limits: { perTask: 1 } }, /rules\[0\] \("x"\)\.limits: only an approve rule has limits/],
+    [{ name: 'bad name!', tool: 'shell', decision: 'ask' }, /rules\[0\] \("bad name!"\)\.name: expected a rule name/],
+    [{ ...ROUTINE_SEND, limits: { amount: { argument: 'cents' } } }, /limits\.amount: an amount cap needs perTask or perWindow/],
+  ])('an invalid rule stops the worker, naming the rule and the field (%#)', (rule, message) => {
+    expect(() => compileRules([rule])).toThrow(ConfigError);
+    expect(() => compileRules([rule])).toThrow(message);
+  });
+
+  it('refuses two rules of one name, also one in code and one in the config', () => {
+    expect(() => compileRules([ROUTINE_SEND, ROUTINE_SEND])).toThrow(
+      /rules\[1\] \("routine-sends"\)\.name: a second rule named routine-sends/,
+    );
+    expect(() => workerRules([ROUTINE_SEND], [ROUTINE_SEND])).toThrow(/two rules are named "routine-sends"/);
+  });
+
+  it('a config with an invalid rule shape is refused when it is read', () => {
+    const rules = [{ name: 'x', tool: 'shell', decision: 'maybe' }];
+    expect(() => parseConfig({ approvals: { rules } }, WHERE)).toThrow(/approvals\.rules\.0\.decision/);
+  });
+});
+
+describe('approval rules: what matches', () => {
+  const [routine] = compileRules([ROUTINE_SEND]);
+
+  it('approves the routine call it describes', () => {
+    expect(routine.matches('send_message', send('bob@example.com'))).toBe(true);
+    expect(routine.matches('save_draft', send('bob@example.com'))).toBe(false);
+  });
+
+  it.each([
+    ['another domain', send('bob@example.org')],
+    ['upper case', send('Bob@EXAMPLE.com')],
+    ['a Cyrillic а in the domain', send('bob@exаmple.com')],
+    ['a full-width @', send('bob＠example.com')],
+    ['a second address after a newline', send('bob@example.com\nmallory@evil.com')],
+    ['a second address after a comma', send('mallory@evil.com,bob@example.com')],
+    ['an extra field', send('bob@example.com', { cc: 'mallory@evil.com' })],
+    ['an object instead of a string', send({ address: 'bob@example.com', to: 'mallory@evil.com' })],
+    ['an array of addresses', send(['bob@example.com', 'mallory@evil.com'])],
+    ['a number', send(42)],
+    ['no recipient', { subject: 'Hello', body: 'Text' }],
+  ])('asks when a hostile model varies the arguments: %s', (_what, args) => {
+    expect(routine.matches('send_message', args)).toBe(false);
+  });
+
+  it('reads a deny rule as written: a looser deny denies more, never less', () => {
+    const [deny] = compileRules([
+      { name: 'no-evil', tool: 'send_message', when: { properties: { to: { pattern: 'evil' } } }, decision: 'deny', reason: 'no' },
+    ]);
+    expect(deny.matches('send_message', send('mallory@evil.com'))).toBe(true);
+    // Not strict: an extra field does not let a message to evil.com past the deny.
+    expect(deny.matches('send_message', send('mallory@evil.com', { cc: 'x' }))).toBe(true);
+  });
+
+  it('matches tool-name patterns, MCP tools included', () => {
+    const [rule] = compileRules([{ name: 'notes', tool: 'notes__*', decision: 'approve' }]);
+    expect(rule.matches('notes__record_note', {})).toBe(true);
+    expect(rule.matches('files__write', {})).toBe(false);
+  });
+});
+
+describe('decideByPolicy on the SQLite store', () => {
+  it('first match wins: deny with its reason, ask, approve', async () => {
+    const rules = compileRules([
+      {
+        name: 'no-evil',
+        tool: 'send_message',
+        when: { properties: { to: { pattern: 'evil' } } },
+        decision: 'deny',
+        reason: 'not to evil.com',
+      },
+      { name: 'ask-board', tool: 'send_message', when: { properties: { to: { const: 'board@example.com' } } }, decision: 'ask' },
+      ROUTINE_SEND,
+    ]);
+    const decide = createDecideByPolicy({ rules, store: () => store() });
+    expect(await decide(input('send_message', send('mallory@evil.com')))).toMatchObject({
+      decision: 'deny',
+      by: 'rule:no-evil',
+      reason: 'not to evil.com',
+    });
+    expect(await decide(input('send_message', send('board@example.com')))).toMatchObject({ decision: 'ask', rule: 'ask-board' });
+    const approved = await decide(input('send_message', send('bob@example.com')));
+    expect(approved).toEqual({
+      decision: 'approve',
+      via: 'rule',
+      by: 'rule:routine-sends',
+      argsDigest: 'digest-{"to":"bob@example.com","subject":"Hello","body":"Text"}',
+    });
+    expect(await decide(input('send_message', send('bob@example.org')))).toEqual({ decision: 'ask' });
+  });
+
+  it('never approves again arguments a person denied in the turn', async () => {
+    const decide = createDecideByPolicy({ rules: compileRules([ROUTINE_SEND]), store: () => store() });
+    const args = send('bob@example.com');
+    const verdict = await decide(input('send_message', args, { deniedDigests: [`digest-${JSON.stringify(args)}`] }));
+    expect(verdict).toMatchObject({ decision: 'ask', note: expect.stringMatching(/a person denied these arguments/) });
+  });
+
+  it('caps per task: past the cap the call is asked for, with why; another task has its own count', async () => {
+    const opened = store();
+    const decide = createDecideByPolicy({ rules: compileRules([{ ...ROUTINE_SEND, limits: { perTask: 2 } }]), store: () => opened });
+    const args = send('bob@example.com');
+    expect((await decide(input('send_message', args))).decision).toBe('approve');
+    expect((await decide(input('send_message', args))).decision).toBe('approve');
+    expect(await decide(input('send_message', args))).toMatchObject({
+      decision: 'ask',
+      note: 'rule routine-sends approved its 2 calls for task task-1',
+    });
+    expect((await decide(input('send_message', args, { taskId: 'task-2' }))).decision).toBe('approve');
+  });
+
+  it('a call asked again (a retried activity) is the same use, not a second one', async () => {
+    const opened = store();
+    const decide = createDecideByPolicy({ rules: compileRules([{ ...ROUTINE_SEND, limits: { perTask: 1 } }]), store: () => opened });
+    const first = input('send_message', send('bob@example.com'));
+    expect((await decide(first)).decision).toBe('approve');
+    expect((await decide(first)).decision).toBe('approve');
+    expect((await decide(input('send_message', send('bob@example.com')))).decision).toBe('ask');
+  });
+
+  it('caps per time window, by the turn clock', async () => {
+    const opened = store();
+    const decide = createDecideByPolicy({
+      rules: compileRules([{ ...ROUTINE_SEND, limits: { perWindow: { calls: 1, window: '1h' } } }]),
+      store: () => opened,
+    });
+    const at = Date.parse('2026-06-01T12:00:00Z');
+    expect((await decide(input('send_message', send('bob@example.com'), { at }))).decision).toBe('approve');
+    expect((await decide(input('send_message', send('bob@example.com'), { at: at + 59 * 60_000, taskId: 'other' }))).decision).toBe('ask');
+    expect((await decide(input('send_message', send('bob@example.com'), { at: at + 61 * 60_000 }))).decision).toBe('approve');
+  });
+
+  it('caps a total amount; a call without a countable amount is asked for', async () => {
+    const opened = store();
+    const pay: ApprovalRule = {
+      name: 'small-payments',
+      tool: 'pay_invoice',
+      when: { properties: { invoice: { type: 'string' }, cents: { type: 'integer', maximum: 5000 } } },
+      decision: 'approve',
+      limits: { amount: { argument: 'cents', perTask: 8000 } },
+    };
+    const decide = createDecideByPolicy({ rules: compileRules([pay]), store: () => opened });
+    expect((await decide(input('pay_invoice', { invoice: 'A', cents: 5000 }))).decision).toBe('approve');
+    expect(await decide(input('pay_invoice', { invoice: 'B', cents: 3001 }))).toMatchObject({
+      decision: 'ask',
+      note: 'rule small-payments approves at most 8000 per task; 5000 approved, this call asks 3001',
+    });
+    expect((await decide(input('pay_invoice', { invoice: 'C', cents: 3000 }))).decision).toBe('approve');
+  });
+
+  it('two workers racing for the last use of a cap on one SQLite file: exactly one approves', async () => {
+    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'tollgate-policies-')), 'policies.db');
+    const [one, two] = [store(file), store(file)];
+    const rules = compileRules([{ ...ROUTINE_SEND, limits: { perTask: 5 } }]);
+    const deciders = [createDecideByPolicy({ rules, store: () => one }), createDecideByPolicy({ rules, store: () => two })];
+    const verdicts = await Promise.all(
+      Array.from({ length: 12 }, (_, index) => deciders[index % 2](input('send_message', send('bob@example.com')))),
+    );
+    expect(verdicts.filter((verdict) => verdict.decision === 'approve')).toHaveLength(5);
+  });
+});
+
+describe('grants on the SQLite store', () => {
+  const at = Date.parse('2026-06-01T12:00:00Z');
+  const give = async (opened: PolicyStore, more: Partial<Parameters<ReturnType<typeof createRecordGrant>>[0]> = {}) => {
+    const recorded = await createRecordGrant({ store: () => opened })({
+      workflowId: 'turn-1',
+      taskId: 'task-1',
+      callId: 'call-0',
+      round: 1,
+      tool: 'send_message',
+      grant: { forMs: 60_000, when: { properties: { to: { pattern: '@example\\.com$' }, subject: {}, body: {} } } },
+      grantedBy: 'alice',
+      at,
+      ...more,
+    });
+    if (!recorded.recorded) throw new Error(recorded.why);
+    return recorded.grant;
+  };
+
+  it('approves matching calls of its task until it expires, and names itself', async () => {
+    const opened = store();
+    const grant = await give(opened);
+    expect(grant.id).toBe(grantId('turn-1', 'call-0', 1));
+    const decide = createDecideByPolicy({ rules: [], store: () => opened });
+    expect(await decide(input('send_message', send('bob@example.com'), { at: at + 1 }))).toMatchObject({
+      decision: 'approve',
+      by: `grant:${grant.id}`,
+      via: 'grant',
+    });
+    expect((await decide(input('send_message', send('bob@example.org'), { at: at + 2 }))).decision).toBe('ask');
+    expect((await decide(input('send_message', send('bob@example.com'), { at: at + 3, taskId: 'task-2' }))).decision).toBe('ask');
+    expect((await decide(input('save_draft', send('bob@example.com'), { at: at + 4 }))).decision).toBe('ask');
+    expect((await decide(input('send_message', send('bob@example.com'), { at: at + 60_000 }))).decision).toBe('ask');
+  });
+
+  it('is recorded once however often its approval is recorded again', async () => {
+    const opened = store();
+    await give(opened);
+    await give(opened);
+    expect(await opened.listGrants({ at })).toHaveLength(1);
+  });
+
+  it('a revoked grant approves nothing more; a capped one stops at its cap; list shows both', async () => {
+    const opened = store();
+    const revoked = await give(opened, { callId: 'call-a' });
+    const capped = await give(opened, { callId: 'call-b', tool: 'pay_invoice', grant: { forMs: 60_000, maxCalls: 1 } });
+    const decide = createDecideByPolicy({ rules: [], store: () => opened });
+    expect(await decide(input('send_message', send('bob@example.com'), { at: at + 1 }))).toMatchObject({ by: `grant:${revoked.id}` });
+    expect((await opened.revokeGrant(revoked.id, 'carol', at + 2))?.revokedBy).toBe('carol');
+    expect((await decide(input('send_message', send('bob@example.com'), { at: at + 3 }))).decision).toBe('ask');
+    expect((await decide(input('pay_invoice', { invoice: 'A', cents: 1 }, { at: at + 4 }))).decision).toBe('approve');
+    expect((await decide(input('pay_invoice', { invoice: 'B', cents: 1 }, { at: at + 5 }))).decision).toBe('ask');
+    expect(await opened.listGrants({ at: at + 6 })).toEqual([]);
+    const all = await opened.listGrants({ at: at + 6, all: true });
+    expect(all.map((grant) => [grant.id, grant.uses, grant.revokedBy])).toEqual(
+      expect.arrayContaining([
+        [revoked.id, 1, 'carol'],
+        [capped.id, 1, undefined],
+      ]),
+    );
+  });
+
+  it('a grant whose condition does not compile, or scoped to a conversation outside one, is not recorded, saying why', async () => {
+    const recordGrant = createRecordGrant({ store: () => store() });
+    const base = { workflowId: 'w', taskId: 't', callId: 'c', round: 1, tool: 'send_message', grantedBy: 'alice', at };
+    expect(await recordGrant({ ...base, grant: { forMs: 1000, when: { properties: { to: { pattern: '(?=x)' } } } } })).toMatchObject({
+      recorded: false,
+      why: expect.stringMatching(/grant\.when: the pattern/),
+    });
+    expect(await recordGrant({ ...base, grant: { forMs: 1000, scope: 'conversation' } })).toMatchObject({
+      recorded: false,
+      why: expect.stringMatching(/not one of a conversation/),
+    });
+    expect(await recordGrant({ ...base, grant: { forMs: 0 } })).toMatchObject({ recorded: false, why: expect.stringMatching(/forMs/) });
+  });
+});
