@@ -1,6 +1,5 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { Mutex } from 'async-mutex';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import type { Grant } from '../common/contract/decisions';
@@ -52,18 +51,49 @@ export interface PolicyStore {
   close(): Promise<void>;
 }
 
-/** What the policy logic asks of a database: queries with `?` placeholders, run inside one locked transaction. */
-interface Sql {
-  all<T>(text: string, values?: unknown[]): Promise<T[]>;
-  run(text: string, values?: unknown[]): Promise<number>;
+/** One query of the policy logic: `?` placeholders, all rows or the count of rows changed. */
+interface Query {
+  kind: 'all' | 'run';
+  text: string;
+  values: unknown[];
 }
 
+/**
+ * The policy logic's steps: it yields each query and is given its answer. The same steps run
+ * synchronously inside one SQLite transaction (nothing else runs on the thread meanwhile) and
+ * asynchronously inside one PostgreSQL transaction.
+ */
+type Steps<T> = Generator<Query, T, unknown>;
+
+const sql = {
+  *all<T>(text: string, values: unknown[] = []): Steps<T[]> {
+    return (yield { kind: 'all', text, values }) as T[];
+  },
+  *run(text: string, values: unknown[] = []): Steps<number> {
+    return (yield { kind: 'run', text, values }) as number;
+  },
+};
+
 interface Backend {
-  /** Runs `work` in one transaction holding the policies' write lock. */
-  locked<T>(work: (sql: Sql) => Promise<T>): Promise<T>;
-  /** Queries outside a transaction. */
-  sql: Sql;
+  /** Runs the steps in one transaction holding the policies' write lock. */
+  locked<T>(steps: () => Steps<T>): Promise<T>;
+  /** Runs reading steps outside a transaction. */
+  read<T>(steps: () => Steps<T>): Promise<T>;
   close(): Promise<void>;
+}
+
+/** Runs steps with each query answered at once. */
+function runSteps<T>(steps: Steps<T>, answer: (query: Query) => unknown): T {
+  let next = steps.next();
+  while (!next.done) next = steps.next(answer(next.value));
+  return next.value;
+}
+
+/** Runs steps with each query answered when its promise settles. */
+async function awaitSteps<T>(steps: Steps<T>, answer: (query: Query) => Promise<unknown>): Promise<T> {
+  let next = steps.next();
+  while (!next.done) next = steps.next(await answer(next.value));
+  return next.value;
 }
 
 const TABLES = [
@@ -137,8 +167,8 @@ export function grantEnded(
   return undefined;
 }
 
-async function count(sql: Sql, where: string, values: unknown[], column = 'count(*)'): Promise<number> {
-  const [row] = await sql.all<{ total: number | string | null }>(
+function* count(where: string, values: unknown[], column = 'count(*)'): Steps<number> {
+  const [row] = yield* sql.all<{ total: number | string | null }>(
     `SELECT ${column} AS total FROM tollgate_policy_uses WHERE ${where}`,
     values,
   );
@@ -146,41 +176,39 @@ async function count(sql: Sql, where: string, values: unknown[], column = 'count
 }
 
 /** Why a rule's limits do not allow one more use, or nothing. */
-async function ruleCapped(sql: Sql, name: string, limits: RuleLimits, use: UseRequest): Promise<string | undefined> {
+function* ruleCapped(name: string, limits: RuleLimits, use: UseRequest): Steps<string | undefined> {
   const mine = `kind = 'rule' AND name = ?`;
-  if (limits.perTask !== undefined && (await count(sql, `${mine} AND task_id = ?`, [name, use.taskId])) >= limits.perTask)
+  if (limits.perTask !== undefined && (yield* count(`${mine} AND task_id = ?`, [name, use.taskId])) >= limits.perTask)
     return `rule ${name} approved its ${limits.perTask} calls for task ${use.taskId}`;
   if (limits.perWindow) {
     const since = use.at - limits.perWindow.windowMs;
-    if ((await count(sql, `${mine} AND at > ?`, [name, since])) >= limits.perWindow.calls)
+    if ((yield* count(`${mine} AND at > ?`, [name, since])) >= limits.perWindow.calls)
       return `rule ${name} approved its ${limits.perWindow.calls} calls in ${limits.perWindow.windowMs / 1000} s`;
   }
   const amount = use.amount ?? 0;
   if (limits.amountPerTask !== undefined) {
-    const sum = await count(sql, `${mine} AND task_id = ?`, [name, use.taskId], 'sum(amount)');
+    const sum = yield* count(`${mine} AND task_id = ?`, [name, use.taskId], 'sum(amount)');
     if (sum + amount > limits.amountPerTask)
       return `rule ${name} approves at most ${limits.amountPerTask} per task; ${sum} approved, this call asks ${amount}`;
   }
   if (limits.amountPerWindow) {
-    const sum = await count(sql, `${mine} AND at > ?`, [name, use.at - limits.amountPerWindow.windowMs], 'sum(amount)');
+    const sum = yield* count(`${mine} AND at > ?`, [name, use.at - limits.amountPerWindow.windowMs], 'sum(amount)');
     if (sum + amount > limits.amountPerWindow.max)
       return `rule ${name} approves at most ${limits.amountPerWindow.max} per ${limits.amountPerWindow.windowMs / 1000} s; ${sum} approved, this call asks ${amount}`;
   }
   return undefined;
 }
 
-async function alreadyUsed(sql: Sql, kind: 'rule' | 'grant', name: string, use: UseRequest): Promise<boolean> {
-  const rows = await sql.all(`SELECT 1 AS used FROM tollgate_policy_uses WHERE kind = ? AND name = ? AND workflow_id = ? AND call_id = ?`, [
-    kind,
-    name,
-    use.workflowId,
-    use.callId,
-  ]);
+function* alreadyUsed(kind: 'rule' | 'grant', name: string, use: UseRequest): Steps<boolean> {
+  const rows = yield* sql.all(
+    `SELECT 1 AS used FROM tollgate_policy_uses WHERE kind = ? AND name = ? AND workflow_id = ? AND call_id = ?`,
+    [kind, name, use.workflowId, use.callId],
+  );
   return rows.length > 0;
 }
 
-async function recordUse(sql: Sql, kind: 'rule' | 'grant', name: string, use: UseRequest): Promise<void> {
-  await sql.run(`INSERT INTO tollgate_policy_uses (kind, name, workflow_id, call_id, task_id, amount, at) VALUES (?, ?, ?, ?, ?, ?, ?)`, [
+function* recordUse(kind: 'rule' | 'grant', name: string, use: UseRequest): Steps<void> {
+  yield* sql.run(`INSERT INTO tollgate_policy_uses (kind, name, workflow_id, call_id, task_id, amount, at) VALUES (?, ?, ?, ?, ?, ?, ?)`, [
     kind,
     name,
     use.workflowId,
@@ -193,32 +221,32 @@ async function recordUse(sql: Sql, kind: 'rule' | 'grant', name: string, use: Us
 
 /** The policy logic over one backend (SQLite or PostgreSQL). */
 function policyStore(backend: Backend): PolicyStore {
-  const grantById = async (sql: Sql, id: string) => {
-    const [row] = await sql.all<GrantRow>(`${GRANT_SELECT} WHERE g.id = ?`, [id]);
+  function* grantById(id: string): Steps<Grant | undefined> {
+    const [row] = yield* sql.all<GrantRow>(`${GRANT_SELECT} WHERE g.id = ?`, [id]);
     return row ? grantFromRow(row) : undefined;
-  };
+  }
   return {
     useRule: (rule, use) =>
-      backend.locked(async (sql) => {
-        if (await alreadyUsed(sql, 'rule', rule.name, use)) return { taken: true };
-        const why = rule.limits ? await ruleCapped(sql, rule.name, rule.limits, use) : undefined;
+      backend.locked(function* () {
+        if (yield* alreadyUsed('rule', rule.name, use)) return { taken: true };
+        const why = rule.limits ? yield* ruleCapped(rule.name, rule.limits, use) : undefined;
         if (why) return { taken: false, why };
-        await recordUse(sql, 'rule', rule.name, use);
+        yield* recordUse('rule', rule.name, use);
         return { taken: true };
       }),
     useGrant: (grantId, use) =>
-      backend.locked(async (sql) => {
-        if (await alreadyUsed(sql, 'grant', grantId, use)) return { taken: true };
-        const grant = await grantById(sql, grantId);
+      backend.locked(function* () {
+        if (yield* alreadyUsed('grant', grantId, use)) return { taken: true };
+        const grant = yield* grantById(grantId);
         if (!grant) return { taken: false, why: `grant ${grantId} does not exist` };
         const why = grantEnded(grant, use.at);
         if (why) return { taken: false, why };
-        await recordUse(sql, 'grant', grantId, use);
+        yield* recordUse('grant', grantId, use);
         return { taken: true };
       }),
     addGrant: (grant) =>
-      backend.locked(async (sql) => {
-        await sql.run(
+      backend.locked(function* () {
+        yield* sql.run(
           `INSERT INTO tollgate_grants (id, tool, condition, scope, scope_key, task_id, workflow_id, call_id, granted_by, granted_at,
              expires_at, max_calls, key_id, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
           [
@@ -238,33 +266,32 @@ function policyStore(backend: Backend): PolicyStore {
             grant.signature ?? null,
           ],
         );
-        return (await grantById(sql, grant.id))!;
+        return (yield* grantById(grant.id))!;
       }),
     async activeGrants({ tool, scopeKeys, at }) {
       if (scopeKeys.length === 0) return [];
-      const rows = await backend.sql.all<GrantRow>(
-        `${GRANT_SELECT} WHERE g.tool = ? AND g.scope_key IN (${scopeKeys.map(() => '?').join(', ')})
+      const rows = await backend.read(() =>
+        sql.all<GrantRow>(
+          `${GRANT_SELECT} WHERE g.tool = ? AND g.scope_key IN (${scopeKeys.map(() => '?').join(', ')})
            AND g.revoked_at IS NULL AND g.expires_at > ? ORDER BY g.granted_at, g.id`,
-        [tool, ...scopeKeys, at],
+          [tool, ...scopeKeys, at],
+        ),
       );
       return rows.map(grantFromRow).filter((grant) => grantEnded(grant, at) === undefined);
     },
     async listGrants({ at, all }) {
       const ended = all ? '' : ' WHERE g.revoked_at IS NULL AND g.expires_at > ?';
-      const rows = await backend.sql.all<GrantRow>(`${GRANT_SELECT}${ended} ORDER BY g.granted_at DESC, g.id`, all ? [] : [at]);
+      const rows = await backend.read(() => sql.all<GrantRow>(`${GRANT_SELECT}${ended} ORDER BY g.granted_at DESC, g.id`, all ? [] : [at]));
       return rows.map(grantFromRow).filter((grant) => all || grantEnded(grant, at) === undefined);
     },
     revokeGrant: (id, by, at) =>
-      backend.locked(async (sql) => {
-        await sql.run('UPDATE tollgate_grants SET revoked_at = ?, revoked_by = ? WHERE id = ? AND revoked_at IS NULL', [at, by, id]);
-        return grantById(sql, id);
+      backend.locked(function* () {
+        yield* sql.run('UPDATE tollgate_grants SET revoked_at = ?, revoked_by = ? WHERE id = ? AND revoked_at IS NULL', [at, by, id]);
+        return yield* grantById(id);
       }),
     close: () => backend.close(),
   };
 }
-
-/** The lock of each SQLite file this process opened policies on. */
-const FILE_LOCKS = new Map<string | symbol, Mutex>();
 
 /** The policies on the SQLite file of the embedded store (several processes on one machine share it through SQLite's lock). */
 export function openSqlitePolicyStore(file: string): PolicyStore {
@@ -273,29 +300,12 @@ export function openSqlitePolicyStore(file: string): PolicyStore {
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 5000');
   for (const statement of TABLES) db.exec(statement);
-  // One transaction at a time per file in this process (SQLite's busy wait would block the thread
-  // that must finish the other one); other processes wait on SQLite's write lock.
-  const key = file === ':memory:' ? Symbol('memory') : path.resolve(file);
-  const mutex = FILE_LOCKS.get(key) ?? new Mutex();
-  FILE_LOCKS.set(key, mutex);
-  const sql: Sql = {
-    all: async <T>(text: string, values: unknown[] = []) => db.prepare(text).all(...values) as T[],
-    run: async (text, values = []) => db.prepare(text).run(...values).changes,
-  };
+  const answer = ({ kind, text, values }: Query) =>
+    kind === 'all' ? db.prepare(text).all(...values) : db.prepare(text).run(...values).changes;
   return policyStore({
-    sql,
-    locked: (work) =>
-      mutex.runExclusive(async () => {
-        db.exec('BEGIN IMMEDIATE');
-        try {
-          const result = await work(sql);
-          db.exec('COMMIT');
-          return result;
-        } catch (error) {
-          db.exec('ROLLBACK');
-          throw error;
-        }
-      }),
+    // BEGIN IMMEDIATE takes the file's write lock first, so claimants in other processes wait for it.
+    locked: async (steps) => db.transaction(() => runSteps(steps(), answer)).immediate(),
+    read: async (steps) => runSteps(steps(), answer),
     close: async () => void db.close(),
   });
 }
@@ -316,16 +326,18 @@ export function openPostgresPolicyStore(connectionString: string): PolicyStore {
     allowExitOnIdle: true,
   });
   pool.on('error', () => undefined);
-  const on = (client: pg.Pool | pg.PoolClient): Sql => ({
-    all: async <T>(text: string, values: unknown[] = []) => (await client.query(numbered(text), values)).rows as T[],
-    run: async (text, values = []) => (await client.query(numbered(text), values)).rowCount ?? 0,
-  });
-  const inTransaction = async <T>(work: (sql: Sql) => Promise<T>): Promise<T> => {
+  const on =
+    (client: pg.Pool | pg.PoolClient) =>
+    async ({ kind, text, values }: Query): Promise<unknown> => {
+      const result = await client.query(numbered(text), values);
+      return kind === 'all' ? result.rows : (result.rowCount ?? 0);
+    };
+  const inTransaction = async <T>(steps: () => Steps<T>): Promise<T> => {
     const client = await checkOut(pool);
     try {
       await client.query('BEGIN');
       await client.query(`SELECT pg_advisory_xact_lock(hashtext('tollgate_policies'))`);
-      const result = await work(on(client));
+      const result = await awaitSteps(steps(), on(client));
       await client.query('COMMIT');
       client.release();
       return result;
@@ -337,19 +349,15 @@ export function openPostgresPolicyStore(connectionString: string): PolicyStore {
   };
   let ready: Promise<void> | undefined;
   const setup = () =>
-    (ready ??= inTransaction(async (sql) => {
-      for (const statement of TABLES) await sql.run(statement);
+    (ready ??= inTransaction(function* (): Steps<void> {
+      for (const statement of TABLES) yield* sql.run(statement);
     }).catch((error: unknown) => {
       ready = undefined;
       throw error;
     }));
-  const plain = on(pool);
   return policyStore({
-    sql: {
-      all: async (text, values) => (await setup(), plain.all(text, values)),
-      run: async (text, values) => (await setup(), plain.run(text, values)),
-    },
-    locked: async (work) => (await setup(), inTransaction(work)),
+    read: async (steps) => (await setup(), awaitSteps(steps(), on(pool))),
+    locked: async (steps) => (await setup(), inTransaction(steps)),
     close: () => pool.end(),
   });
 }

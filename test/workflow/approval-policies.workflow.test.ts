@@ -1,0 +1,365 @@
+// Approval rules and grants in real turns on the time-skipping server: each automatic decision is
+// recorded like a person's (decided by rule:<name> or grant:<id>, with the digest), every handler's
+// executions are counted, and replay of the recorded history never evaluates a rule again.
+import { randomUUID } from 'node:crypto';
+import { type WorkflowHandle } from '@temporalio/client';
+import { Worker } from '@temporalio/worker';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createActivities } from '../../activities';
+import type { AgentTurnResult, TurnState } from '../../common/contract/turn';
+import type { TollgateConfig } from '../../config/config-schema';
+import { openSqliteStore } from '../../intents/sqlite-store';
+import type { ApprovalRule } from '../../policies/approval-rules';
+import { openSqlitePolicyStore } from '../../policies/policy-store';
+import { defineTool } from '../../tools/define-tool';
+import { createWorker } from '../../worker/create-worker';
+import { decideUpdate } from '../../workflows/messages';
+import { testConfig } from '../helpers/test-config';
+import { scripted, useTimeSkippingEnvironment, useTurnRunner, waitForState } from '../helpers/turn-runner';
+
+const environment = useTimeSkippingEnvironment();
+const runTurn = useTurnRunner(environment);
+
+/** A send whose schema is loose (unknown fields are dropped before the handler): the rule still sees what the model sent. */
+function tools() {
+  const sent: Array<{ to: string }> = [];
+  const paid: string[] = [];
+  const send = defineTool({
+    name: 'send_message',
+    description: 'Sends a message.',
+    input: z.object({ to: z.unknown(), subject: z.string(), body: z.string() }),
+    effect: 'irreversible_write',
+    handler: ({ to }) => {
+      sent.push({ to: String(to) });
+      return { sent: true };
+    },
+  });
+  const pay = defineTool({
+    name: 'pay_invoice',
+    description: 'Pays an invoice.',
+    input: z.strictObject({ invoice: z.string() }),
+    effect: 'irreversible_write',
+    handler: ({ invoice }) => {
+      paid.push(invoice);
+      return { paid: invoice };
+    },
+  });
+  return { sent, paid, list: [send, pay] };
+}
+
+const ROUTINE: ApprovalRule = {
+  name: 'routine-sends',
+  tool: 'send_message',
+  when: { properties: { to: { pattern: '^[a-z0-9._-]+@example\\.com$' }, subject: {}, body: {} } },
+  decision: 'approve',
+};
+const NO_EVIL: ApprovalRule = {
+  name: 'no-evil',
+  tool: 'send_message',
+  when: { properties: { to: { pattern: 'evil' } } },
+  decision: 'deny',
+  reason: 'we never write to evil.com',
+};
+
+const sendTo = (to: unknown, extra: Record<string, unknown> = {}) => ({
+  tool: 'send_message',
+  args: { to, subject: 'Hi', body: 'Text', ...extra },
+});
+const pay = (invoice: string) => ({ tool: 'pay_invoice', args: { invoice } });
+
+function configWith(rules: ApprovalRule[], sqliteFile?: string): TollgateConfig {
+  const base = testConfig({ approvals: { rules } });
+  return sqliteFile ? { ...base, store: { ...base.store, sqliteFile } } : base;
+}
+
+/** Waits for the call that waits now (after `decided` decisions), and decides on it as a person through the `decide` update. */
+async function decide(
+  handle: WorkflowHandle,
+  decided: number,
+  verdict: 'approve' | 'deny',
+  extra: Record<string, unknown> = {},
+): Promise<TurnState> {
+  const state = await waitForState(handle, (current) => current.pendingApprovals.length > 0 && current.decisions.length === decided);
+  const [pending] = state.pendingApprovals;
+  await handle.executeUpdate(decideUpdate, {
+    args: [{ callId: pending.callId, decision: verdict, argsDigest: pending.argsDigest, approver: 'alice', ...extra }],
+  });
+  return state;
+}
+
+const byWhom = (result: AgentTurnResult) =>
+  result.toolCalls.map((event) => event.approval && `${event.approval.decision} ${event.approval.by}`);
+
+describe('approval rules in a turn', () => {
+  it('a send to an allowed domain is approved by rule and sent once; another domain waits; a deny rule denies with its reason', async () => {
+    const { sent, list } = tools();
+    let waiting: TurnState | undefined;
+    const { result, state, history, modelInputs } = await runTurn({
+      tools: list,
+      config: configWith([NO_EVIL, ROUTINE]),
+      input: {
+        prompt: 'x',
+        model: scripted([
+          { toolCalls: [sendTo('bob@example.com')] },
+          { toolCalls: [sendTo('mallory@evil.com')] },
+          { toolCalls: [sendTo('eve@other.org')] },
+          { text: 'done' },
+        ]),
+      },
+      interact: async (handle) => {
+        waiting = await decide(handle, 2, 'deny');
+      },
+    });
+    expect(sent).toEqual([{ to: 'bob@example.com' }]);
+    expect(result.status).toBe('completed');
+    expect(byWhom(result)).toEqual(['approve rule:routine-sends', 'deny rule:no-evil', 'deny alice']);
+    expect(result.toolCalls.map((event) => [event.status, event.executions])).toEqual([
+      ['success', 1],
+      ['denied', 0],
+      ['denied', 0],
+    ]);
+    // Only the other domain ever waited; the rules' decisions are on the record like a person's, with the digest decided on.
+    expect(waiting!.pendingApprovals.map((pending) => pending.args)).toEqual([{ to: 'eve@other.org', subject: 'Hi', body: 'Text' }]);
+    expect(state.decisions.slice(0, 2)).toEqual([
+      {
+        callId: 'call-0-0',
+        decision: 'approve',
+        approver: 'rule:routine-sends',
+        via: 'rule',
+        argsDigest: expect.stringMatching(/^[0-9a-f]{64}$/),
+      },
+      {
+        callId: 'call-1-0',
+        decision: 'deny',
+        approver: 'rule:no-evil',
+        via: 'rule',
+        argsDigest: expect.any(String),
+        reason: 'we never write to evil.com',
+      },
+    ]);
+    // The model is told which rule refused, and why.
+    expect(JSON.stringify(modelInputs[2])).toContain('denied by rule:no-evil: we never write to evil.com');
+    // Replay takes each verdict from the history, with no worker to ask.
+    await expect(Worker.runReplayHistory({ workflowBundle: environment.workflowBundle }, history)).resolves.toBeUndefined();
+  });
+
+  it('a cap reached falls back to asking a person, saying why', async () => {
+    const { sent, list } = tools();
+    let waiting: TurnState | undefined;
+    const { result } = await runTurn({
+      tools: list,
+      config: configWith([{ ...ROUTINE, limits: { perTask: 1 } }]),
+      input: {
+        prompt: 'x',
+        model: scripted([{ toolCalls: [sendTo('bob@example.com')] }, { toolCalls: [sendTo('carol@example.com')] }, { text: 'done' }]),
+      },
+      interact: async (handle) => {
+        waiting = await decide(handle, 1, 'approve');
+      },
+    });
+    expect(waiting!.pendingApprovals[0].policyNote).toBe('rule routine-sends approved its 1 calls for task task-1');
+    expect(byWhom(result)).toEqual(['approve rule:routine-sends', 'approve alice']);
+    expect(sent).toEqual([{ to: 'bob@example.com' }, { to: 'carol@example.com' }]);
+  });
+
+  it('a hostile model varying the arguments to slip past the rule is asked each time: case, look-alike, extra field, nested object', async () => {
+    const { sent, list } = tools();
+    const variants = [
+      sendTo('Bob@EXAMPLE.com'),
+      sendTo('bob@exаmple.com'),
+      sendTo('bob@example.com', { cc: 'mallory@evil.com' }),
+      sendTo({ address: 'bob@example.com' }),
+    ];
+    const { result } = await runTurn({
+      tools: list,
+      config: configWith([ROUTINE]),
+      input: { prompt: 'x', model: scripted([...variants.map((call) => ({ toolCalls: [call] })), { text: 'done' }]) },
+      interact: async (handle) => {
+        for (let index = 0; index < variants.length; index++) await decide(handle, index, 'deny');
+      },
+    });
+    expect(byWhom(result)).toEqual(['deny alice', 'deny alice', 'deny alice', 'deny alice']);
+    expect(sent).toEqual([]);
+  });
+
+  it('a rule changed after a turn started applies to its next call; the call decided before keeps its recorded verdict', async () => {
+    const { env, workflowBundle } = environment;
+    const { sent, paid, list } = tools();
+    const file = `${testConfig().store.sqliteFile}.rules-change`;
+    const taskQueue = `rules-change-${randomUUID()}`;
+    const store = openSqliteStore(file);
+    const workerWith = async (rules: ApprovalRule[]) => {
+      const base = configWith(rules, file);
+      const config = { ...base, temporal: { ...base.temporal, taskQueue } };
+      // No cache, so no sticky queue: the next worker takes the turn's next task at once.
+      return createWorker({
+        config,
+        connection: env.nativeConnection,
+        workflowBundle,
+        activities: createActivities({ config, tools: list, store }),
+        workerOptions: { maxCachedWorkflows: 0 },
+      });
+    };
+    const handle = await env.client.workflow.start('agentTurn', {
+      workflowId: `turn-${randomUUID()}`,
+      taskQueue,
+      args: [
+        {
+          taskId: 'task-rules',
+          prompt: 'x',
+          model: scripted([
+            { toolCalls: [sendTo('bob@example.com')] },
+            { toolCalls: [pay('INV-1')] },
+            { toolCalls: [sendTo('carol@example.com')] },
+            { text: 'done' },
+          ]),
+        },
+      ],
+    });
+    // Worker A approves routine sends; it stops while the payment waits for a person.
+    const before = await workerWith([ROUTINE]);
+    await before.runUntil(waitForState(handle, (state) => state.pendingApprovals.some((pending) => pending.tool === 'pay_invoice')));
+    // Worker B is deployed with the rule changed to asking.
+    const after = await workerWith([{ name: 'routine-sends', tool: 'send_message', decision: 'ask' }]);
+    const result = (await after.runUntil(async () => {
+      await decide(handle, 1, 'approve');
+      await decide(handle, 2, 'approve');
+      return handle.result();
+    })) as AgentTurnResult;
+    await store.close();
+    expect(byWhom(result)).toEqual(['approve rule:routine-sends', 'approve alice', 'approve alice']);
+    expect(sent).toHaveLength(2);
+    expect(paid).toEqual(['INV-1']);
+    await expect(Worker.runReplayHistory({ workflowBundle }, await handle.fetchHistory())).resolves.toBeUndefined();
+  });
+});
+
+describe('grants', () => {
+  const GRANT = { forMs: 1_500, when: { properties: { to: { pattern: '@other\\.org$' }, subject: {}, body: {} } } };
+
+  it('a grant given with an approval approves the next matching calls of that task and not of another, and expires in milliseconds', async () => {
+    const { env } = environment;
+    const { sent, list } = tools();
+    const config = configWith([]);
+    const policies = openSqlitePolicyStore(config.store.sqliteFile);
+    const outcomes: Record<string, TurnState> = {};
+    const first = await runTurn({
+      tools: list,
+      config,
+      input: {
+        taskId: 'task-g',
+        prompt: 'x',
+        model: scripted([
+          { toolCalls: [sendTo('eve@other.org')] },
+          { toolCalls: [sendTo('dan@other.org')] },
+          { toolCalls: [sendTo('x@elsewhere.net')] },
+          { text: 'done' },
+        ]),
+      },
+      // The other turns run while this one waits for its third call: the server's clock moves only when the test moves it.
+      interact: async (handle) => {
+        await decide(handle, 0, 'approve', { grant: GRANT });
+        await waitForState(handle, (state) => state.pendingApprovals.length > 0 && state.decisions.length === 2);
+        const { taskQueue } = await handle.describe();
+        const turn = async (name: string, taskId: string, to: string, verdict?: 'deny') => {
+          const started = await env.client.workflow.start('agentTurn', {
+            workflowId: `turn-${randomUUID()}`,
+            taskQueue,
+            args: [{ taskId, prompt: 'x', model: scripted([{ toolCalls: [sendTo(to)] }, { text: 'done' }]) }],
+          });
+          if (verdict) await decide(started, 0, verdict);
+          outcomes[name] = await waitForState(started, (state) => state.status !== 'running');
+        };
+        await turn('same task', 'task-g', 'fay@other.org');
+        await turn('other task', 'task-h', 'fay@other.org', 'deny');
+        await turn('same task, other domain', 'task-g', 'fay@elsewhere.net', 'deny');
+        // 1.5 s of the server's time after the grant, it approves nothing more.
+        const [grant] = await policies.listGrants({ at: 0, all: true });
+        await env.sleep(Date.parse(grant.expiresAt) - (await env.currentTimeMs()));
+        await turn('same task, expired', 'task-g', 'gus@other.org', 'deny');
+        await decide(handle, 2, 'deny');
+      },
+    });
+    const grantId = first.state.decisions[0].grantId!;
+    expect(grantId).toMatch(/^g-[0-9a-f]{16}$/);
+    expect(byWhom(first.result)).toEqual(['approve alice', `approve grant:${grantId}`, 'deny alice']);
+    const [grant] = await policies.listGrants({ at: 0, all: true });
+    await policies.close();
+    expect(Date.parse(grant.expiresAt) - Date.parse(grant.grantedAt)).toBe(1_500);
+    expect(grant).toMatchObject({ id: grantId, tool: 'send_message', scope: 'task', scopeKey: 'task:task-g', grantedBy: 'alice', uses: 2 });
+    const decidedBy = (name: string) => outcomes[name].toolCalls.map((event) => event.approval?.by);
+    expect(decidedBy('same task')).toEqual([`grant:${grantId}`]);
+    expect(decidedBy('other task')).toEqual(['alice']);
+    expect(decidedBy('same task, other domain')).toEqual(['alice']);
+    expect(decidedBy('same task, expired')).toEqual(['alice']);
+    expect(sent.map(({ to }) => to)).toEqual(['eve@other.org', 'dan@other.org', 'fay@other.org']);
+  });
+
+  it('a revoked grant approves nothing more in a turn already running', async () => {
+    const { sent, paid, list } = tools();
+    const config = configWith([]);
+    const policies = openSqlitePolicyStore(config.store.sqliteFile);
+    const { result } = await runTurn({
+      tools: list,
+      config,
+      input: {
+        taskId: 'task-r',
+        prompt: 'x',
+        model: scripted([
+          { toolCalls: [sendTo('eve@other.org')] },
+          { toolCalls: [sendTo('dan@other.org')] },
+          { toolCalls: [pay('INV-9')] },
+          { toolCalls: [sendTo('fay@other.org')] },
+          { text: 'done' },
+        ]),
+      },
+      interact: async (handle) => {
+        await decide(handle, 0, 'approve', { grant: { ...GRANT, forMs: 3_600_000 } });
+        // While the payment waits, the grant is revoked; the same turn's next send is asked for.
+        const waiting = await waitForState(handle, (state) => state.pendingApprovals.some((pending) => pending.tool === 'pay_invoice'));
+        const revoked = await policies.revokeGrant(waiting.decisions[0].grantId!, 'carol', Date.now());
+        expect(revoked?.uses).toBe(1);
+        await decide(handle, 2, 'approve');
+        await decide(handle, 3, 'deny');
+      },
+    });
+    await policies.close();
+    const grantId = result.toolCalls[1].approval!.by.slice('grant:'.length);
+    expect(byWhom(result)).toEqual(['approve alice', `approve grant:${grantId}`, 'approve alice', 'deny alice']);
+    expect(sent.map(({ to }) => to)).toEqual(['eve@other.org', 'dan@other.org']);
+    expect(paid).toEqual(['INV-9']);
+  });
+
+  it('a person cannot pass as a rule or a grant, nor grant with a denial', async () => {
+    const { list } = tools();
+    const rejected: string[] = [];
+    await runTurn({
+      tools: list,
+      config: configWith([]),
+      input: { prompt: 'x', model: scripted([{ toolCalls: [sendTo('eve@other.org')] }, { text: 'done' }]) },
+      interact: async (handle) => {
+        const state = await waitForState(handle, (current) => current.pendingApprovals.length > 0);
+        const [pending] = state.pendingApprovals;
+        const base = { callId: pending.callId, argsDigest: pending.argsDigest };
+        for (const decision of [
+          { ...base, decision: 'approve', approver: 'rule:routine-sends' },
+          { ...base, decision: 'approve', approver: 'grant:g-0000000000000000' },
+          { ...base, decision: 'deny', grant: GRANT },
+          { ...base, decision: 'approve', grant: { forMs: 31 * 24 * 3_600_000 } },
+        ]) {
+          await handle
+            .executeUpdate(decideUpdate, { args: [decision as never] })
+            .catch((error: Error) => rejected.push((error.cause as Error | undefined)?.message ?? error.message));
+        }
+        await decide(handle, 0, 'deny');
+      },
+    });
+    expect(rejected).toEqual([
+      expect.stringMatching(/names starting rule: or grant: are kept/),
+      expect.stringMatching(/names starting rule: or grant: are kept/),
+      'a grant goes only with an approval',
+      expect.stringMatching(/grant\.forMs must be/),
+    ]);
+  });
+});
