@@ -1,5 +1,7 @@
 // `npm run demo [-- "<request>"] [--approve | --deny] [--model NAME | --model loopback] [--mcp]
-// [--keep-server] [--task-id ID] [--inbox]`: one real agent turn, end to end. `--inbox` serves the web inbox
+// [--keep-server] [--task-id ID] [--inbox] [--rules FILE]`: one real agent turn, end to end. `--rules` gives the worker
+// approval rules from a YAML file (examples/approval-rules.yaml) and plays a turn that sends twice: a routine
+// note a rule approves, and one the rules leave to a person. `--inbox` serves the web inbox
 // and waits for the send to be decided there (it prints a one-time link to enroll a passkey). `--mcp` runs a turn through the
 // filesystem MCP server on a folder of the workspace: reads without approval, a write with one. `--model loopback` runs the
 // turn through the openai-compatible provider against a loopback server that streams the scripted
@@ -8,7 +10,7 @@
 // asks the person at the terminal to approve the message it wants to send (or takes --approve /
 // --deny; without a terminal and without either, the send is denied), prints the answer, the tool
 // calls and the Web UI link, then stops what it started (the server too, unless --keep-server).
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
@@ -25,8 +27,38 @@ import { forTerminal } from '../terminal-text';
 import { TollgateClient } from '../tollgate-client';
 import { startInboxServer, type InboxServer } from '../inbox/inbox-server';
 import { APPROVER_NAME } from '../inbox/passkeys';
+import { parse as parseYaml } from 'yaml';
+import type { ModelSelection } from '../../common/contract/turn';
+import { compileRules, type ApprovalRule } from '../../policies/approval-rules';
 
 const DEFAULT_REQUEST = 'What is our refund policy for annual plans?';
+
+/** The rules of a `--rules` file (a `rules:` list), checked as a worker checks them: an invalid one is named with its file. */
+function readRules(file: string): ApprovalRule[] {
+  let data: unknown;
+  try {
+    data = parseYaml(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new Error(`--rules ${file}: ${(error as Error).message.split('\n')[0]}`, { cause: error });
+  }
+  const rules = (data as { rules?: unknown } | null)?.rules;
+  if (!Array.isArray(rules)) throw new Error(`--rules ${file}: expected a "rules:" list (see examples/approval-rules.yaml)`);
+  compileRules(rules, `${file}: rules`);
+  return rules as ApprovalRule[];
+}
+
+/** The `--rules` turn: a routine note to the team, then a note to the board that no rule approves. */
+function rulesDemoModel(): ModelSelection {
+  const note = (to: string, body: string) => ({ tool: 'send_message', args: { to, subject: 'Backup report', body } });
+  return {
+    provider: 'scripted',
+    script: [
+      { toolCalls: [note('team', 'The nightly backup finished at 02:00.')] },
+      { toolCalls: [note('board', 'The nightly backups have run every night this quarter.')] },
+      { text: 'The team and the board have the backup report.' },
+    ],
+  };
+}
 
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -39,8 +71,11 @@ async function main(): Promise<number> {
       model: { type: 'string' },
       mcp: { type: 'boolean', default: false },
       inbox: { type: 'boolean', default: false },
+      rules: { type: 'string' },
     },
   });
+  if (values.rules && (values.mcp || values.model)) throw new Error('--rules plays its own script; leave out --mcp and --model');
+  const approvalRules = values.rules ? readRules(values.rules) : undefined;
   if (values.approve && values.deny) throw new Error('--approve and --deny exclude each other');
   if (values.inbox && (values.approve || values.deny))
     throw new Error('--inbox leaves the decision to the web inbox; leave out --approve and --deny');
@@ -79,7 +114,7 @@ async function main(): Promise<number> {
   let inbox: InboxServer | undefined;
   try {
     // The worker opens its own connection (registering the search attributes) and store, and closes them when it stops.
-    worker = await createWorker({ config, ...(mcp ? { toolSources: [mcpToolSource(mcp.mcp)] } : {}) });
+    worker = await createWorker({ config, approvalRules, ...(mcp ? { toolSources: [mcpToolSource(mcp.mcp)] } : {}) });
     workerRun = worker.run();
     client = await TollgateClient.connect(config);
     if (values.inbox) {
@@ -90,7 +125,9 @@ async function main(): Promise<number> {
 
     const turnPrompt = mcp && positionals.length === 0 ? mcp.prompt : prompt;
     console.log(`Task ${taskId}: "${turnPrompt}"`);
-    const handle = await client.startTurn({ taskId, prompt: turnPrompt, model: mcp ? mcp.model : values.model });
+    const model = approvalRules ? rulesDemoModel() : mcp ? mcp.model : values.model;
+    if (approvalRules) console.log(`Approval rules from ${values.rules}: ${approvalRules.map((rule) => rule.name).join(', ')}.`);
+    const handle = await client.startTurn({ taskId, prompt: turnPrompt, model });
     console.log(`Started workflow ${handle.workflowId} on task queue ${config.temporal.taskQueue}.`);
     if (!values.inbox && !values.approve && !values.deny) {
       console.log(`Decide here, or in the web inbox: npm run inbox (http://localhost:${config.inbox.port} once it runs).`);
@@ -104,9 +141,17 @@ async function main(): Promise<number> {
     // executions: how many times the handler really ran (0: refused, denied, or answered from a receipt).
     console.log(
       formatTable(
-        ['tool', 'effect', 'status', 'code', 'executions', 'ms'],
+        ['tool', 'effect', 'status', 'code', 'executions', 'ms', 'decided by'],
         result.toolCalls
-          .map((event) => [event.tool, event.effect, event.status, event.code ?? '-', event.executions, event.durationMs])
+          .map((event) => [
+            event.tool,
+            event.effect,
+            event.status,
+            event.code ?? '-',
+            event.executions,
+            event.durationMs,
+            event.approval?.by ?? '-',
+          ])
           .map((row) => row.map((cell) => forTerminal(String(cell)))),
       ),
     );

@@ -22,6 +22,8 @@ export interface TurnSummary {
   modelText: string;
   /** The turn in the Temporal Web UI. */
   webUiLink: string;
+  /** The irreversible calls of the turn decided so far: by a person, a rule (`rule:<name>`) or a grant (`grant:<id>`). */
+  decided: Array<{ callId: string; tool: string; decision: 'approve' | 'deny'; by: string }>;
 }
 
 /** One thing that waits for a person. */
@@ -168,6 +170,9 @@ export class InboxItems {
       taskId: state.taskId,
       prompt: await this.promptOf(workflowId, runId),
       modelText: this.redactor.text(state.modelText ?? ''),
+      decided: state.toolCalls.flatMap((event) =>
+        event.approval ? [{ callId: event.callId, tool: event.tool, decision: event.approval.decision, by: event.approval.by }] : [],
+      ),
       webUiLink: `${this.options.webUiUrl}/namespaces/${encodeURIComponent(this.options.config.temporal.namespace)}/workflows/${encodeURIComponent(workflowId)}/${encodeURIComponent(runId)}`,
     };
     const items: InboxItem[] = [];

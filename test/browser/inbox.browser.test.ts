@@ -146,7 +146,19 @@ beforeAll(async () => {
     temporal: { address: server.address, taskQueue: 'inbox-browser' },
     workspace,
     store: { sqliteFile: path.join(folder, 'idempotency.db') },
-    approvals: { publicKeysEnv: KEYS_ENV, groups: { send_message: ['alice', 'bob'], pay_invoice: ['alice'] } },
+    approvals: {
+      publicKeysEnv: KEYS_ENV,
+      groups: { send_message: ['alice', 'bob'], pay_invoice: ['alice'] },
+      rules: [
+        {
+          name: 'team-notes',
+          tool: 'send_message',
+          when: { properties: { to: { const: 'team' }, subject: {}, body: {} } },
+          decision: 'approve',
+          limits: { perTask: 1 },
+        },
+      ],
+    },
     outcomes: { onUnknown: 'ask' },
     model: { models: { scripted: { provider: 'scripted' }, gpt: { provider: 'openai', model: 'gpt-test', baseURL: provider.baseURL } } },
     inbox: { port: await freePort(), passkeysFile: path.join(folder, 'passkeys.json'), pollInterval: '300ms' },
@@ -235,6 +247,27 @@ describe('the web inbox', () => {
     expect((await client.state(handle.workflowId)).decisions).toEqual([
       expect.objectContaining({ decision: 'approve', approver: 'alice', keyId: 'alice' }),
     ]);
+  });
+
+  it('shows what a rule decided earlier in the turn, and why it did not decide the call that waits', async () => {
+    const note = { tool: 'send_message', args: { to: 'team', subject: 'backup', body: 'The backup finished.' } };
+    const handle = await client.startTurn({
+      taskId: 'inbox-rules',
+      prompt: 'Tell the team twice.',
+      model: scripted([{ toolCalls: [note] }, { toolCalls: [{ ...note, args: { ...note.args, body: 'Really.' } }] }, { text: 'told' }]),
+    });
+    await pending(handle.workflowId, (state) => state.pendingApprovals.length > 0);
+    const { page } = people.alice;
+    await open(page, handle.workflowId, 'approval');
+    expect(await page.getByTestId('decided').textContent()).toMatch(/send_message \(call-0-0\): approved by rule:team-notes/);
+    expect(await page.getByTestId('policy-note').textContent()).toBe('rule team-notes approved its 1 calls for task inbox-rules');
+    await page.getByRole('button', { name: 'Approve', exact: true }).click();
+    const result = await client.result(handle.workflowId);
+    expect(result.toolCalls.map((event) => [event.approval?.by, event.executions])).toEqual([
+      ['rule:team-notes', 1],
+      ['alice', 1],
+    ]);
+    expect(outboxFiles('inbox-rules')).toHaveLength(2);
   });
 
   it('refuses an edit that breaks the schema in the page, and runs a valid edit with the edited arguments', async () => {

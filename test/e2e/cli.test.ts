@@ -224,6 +224,66 @@ describe('the tollgate CLI', () => {
     expect(JSON.parse(readFileSync(path.join(outbox, messages()[0]), 'utf8'))).toMatchObject({ to: 'team-list' });
   });
 
+  it("approves with a grant, lists it, lets it approve the task's next send, and revokes it", async () => {
+    const when = JSON.stringify({ properties: { to: { const: 'requester' }, subject: {}, body: {} } });
+    const first = JSON.parse(
+      (await tollgate(['--json', 'start', 'Who must approve a refund above 2,000 EUR?', '--task-id', 'cli-grant'])).stdout,
+    );
+    await until(
+      async () => (await tollgate(['status', first.workflowId])).stdout.includes('waiting for approval: call-3-0') || undefined,
+      'the send waits',
+    );
+    const badGrant = await tollgate(['approve', first.workflowId, 'call-3-0', '--grant-for', 'soon']);
+    expect(badGrant.code).toBe(1);
+    expect(badGrant.stderr.trim()).toBe('tollgate: --grant-for must be a duration (1h, 30m, 90s), got "soon"');
+    const approved = await tollgate([
+      'approve',
+      first.workflowId,
+      'call-3-0',
+      '--grant-for',
+      '1h',
+      '--grant-when',
+      when,
+      '--grant-max',
+      '2',
+    ]);
+    expect(approved.code).toBe(0);
+    expect(approved.stdout).toContain(`Approved call-3-0 of ${first.workflowId}, granting like calls for 1h (tollgate grants list).`);
+    expect((await tollgate(['follow', first.workflowId])).code).toBe(0);
+
+    const listed = JSON.parse((await tollgate(['--json', 'grants', 'list'])).stdout) as Array<{
+      id: string;
+      uses: number;
+      scopeKey: string;
+    }>;
+    expect(listed).toEqual([
+      expect.objectContaining({ tool: 'send_message', scope: 'task', scopeKey: 'task:cli-grant', uses: 0, maxCalls: 2 }),
+    ]);
+    const [{ id }] = listed;
+    expect((await tollgate(['grants', 'list'])).stdout).toMatch(new RegExp(`${id}\\s+send_message\\s+task cli-grant\\s+.*\\s+0/2\\s+`));
+
+    // The task's next turn sends without asking: the grant decided, and `status` says so.
+    const second = JSON.parse((await tollgate(['--json', 'start', 'Who approves a refund of 500 EUR?', '--task-id', 'cli-grant'])).stdout);
+    expect((await tollgate(['follow', second.workflowId])).code).toBe(0);
+    expect((await tollgate(['history', second.workflowId])).stdout).toMatch(
+      new RegExp(`call-3-0\\s+send_message\\s+irreversible_write\\s+success.*grant:${id}`),
+    );
+
+    const revoked = await tollgate(['grants', 'revoke', id, '--by', 'carol']);
+    expect(revoked.stdout.trim()).toBe(`Revoked ${id} (send_message); it approved 1 call.`);
+    expect(JSON.parse((await tollgate(['--json', 'grants', 'list'])).stdout)).toEqual([]);
+    expect((await tollgate(['grants', 'revoke', 'g-nothing'])).stderr.trim()).toBe(
+      'tollgate: no grant g-nothing; see tollgate grants list --all',
+    );
+    // A third turn of the task asks again.
+    const third = JSON.parse((await tollgate(['--json', 'start', 'Who approves a refund of 900 EUR?', '--task-id', 'cli-grant'])).stdout);
+    await until(
+      async () => (await tollgate(['status', third.workflowId])).stdout.includes('waiting for approval: call-3-0') || undefined,
+      'the third send waits',
+    );
+    expect((await tollgate(['deny', third.workflowId, 'call-3-0'])).code).toBe(0);
+  });
+
   it('runs a turn live and exits by its status', async () => {
     const run = await tollgate(['run', 'How long are backups kept?', '--task-id', 'cli-2', '--deny']);
     expect(run.code).toBe(0);

@@ -6,11 +6,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PolicyInput } from '../../common/activity-types';
+import { canonicalJson } from '../../common/canonical-json';
+import type { TurnState } from '../../common/contract/turn';
+import { bytesBase64, publicKeyOf, signDecisionFields } from '../../common/signed-decision';
+import { ApprovalBook } from '../../workflows/decisions/approval';
+import { DecisionRecord } from '../../workflows/decisions/desk';
+import { startingState } from '../../workflows/turn/turn-run';
 import { ConfigError } from '../../config/config-error';
 import { parseConfig } from '../../config/load-config';
 import { compileRules, workerRules, type ApprovalRule } from '../../policies/approval-rules';
 import { createDecideByPolicy, createRecordGrant, grantId } from '../../policies/decide-by-policy';
-import { openSqlitePolicyStore, type PolicyStore } from '../../policies/policy-store';
+import { openPostgresPolicyStore, openSqlitePolicyStore, type PolicyStore } from '../../policies/policy-store';
+import { postgresUrl } from '../helpers/postgres';
 
 /** Messages to the company's own domain, lower-case ASCII only, with the fields a send has. */
 const ROUTINE_SEND: ApprovalRule = {
@@ -306,5 +313,107 @@ describe('grants on the SQLite store', () => {
       why: expect.stringMatching(/not one of a conversation/),
     });
     expect(await recordGrant({ ...base, grant: { forMs: 0 } })).toMatchObject({ recorded: false, why: expect.stringMatching(/forMs/) });
+  });
+});
+
+describe('a grant signed with its approval', () => {
+  const NOW = Date.parse('2026-06-01T12:00:00.000Z');
+  const key = Uint8Array.from({ length: 32 }, (_, index) => index + 7);
+  const grant = { forMs: 3_600_000, when: { properties: { to: { pattern: '@example\\.com$' }, subject: {}, body: {} } }, maxCalls: 3 };
+
+  function book() {
+    const state: TurnState = { ...startingState('task-signed-grant'), phase: 'tools' };
+    const record = new DecisionRecord(state, { now: () => NOW, workflowId: () => 'turn-grant', publish: () => undefined });
+    record.signing = { publicKeys: { alice: bytesBase64(publicKeyOf(key)) }, maxAgeMs: 3_600_000 };
+    const approvals = new ApprovalBook(record, () => Promise.reject(new Error('no edits here')));
+    approvals.open({
+      callId: 'call-1',
+      tool: 'send_message',
+      args: {},
+      argsDigest: 'd-1',
+      requestedAt: new Date(NOW).toISOString(),
+      expiresAt: new Date(NOW + 60_000).toISOString(),
+    });
+    return { state, approvals };
+  }
+
+  function signed(signedGrant: unknown) {
+    const signedAt = new Date(NOW - 1_000).toISOString();
+    const fields = {
+      callId: 'call-1',
+      decision: 'approve' as const,
+      argsDigest: 'd-1',
+      approver: 'alice',
+      signedAt,
+      workflowId: 'turn-grant',
+    };
+    return { ...fields, keyId: 'alice', signature: signDecisionFields({ ...fields, grant: canonicalJson(signedGrant) }, key) };
+  }
+
+  it('is taken with the signature that covers it, kept as evidence', () => {
+    const { state, approvals } = book();
+    const decision = { ...signed(grant), grant };
+    expect(approvals.offer(decision)).toBeUndefined();
+    expect(state.decisions.at(-1)).toMatchObject({ approver: 'alice', grant, signature: decision.signature });
+  });
+
+  it('changed after signing (a longer time, no cap), or added to a signature made without it, does not count', () => {
+    const { state, approvals } = book();
+    expect(approvals.offer({ ...signed(grant), grant: { ...grant, forMs: 30 * 24 * 3_600_000, maxCalls: undefined } })).toMatch(
+      /signature does not verify with key "alice" over .* with the grant of this turn/,
+    );
+    const withoutGrant = signed(grant);
+    const fields = {
+      callId: 'call-1',
+      decision: 'approve' as const,
+      argsDigest: 'd-1',
+      approver: 'alice',
+      signedAt: withoutGrant.signedAt,
+      workflowId: 'turn-grant',
+    };
+    const plain = { ...fields, keyId: 'alice', signature: signDecisionFields(fields, key) };
+    expect(approvals.offer({ ...plain, grant })).toMatch(/signature does not verify/);
+    expect(state.decisions).toEqual([]);
+  });
+});
+
+describe('the policies on PostgreSQL', () => {
+  const unique = `${Date.now()}-${Math.random().toString(36).slice(2)}`;
+
+  it('two workers racing for the last uses of a cap: exactly the cap approves; a revoked grant approves nothing more', async () => {
+    const [one, two] = [openPostgresPolicyStore(postgresUrl()), openPostgresPolicyStore(postgresUrl())];
+    try {
+      const rules = compileRules([{ ...ROUTINE_SEND, name: `routine-${unique}`, limits: { perTask: 5 } }]);
+      const deciders = [createDecideByPolicy({ rules, store: () => one }), createDecideByPolicy({ rules, store: () => two })];
+      const verdicts = await Promise.all(
+        Array.from({ length: 12 }, (_, index) =>
+          deciders[index % 2](input('send_message', send('bob@example.com'), { taskId: `task-${unique}`, workflowId: `turn-${unique}` })),
+        ),
+      );
+      expect(verdicts.filter((verdict) => verdict.decision === 'approve')).toHaveLength(5);
+
+      const at = Date.now();
+      const recorded = await createRecordGrant({ store: () => one })({
+        workflowId: `turn-${unique}`,
+        taskId: `grant-${unique}`,
+        callId: 'call-0',
+        round: 1,
+        tool: 'pay_invoice',
+        grant: { forMs: 60_000 },
+        grantedBy: 'alice',
+        at,
+      });
+      if (!recorded.recorded) throw new Error(recorded.why);
+      const decide = createDecideByPolicy({ rules: [], store: () => two });
+      const pay = (invoice: string, when: number) =>
+        input('pay_invoice', { invoice }, { taskId: `grant-${unique}`, workflowId: `turn-${unique}`, at: when });
+      expect(await decide(pay('A', at + 1))).toMatchObject({ decision: 'approve', by: `grant:${recorded.grant.id}` });
+      await one.revokeGrant(recorded.grant.id, 'carol', at + 2);
+      expect((await decide(pay('B', at + 3))).decision).toBe('ask');
+      const [listed] = (await two.listGrants({ at, all: true })).filter((grant) => grant.id === recorded.grant.id);
+      expect(listed).toMatchObject({ uses: 1, revokedBy: 'carol' });
+    } finally {
+      await Promise.all([one.close(), two.close()]);
+    }
   });
 });

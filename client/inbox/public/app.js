@@ -404,6 +404,11 @@ function Detail({ item }) {
           <dd>${tool.approvers ? tool.approvers.join(', ') : 'any approver'}</dd>`
       }
       ${
+        pending.policyNote &&
+        html`<dt>Why no rule decided</dt>
+          <dd data-testid="policy-note">${pending.policyNote}</dd>`
+      }
+      ${
         item.toolChanged &&
         html`<dt>Note</dt>
           <dd class="errors">The workers now declare this tool differently than when the call was checked.</dd>`
@@ -411,6 +416,18 @@ function Detail({ item }) {
     </dl>
     <h3>The request</h3>
     <pre>${turn.prompt}</pre>
+    ${
+      turn.decided.length > 0 &&
+      html`<h3>Decided earlier in this turn</h3>
+        <ul data-testid="decided">
+          ${turn.decided.map(
+            (entry) =>
+              html`<li key=${entry.callId}>
+                ${entry.tool} (${entry.callId}): ${entry.decision === 'approve' ? 'approved' : 'denied'} by <strong>${entry.by}</strong>
+              </li>`,
+          )}
+        </ul>`
+    }
     ${
       turn.modelText &&
       html`<h3>What the model said so far</h3>
