@@ -254,6 +254,11 @@ describe('Prometheus metrics of a worker', () => {
     expect(await table(`${last('tollgate_outcome_unknown_total', 'tool')} > 0`)).toEqual({ 'tool=transfer': 1 });
     expect(await table(last('tollgate_outcome_unknown_total', 'tool'))).toMatchObject({ 'tool=notify': 0, 'tool=save_draft': 0 });
     expect(await table(last('tollgate_approval_wait_seconds_count', 'tool'))).toEqual({ 'tool=notify': 1, 'tool=transfer': 1 });
+    // Both decided by a person: the approval the test gave, and the denial the second worker took.
+    expect(await table(last('tollgate_approval_decisions_total', 'tool,decision,by'))).toEqual({
+      'by=person,decision=approve,tool=transfer': 1,
+      'by=person,decision=deny,tool=notify': 1,
+    });
     expect(await table(last('tollgate_tool_call_duration_seconds_count', 'effect'))).toEqual({
       'effect=read': 3,
       'effect=reversible_write': 1,

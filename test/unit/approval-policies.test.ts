@@ -12,6 +12,7 @@ import { bytesBase64, publicKeyOf, signDecisionFields } from '../../common/signe
 import { ApprovalBook } from '../../workflows/decisions/approval';
 import { DecisionRecord } from '../../workflows/decisions/desk';
 import { startingState } from '../../workflows/turn/turn-run';
+import { TollgateMetrics } from '../../worker/telemetry/metrics';
 import { ConfigError } from '../../config/config-error';
 import { parseConfig } from '../../config/load-config';
 import { compileRules, workerRules, type ApprovalRule } from '../../policies/approval-rules';
@@ -415,5 +416,32 @@ describe('the policies on PostgreSQL', () => {
     } finally {
       await Promise.all([one.close(), two.close()]);
     }
+  });
+});
+
+describe('the metric of decisions', () => {
+  it('counts decisions by a person, a rule and a grant apart', async () => {
+    const metrics = new TollgateMetrics();
+    const finished = (decision: 'approve' | 'deny', via: 'person' | 'rule' | 'grant') =>
+      metrics.toolCallFinished({
+        tool: 'send_message',
+        effect: 'irreversible_write',
+        status: 'success',
+        durationMs: 1,
+        approval: { decision, via },
+      });
+    finished('approve', 'rule');
+    finished('approve', 'rule');
+    finished('approve', 'grant');
+    finished('deny', 'rule');
+    finished('deny', 'person');
+    const text = await metrics.registry.getSingleMetricAsString('tollgate_approval_decisions_total');
+    const samples = text.split('\n').filter((line) => line.startsWith('tollgate_approval_decisions_total{'));
+    expect(samples.map((line) => line.replace(/tool="[^"]*",/, ''))).toEqual([
+      'tollgate_approval_decisions_total{decision="approve",by="rule"} 2',
+      'tollgate_approval_decisions_total{decision="approve",by="grant"} 1',
+      'tollgate_approval_decisions_total{decision="deny",by="rule"} 1',
+      'tollgate_approval_decisions_total{decision="deny",by="person"} 1',
+    ]);
   });
 });
