@@ -19,6 +19,9 @@ import { compileRules, workerRules, type ApprovalRule } from '../../policies/app
 import { createDecideByPolicy, createRecordGrant, grantId } from '../../policies/decide-by-policy';
 import { openPostgresPolicyStore, openSqlitePolicyStore, type PolicyStore } from '../../policies/policy-store';
 import { postgresUrl } from '../helpers/postgres';
+import { testConfig } from '../helpers/test-config';
+import { createActivities } from '../../activities';
+import { openSqliteStore } from '../../intents/sqlite-store';
 
 /** Messages to the company's own domain, lower-case ASCII only, with the fields a send has. */
 const ROUTINE_SEND: ApprovalRule = {
@@ -85,6 +88,17 @@ describe('approval rules: what compiles', () => {
   ])('an invalid rule stops the worker, naming the rule and the field (%#)', (rule, message) => {
     expect(() => compileRules([rule])).toThrow(ConfigError);
     expect(() => compileRules([rule])).toThrow(message);
+  });
+
+  it('stops the worker at start: its activities are not built with a rule that does not compile, from the config or from code', () => {
+    const lookbehind = { ...ROUTINE_SEND, when: { properties: { to: { pattern: '(?<=x)y' } } } };
+    const store = openSqliteStore(':memory:');
+    expect(() => createActivities({ config: testConfig({ approvals: { rules: [lookbehind] } }), store })).toThrow(
+      /approvals\.rules\[0\] \("routine-sends"\)\.when: the pattern "\(\?<=x\)y" uses a lookbehind/,
+    );
+    expect(() => createActivities({ config: testConfig(), store, approvalRules: [{ ...ROUTINE_SEND, when: { propertes: {} } }] })).toThrow(
+      /createWorker approvalRules\[0\] \("routine-sends"\)\.when: .*propertes/,
+    );
   });
 
   it('refuses two rules of one name, also one in code and one in the config', () => {

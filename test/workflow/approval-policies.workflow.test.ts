@@ -189,49 +189,62 @@ describe('approval rules in a turn', () => {
     const file = `${testConfig().store.sqliteFile}.rules-change`;
     const taskQueue = `rules-change-${randomUUID()}`;
     const store = openSqliteStore(file);
-    const workerWith = async (rules: ApprovalRule[]) => {
+    const activitiesWith = (rules: ApprovalRule[]) => {
       const base = configWith(rules, file);
-      const config = { ...base, temporal: { ...base.temporal, taskQueue } };
-      // No cache, so no sticky queue: the next worker takes the turn's next task at once.
-      return createWorker({
-        config,
-        connection: env.nativeConnection,
-        workflowBundle,
-        activities: createActivities({ config, tools: list, store }),
-        workerOptions: { maxCachedWorkflows: 0 },
-      });
+      return createActivities({ config: { ...base, temporal: { ...base.temporal, taskQueue } }, tools: list, store });
     };
-    const handle = await env.client.workflow.start('agentTurn', {
-      workflowId: `turn-${randomUUID()}`,
-      taskQueue,
-      args: [
-        {
-          taskId: 'task-rules',
-          prompt: 'x',
-          model: scripted([
-            { toolCalls: [sendTo('bob@example.com')] },
-            { toolCalls: [pay('INV-1')] },
-            { toolCalls: [sendTo('carol@example.com')] },
-            { text: 'done' },
-          ]),
-        },
-      ],
+    // The worker's rules as a redeploy with a new config changes them: routine sends approved, then asked for.
+    const rules = {
+      before: activitiesWith([ROUTINE]),
+      after: activitiesWith([{ name: 'routine-sends', tool: 'send_message', decision: 'ask' }]),
+    };
+    let current: keyof typeof rules = 'before';
+    const evaluated: string[] = [];
+    const activities = {
+      ...rules.before,
+      decideByPolicy: (input: Parameters<typeof rules.before.decideByPolicy>[0]) => {
+        evaluated.push(`${input.callId} ${current}`);
+        return rules[current].decideByPolicy(input);
+      },
+    };
+    const config = configWith([], file);
+    const worker = await createWorker({
+      config: { ...config, temporal: { ...config.temporal, taskQueue } },
+      connection: env.nativeConnection,
+      workflowBundle,
+      activities,
     });
-    // Worker A approves routine sends; it stops while the payment waits for a person.
-    const before = await workerWith([ROUTINE]);
-    await before.runUntil(waitForState(handle, (state) => state.pendingApprovals.some((pending) => pending.tool === 'pay_invoice')));
-    // Worker B is deployed with the rule changed to asking.
-    const after = await workerWith([{ name: 'routine-sends', tool: 'send_message', decision: 'ask' }]);
-    const result = (await after.runUntil(async () => {
+    const { result, history } = await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start('agentTurn', {
+        workflowId: `turn-${randomUUID()}`,
+        taskQueue,
+        args: [
+          {
+            taskId: 'task-rules',
+            prompt: 'x',
+            model: scripted([
+              { toolCalls: [sendTo('bob@example.com')] },
+              { toolCalls: [pay('INV-1')] },
+              { toolCalls: [sendTo('carol@example.com')] },
+              { text: 'done' },
+            ]),
+          },
+        ],
+      });
+      await waitForState(handle, (state) => state.pendingApprovals.some((pending) => pending.tool === 'pay_invoice'));
+      current = 'after';
       await decide(handle, 1, 'approve');
       await decide(handle, 2, 'approve');
-      return handle.result();
-    })) as AgentTurnResult;
+      return { result: (await handle.result()) as AgentTurnResult, history: await handle.fetchHistory() };
+    });
     await store.close();
+    expect(evaluated).toEqual(['call-0-0 before', 'call-1-0 before', 'call-2-0 after']);
     expect(byWhom(result)).toEqual(['approve rule:routine-sends', 'approve alice', 'approve alice']);
     expect(sent).toHaveLength(2);
     expect(paid).toEqual(['INV-1']);
-    await expect(Worker.runReplayHistory({ workflowBundle }, await handle.fetchHistory())).resolves.toBeUndefined();
+    // Replay takes every verdict from the history: no rule is evaluated again.
+    await expect(Worker.runReplayHistory({ workflowBundle }, history)).resolves.toBeUndefined();
+    expect(evaluated).toHaveLength(3);
   });
 });
 
