@@ -17,6 +17,7 @@ import { PROJECT_ROOT } from '../../config/load-config';
 import { freePort } from '../../connection/ports';
 import { createActivities } from '../../activities';
 import { openConfiguredStore } from '../../intents/open-store';
+import { openSqlitePolicyStore } from '../../policies/policy-store';
 import { startDevServer, type DevServer } from '../../server/dev-server';
 import { builtInTools } from '../../tools/built-in';
 import { defineTool } from '../../tools/define-tool';
@@ -268,6 +269,43 @@ describe('the web inbox', () => {
       ['alice', 1],
     ]);
     expect(outboxFiles('inbox-rules')).toHaveLength(2);
+  });
+
+  it("gives a grant signed in the browser with an approval, which approves the task's next like call", async () => {
+    const note = (body: string) => ({ tool: 'send_message', args: { to: 'ops', subject: 'backup', body } });
+    const first = await client.startTurn({
+      taskId: 'inbox-grant',
+      prompt: 'Tell ops.',
+      model: scripted([{ toolCalls: [note('The backup finished.')] }, { text: 'told' }]),
+    });
+    await pending(first.workflowId, (state) => state.pendingApprovals.length > 0);
+    const { page } = people.alice;
+    await open(page, first.workflowId, 'approval');
+    await page.getByLabel(/also approve later calls of send_message in this task for/).selectOption('1');
+    const condition = page.getByLabel(/Only calls whose arguments match/);
+    await condition.fill('{"properties":{"to":{"const":"ops"');
+    await expect.poll(() => page.getByTestId('grant-error').textContent()).toContain('not JSON');
+    expect(await page.getByRole('button', { name: 'Approve', exact: true }).isDisabled()).toBe(true);
+    await condition.fill('{"properties":{"to":{"const":"ops"},"subject":{},"body":{}}}');
+    await page.getByRole('button', { name: 'Approve', exact: true }).click();
+    expect((await client.result(first.workflowId)).toolCalls[0].approval).toEqual({ decision: 'approve', by: 'alice', via: 'person' });
+    const { grantId } = (await client.state(first.workflowId)).decisions[0];
+    expect(grantId).toMatch(/^g-/);
+
+    const second = await client.startTurn({
+      taskId: 'inbox-grant',
+      prompt: 'Tell ops again.',
+      model: scripted([{ toolCalls: [note('The restore test passed.')] }, { text: 'told' }]),
+    });
+    const result = await client.result(second.workflowId);
+    expect(result.toolCalls[0]).toMatchObject({ status: 'success', executions: 1, approval: { by: `grant:${grantId}`, via: 'grant' } });
+    expect(outboxFiles('inbox-grant')).toHaveLength(2);
+    const policies = openSqlitePolicyStore(config.store.sqliteFile);
+    const [grant] = (await policies.listGrants({ at: Date.now() })).filter((entry) => entry.id === grantId);
+    await policies.close();
+    // Signed by Alice's key in her browser: the store keeps the key's name and the signature with the grant.
+    expect(grant).toMatchObject({ grantedBy: 'alice', keyId: 'alice', scopeKey: 'task:inbox-grant', uses: 1 });
+    expect(grant.signature).toMatch(/^[A-Za-z0-9+/]{86}==$/);
   });
 
   it('refuses an edit that breaks the schema in the page, and runs a valid edit with the edited arguments', async () => {

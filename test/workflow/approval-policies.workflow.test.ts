@@ -14,7 +14,7 @@ import type { ApprovalRule } from '../../policies/approval-rules';
 import { openSqlitePolicyStore } from '../../policies/policy-store';
 import { defineTool } from '../../tools/define-tool';
 import { createWorker } from '../../worker/create-worker';
-import { decideUpdate } from '../../workflows/messages';
+import { closeConversationSignal, decideUpdate, sendUpdate, stateQuery } from '../../workflows/messages';
 import { testConfig } from '../helpers/test-config';
 import { scripted, useTimeSkippingEnvironment, useTurnRunner, waitForState } from '../helpers/turn-runner';
 
@@ -86,6 +86,17 @@ async function decide(
     args: [{ callId: pending.callId, decision: verdict, argsDigest: pending.argsDigest, approver: 'alice', ...extra }],
   });
   return state;
+}
+
+/** Polls until `ready` holds for what `probe` returns. */
+async function until<T>(probe: () => Promise<T>, ready: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (ready(value)) return value;
+    if (Date.now() > deadline) throw new Error(`never ready: ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 const byWhom = (result: AgentTurnResult) =>
@@ -342,6 +353,52 @@ describe('grants', () => {
     expect(byWhom(result)).toEqual(['approve alice', `approve grant:${grantId}`, 'approve alice', 'deny alice']);
     expect(sent.map(({ to }) => to)).toEqual(['eve@other.org', 'dan@other.org']);
     expect(paid).toEqual(['INV-9']);
+  });
+
+  it('a grant scoped to a conversation approves the same call in its next turn', async () => {
+    const { env, workflowBundle } = environment;
+    const { sent, list } = tools();
+    const taskQueue = `conversation-grant-${randomUUID()}`;
+    const base = configWith([]);
+    const config = { ...base, temporal: { ...base.temporal, taskQueue } };
+    const store = openSqliteStore(config.store.sqliteFile);
+    const worker = await createWorker({
+      config,
+      connection: env.nativeConnection,
+      workflowBundle,
+      activities: createActivities({ config, tools: list, store }),
+    });
+    const conversationId = `conversation-${randomUUID()}`;
+    const turns = await worker.runUntil(async () => {
+      const conversation = await env.client.workflow.start('conversation', {
+        workflowId: conversationId,
+        taskQueue,
+        args: [{ conversationId, model: scripted([{ toolCalls: [sendTo('eve@other.org')] }, { text: 'sent' }]) }],
+      });
+      const first = conversation.executeUpdate(sendUpdate, { args: [{ text: 'tell eve' }] });
+      const turn = env.client.workflow.getHandle(`${conversationId}-turn-1`);
+      await until(
+        () => turn.query(stateQuery).catch(() => undefined),
+        (state) => (state?.pendingApprovals.length ?? 0) > 0,
+      );
+      await decide(turn, 0, 'approve', { grant: { forMs: 3_600_000, scope: 'conversation' } });
+      const results = [(await first) as AgentTurnResult];
+      results.push((await conversation.executeUpdate(sendUpdate, { args: [{ text: 'tell eve again' }] })) as AgentTurnResult);
+      await conversation.signal(closeConversationSignal);
+      return results;
+    });
+    await store.close();
+    const grantId = turns[1].toolCalls[0].approval?.by.slice('grant:'.length);
+    expect(byWhom(turns[0])).toEqual(['approve alice']);
+    expect(byWhom(turns[1])).toEqual([`approve grant:${grantId}`]);
+    // The same arguments in the same conversation are the same intent: the second turn is answered from the first's receipt.
+    expect(turns.map((result) => result.toolCalls[0].executions)).toEqual([1, 0]);
+    expect(sent).toEqual([{ to: 'eve@other.org' }]);
+    const policies = openSqlitePolicyStore(config.store.sqliteFile);
+    expect(await policies.listGrants({ at: 0, all: true })).toEqual([
+      expect.objectContaining({ id: grantId, scope: 'conversation', scopeKey: `conversation:${conversationId}`, uses: 1 }),
+    ]);
+    await policies.close();
   });
 
   it('a person cannot pass as a rule or a grant, nor grant with a denial', async () => {

@@ -246,6 +246,8 @@ function ApprovalActions({ item, digest }) {
   const [reason, setReason] = useState('');
   const [editing, setEditing] = useState(false);
   const [text, setText] = useState(() => JSON.stringify(item.pending.args, null, 2));
+  const [grantHours, setGrantHours] = useState('0');
+  const [grantWhen, setGrantWhen] = useState('');
   const approver = session.value.approver;
   const { canDecide } = keyStatus.value;
   const disabled = !canDecide || !digest?.matches || item.pending.redactedValues !== undefined;
@@ -269,6 +271,21 @@ function ApprovalActions({ item, digest }) {
     }
   }
   const unchanged = edited !== undefined && canonicalJson(edited) === canonicalJson(item.pending.args);
+  // A grant given with the approval: later calls of this tool in this task, matching the condition, for that long.
+  let grant;
+  let grantError;
+  if (grantHours !== '0') {
+    grant = { forMs: Number(grantHours) * 3_600_000 };
+    if (grantWhen.trim() !== '') {
+      try {
+        grant.when = JSON.parse(grantWhen);
+        if (!grant.when || typeof grant.when !== 'object' || Array.isArray(grant.when))
+          grantError = 'the condition must be a JSON Schema object';
+      } catch (error) {
+        grantError = `the condition is not JSON: ${error.message}`;
+      }
+    }
+  }
   const decide = async (verdict, args) => {
     const fields = { callId: item.pending.callId, decision: verdict, argsDigest: digest.computed };
     const decision = { callId: item.pending.callId, decision: verdict, approver, argsDigest: digest.computed };
@@ -277,16 +294,39 @@ function ApprovalActions({ item, digest }) {
       decision.args = args;
       fields.editedArgsDigest = await approvalDigest(args, item.pending.definitionDigest);
     }
+    if (verdict === 'approve' && grant) {
+      decision.grant = grant;
+      fields.grant = canonicalJson(grant);
+    }
     await send('approval', item, decision, fields);
   };
   return html`<div>
     <div class="actions">
-      <button class="primary" disabled=${disabled} onClick=${() => decide('approve')}>Approve</button>
+      <button class="primary" disabled=${disabled || grantError !== undefined} onClick=${() => decide('approve')}>Approve</button>
       <label>Reason for a denial <input type="text" value=${reason} onInput=${(event) => setReason(event.target.value)} /></label>
       <button class="danger" disabled=${disabled} onClick=${() => decide('deny')}>Deny</button>
       <button class="secondary" disabled=${disabled || !item.tool} aria-expanded=${editing} onClick=${() => setEditing(!editing)}>
         Edit the arguments
       </button>
+    </div>
+    <div class="actions">
+      <label
+        >With the approval, also approve later calls of ${item.pending.tool} in this task for
+        <select value=${grantHours} onChange=${(event) => setGrantHours(event.target.value)}>
+          <option value="0">no, ask each time</option>
+          <option value="1">1 hour</option>
+          <option value="8">8 hours</option>
+          <option value="24">24 hours</option>
+        </select></label
+      >
+      ${
+        grantHours !== '0' &&
+        html`<label
+          >Only calls whose arguments match (a JSON Schema; empty: any arguments)
+          <input type="text" value=${grantWhen} onInput=${(event) => setGrantWhen(event.target.value)}
+        /></label>`
+      }
+      ${grantError && html`<p class="errors" data-testid="grant-error">${grantError}</p>`}
     </div>
     ${
       editing &&

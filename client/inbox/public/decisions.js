@@ -28,12 +28,15 @@ export function approvalDigest(args, definitionDigest) {
   return sha256(canonicalJson(definitionDigest ? { args, definitionDigest } : args));
 }
 
-const SIGNED_FIELD_ORDER = ['approver', 'argsDigest', 'callId', 'decision', 'editedArgsDigest', 'round', 'signedAt', 'workflowId'];
+const SIGNED_FIELD_ORDER = ['approver', 'argsDigest', 'callId', 'decision', 'editedArgsDigest', 'grant', 'round', 'signedAt', 'workflowId'];
 
 /** The text a decision's signature covers: the signed fields, sorted by name, each a JSON string. */
 export function decisionSigningText(fields) {
   const present = SIGNED_FIELD_ORDER.filter(
-    (name) => (name !== 'editedArgsDigest' || fields.editedArgsDigest !== undefined) && (name !== 'round' || (fields.round ?? 1) > 1),
+    (name) =>
+      (name !== 'editedArgsDigest' || fields.editedArgsDigest !== undefined) &&
+      (name !== 'grant' || fields.grant !== undefined) &&
+      (name !== 'round' || (fields.round ?? 1) > 1),
   );
   return `{${present.map((name) => `${JSON.stringify(name)}:${JSON.stringify(String(fields[name]))}`).join(',')}}`;
 }
