@@ -10,6 +10,9 @@ import type { PolicyStore, UseRequest } from './policy-store';
 // asks again), and the rules are the worker's as they are when the call is decided, so a rule
 // changed after a turn started applies to the turn's next call.
 
+/** How many grants' compiled conditions a worker keeps. */
+const MAX_CACHED_CONDITIONS = 1_000;
+
 /** What the policy activities decide with. */
 export interface PolicyDependencies {
   rules: CompiledRule[];
@@ -46,6 +49,8 @@ export function createDecideByPolicy({ rules, store }: PolicyDependencies) {
       } catch (error) {
         compiled = error as Error;
       }
+      // Grants come and go while a worker runs: only the newest conditions are kept.
+      if (conditions.size >= MAX_CACHED_CONDITIONS) conditions.delete(conditions.keys().next().value!);
       conditions.set(id, compiled);
     }
     return compiled;
@@ -53,9 +58,8 @@ export function createDecideByPolicy({ rules, store }: PolicyDependencies) {
 
   return async function decideByPolicy(input: PolicyInput): Promise<PolicyVerdict> {
     const { tool, args, argsDigest } = input;
-    if (input.deniedDigests.includes(argsDigest)) {
-      return { decision: 'ask', note: 'a person denied these arguments in this turn; no rule or grant approves them again' };
-    }
+    // What a person denied is never approved by a rule or a grant; a deny rule may still deny it.
+    const deniedByPerson = input.deniedDigests.includes(argsDigest);
     const use: Omit<UseRequest, 'amount'> = { workflowId: input.workflowId, callId: input.callId, taskId: input.taskId, at: input.at };
     const notes: string[] = [];
     let asking: string | undefined;
@@ -67,6 +71,7 @@ export function createDecideByPolicy({ rules, store }: PolicyDependencies) {
         asking = rule.name;
         break;
       }
+      if (deniedByPerson) break;
       const { amount, why } = amountOf(rule, args);
       if (why) {
         notes.push(why);
@@ -77,6 +82,8 @@ export function createDecideByPolicy({ rules, store }: PolicyDependencies) {
       notes.push(used.why);
       break;
     }
+    if (deniedByPerson)
+      return { decision: 'ask', note: 'a person denied these arguments in this turn; no rule or grant approves them again' };
     // A grant is a person's word given ahead: it may approve what a rule leaves to a person.
     const scopeKeys = [scopeKey('task', input.taskId), ...(input.conversationId ? [scopeKey('conversation', input.conversationId)] : [])];
     for (const grant of await store().activeGrants({ tool, scopeKeys, at: input.at })) {

@@ -300,8 +300,11 @@ export function openSqlitePolicyStore(file: string): PolicyStore {
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 5000');
   for (const statement of TABLES) db.exec(statement);
+  // The queries are a fixed set: each is prepared once.
+  const statements = new Map<string, Database.Statement>();
+  const prepared = (text: string) => statements.get(text) ?? statements.set(text, db.prepare(text)).get(text)!;
   const answer = ({ kind, text, values }: Query) =>
-    kind === 'all' ? db.prepare(text).all(...values) : db.prepare(text).run(...values).changes;
+    kind === 'all' ? prepared(text).all(...values) : prepared(text).run(...values).changes;
   return policyStore({
     // BEGIN IMMEDIATE takes the file's write lock first, so claimants in other processes wait for it.
     locked: async (steps) => db.transaction(() => runSteps(steps(), answer)).immediate(),

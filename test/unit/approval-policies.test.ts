@@ -189,6 +189,23 @@ describe('decideByPolicy on the SQLite store', () => {
     const args = send('bob@example.com');
     const verdict = await decide(input('send_message', args, { deniedDigests: [`digest-${JSON.stringify(args)}`] }));
     expect(verdict).toMatchObject({ decision: 'ask', note: expect.stringMatching(/a person denied these arguments/) });
+    // A deny rule still denies them: what a person denied is never approved, and may be denied.
+    const strict = createDecideByPolicy({
+      rules: compileRules([
+        {
+          name: 'no-bob',
+          tool: 'send_message',
+          when: { properties: { to: { const: 'bob@example.com' } } },
+          decision: 'deny',
+          reason: 'no',
+        },
+      ]),
+      store: () => store(),
+    });
+    expect(await strict(input('send_message', args, { deniedDigests: [`digest-${JSON.stringify(args)}`] }))).toMatchObject({
+      decision: 'deny',
+      by: 'rule:no-bob',
+    });
   });
 
   it('caps per task: past the cap the call is asked for, with why; another task has its own count', async () => {

@@ -14,7 +14,7 @@ import type { ApprovalRule } from '../../policies/approval-rules';
 import { openSqlitePolicyStore } from '../../policies/policy-store';
 import { defineTool } from '../../tools/define-tool';
 import { createWorker } from '../../worker/create-worker';
-import { closeConversationSignal, decideUpdate, sendUpdate, stateQuery } from '../../workflows/messages';
+import { closeConversationSignal, decideUpdate, resolveUpdate, sendUpdate, stateQuery } from '../../workflows/messages';
 import { testConfig } from '../helpers/test-config';
 import { scripted, useTimeSkippingEnvironment, useTurnRunner, waitForState } from '../helpers/turn-runner';
 
@@ -192,6 +192,81 @@ describe('approval rules in a turn', () => {
     });
     expect(byWhom(result)).toEqual(['deny alice', 'deny alice', 'deny alice', 'deny alice']);
     expect(sent).toEqual([]);
+  });
+
+  it('a write a rule approved that was cut off and found not applied goes back to a person, never to the rule again', async () => {
+    const cuts = { left: 1, runs: 0 };
+    const flaky = defineTool({
+      name: 'send_message',
+      description: 'Sends a message; its first connection is cut after the message went out, or not.',
+      input: z.object({ to: z.unknown(), subject: z.string(), body: z.string() }),
+      effect: 'irreversible_write',
+      handler: () => {
+        cuts.runs++;
+        if (cuts.left-- > 0) throw Object.assign(new Error('write ECONNRESET'), { code: 'ECONNRESET' });
+        return { sent: true };
+      },
+    });
+    let resolved: TurnState | undefined;
+    let askedAgain: TurnState | undefined;
+    const { result, state } = await runTurn({
+      tools: [flaky],
+      config: configWith([ROUTINE]),
+      input: { prompt: 'x', model: scripted([{ toolCalls: [sendTo('bob@example.com')] }, { text: 'done' }]) },
+      interact: async (handle) => {
+        // Nobody can tell whether it went out: a person says it did not.
+        resolved = await waitForState(handle, (current) => (current.pendingResolutions?.length ?? 0) > 0);
+        const [pending] = resolved.pendingResolutions!;
+        await handle.executeUpdate(resolveUpdate, {
+          args: [{ callId: pending.callId, outcome: 'not_applied', argsDigest: pending.argsDigest, resolver: 'alice' }],
+        });
+        askedAgain = await decide(handle, 1, 'approve');
+      },
+    });
+    expect(cuts.runs).toBe(2);
+    expect(askedAgain!.pendingApprovals[0].policyNote).toBeUndefined();
+    expect(state.decisions.map((decision) => decision.approver)).toEqual(['rule:routine-sends', 'alice']);
+    expect(byWhom(result)).toEqual(['approve alice']);
+    expect(result.toolCalls[0]).toMatchObject({ status: 'success', executions: 2 });
+  });
+
+  it("with the rules' store down, the call is asked for, saying why; nothing is approved unseen", async () => {
+    const { sent, list } = tools();
+    const broken = {
+      useRule: () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:5432')),
+      useGrant: () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:5432')),
+      addGrant: () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:5432')),
+      activeGrants: () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:5432')),
+      listGrants: () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:5432')),
+      revokeGrant: () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:5432')),
+      close: async () => undefined,
+    };
+    const { env, workflowBundle } = environment;
+    const base = configWith([ROUTINE]);
+    const config = { ...base, temporal: { ...base.temporal, taskQueue: `store-down-${randomUUID()}` } };
+    const store = openSqliteStore(config.store.sqliteFile);
+    const worker = await createWorker({
+      config,
+      connection: env.nativeConnection,
+      workflowBundle,
+      activities: createActivities({ config, tools: list, store, policyStore: broken }),
+    });
+    let waiting: TurnState | undefined;
+    const result = await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start('agentTurn', {
+        workflowId: `turn-${randomUUID()}`,
+        taskQueue: config.temporal.taskQueue,
+        args: [{ taskId: 'task-down', prompt: 'x', model: scripted([{ toolCalls: [sendTo('bob@example.com')] }, { text: 'done' }]) }],
+      });
+      waiting = await decide(handle, 0, 'approve');
+      return (await handle.result()) as AgentTurnResult;
+    });
+    await store.close();
+    expect(waiting!.pendingApprovals[0].policyNote).toMatch(
+      /^the approval rules could not be evaluated, so a person decides: .*ECONNREFUSED/,
+    );
+    expect(byWhom(result)).toEqual(['approve alice']);
+    expect(sent).toEqual([{ to: 'bob@example.com' }]);
   });
 
   it('a rule changed after a turn started applies to its next call; the call decided before keeps its recorded verdict', async () => {

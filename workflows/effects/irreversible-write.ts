@@ -1,4 +1,4 @@
-import { condition, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, condition, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { Activities, BoundaryResult, PolicyVerdict } from '../../common/activity-types';
 import { BoundaryResults } from '../../common/boundary-results';
 import type { ApprovalDecision } from '../../common/contract/decisions';
@@ -13,6 +13,15 @@ const { decideByPolicy, recordGrant } = proxyLocalActivities<Activities>({
   summary: 'approval rules and grants',
   retry: { maximumAttempts: 3, initialInterval: '200 ms' },
 });
+
+/** Why a policy activity failed, whatever it threw: the turn goes on to a person rather than failing its task. */
+function failureMessage(error: unknown): string {
+  return error instanceof ActivityFailure
+    ? (error.cause?.message ?? error.message)
+    : error instanceof Error
+      ? error.message
+      : String(error);
+}
 
 /** The conversation a turn belongs to (its parent workflow), for grants scoped to it. */
 function conversationOf(): { conversationId?: string } {
@@ -40,7 +49,8 @@ async function policyVerdict({ taskId, call, approvals }: EffectContext): Promis
       deniedDigests: [...approvals.deniedDigests],
     });
   } catch (error) {
-    return { decision: 'ask', note: `the approval rules could not be evaluated, so a person decides: ${interruption(error)}` };
+    // Whatever failed (the store, the activity), nothing is approved unseen: a person decides.
+    return { decision: 'ask', note: `the approval rules could not be evaluated, so a person decides: ${failureMessage(error)}` };
   }
 }
 
@@ -68,7 +78,7 @@ async function giveGrant({ taskId, call, approvals }: EffectContext, decision: A
     if (recorded.recorded) approvals.grantRecorded(call.callId, recorded.grant.id);
     else failed(recorded.why);
   } catch (error) {
-    failed(interruption(error));
+    failed(failureMessage(error));
   }
 }
 
