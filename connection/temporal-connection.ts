@@ -1,7 +1,7 @@
 import { Connection } from '@temporalio/client';
 import { toClientOptions, type ClientConfigProfile } from '@temporalio/envconfig';
 import { temporal } from '@temporalio/proto';
-import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
+import type { NativeConnection, NativeConnectionOptions } from '@temporalio/worker';
 import { REQUIRED_SEARCH_ATTRIBUTES } from '../common/search-attributes';
 import type { TollgateConfig } from '../config/config-schema';
 import { parseAddress, portAnswers } from './ports';
@@ -72,5 +72,8 @@ export async function connectWorker(config: Pick<TollgateConfig, 'temporal' | 't
   } finally {
     await admin.close();
   }
-  return NativeConnection.connect(connectionOptions(config.temporal.address, config.temporalProfile));
+  // The worker package (its native core and its dependencies) is loaded by workers only, not by every client and CLI command.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const worker = require('@temporalio/worker') as typeof import('@temporalio/worker');
+  return worker.NativeConnection.connect(connectionOptions(config.temporal.address, config.temporalProfile));
 }

@@ -1,4 +1,4 @@
-import { Ajv, type ValidateFunction } from 'ajv';
+import type { Ajv, ValidateFunction } from 'ajv';
 import { z } from 'zod';
 import { toolMatches } from '../common/approver-groups';
 import { toMilliseconds } from '../common/duration';
@@ -129,7 +129,15 @@ let conditionAjv: Ajv | undefined;
 
 /** One validator for every condition: strict about keywords (a typo is an error), patterns on the linear-time engine. */
 function ajv(): Ajv {
-  conditionAjv ??= new Ajv({ allErrors: false, strict: true, strictTypes: false, strictTuples: false, ...LINEAR_REGEX_AJV_OPTIONS });
+  // ajv is loaded when a condition is first compiled (a worker with rules, a grant), not by every reader of the config.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  conditionAjv ??= new (require('ajv') as typeof import('ajv')).Ajv({
+    allErrors: false,
+    strict: true,
+    strictTypes: false,
+    strictTuples: false,
+    ...LINEAR_REGEX_AJV_OPTIONS,
+  });
   return conditionAjv;
 }
 

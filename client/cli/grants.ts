@@ -2,10 +2,15 @@
 import type { Command } from 'commander';
 import type { Grant } from '../../common/contract/decisions';
 import { loadConfig } from '../../config/load-config';
-import { grantEnded, openPolicyStore } from '../../policies/policy-store';
 import { formatTable } from '../format-table';
 import { forTerminal } from '../terminal-text';
 import { CliError, print } from './context';
+
+/** The policy store, with its database drivers, is loaded by the grants commands only, not by every command. */
+function policies(): typeof import('../../policies/policy-store') {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require('../../policies/policy-store');
+}
 
 /** What a grant approves, in one cell: its condition's JSON, cut when long. */
 function conditionCell(grant: Grant): string {
@@ -24,7 +29,7 @@ function grantTable(grants: Grant[], at: number): string {
       `${grant.uses}${grant.maxCalls !== undefined ? `/${grant.maxCalls}` : ''}`,
       grant.grantedBy,
       grant.expiresAt,
-      grantEnded(grant, at) === undefined
+      policies().grantEnded(grant, at) === undefined
         ? 'active'
         : grant.revokedAt
           ? 'revoked'
@@ -44,7 +49,7 @@ export function registerGrantCommands(program: Command): void {
     .description('the grants that still approve calls: tool, scope, condition, uses, who granted, when they expire')
     .option('--all', 'also those revoked, expired or used up')
     .action(async (options: { all?: boolean }) => {
-      const store = openPolicyStore(loadConfig());
+      const store = policies().openPolicyStore(loadConfig());
       try {
         const at = Date.now();
         const found = await store.listGrants({ at, all: options.all });
@@ -59,7 +64,7 @@ export function registerGrantCommands(program: Command): void {
     .argument('<id>', 'the grant (grants list)')
     .option('--by <name>', 'who revokes, for the record (default: the login name)')
     .action(async (id: string, options: { by?: string }) => {
-      const store = openPolicyStore(loadConfig());
+      const store = policies().openPolicyStore(loadConfig());
       try {
         const revoked = await store.revokeGrant(id, options.by ?? process.env.USER ?? 'a person', Date.now());
         if (!revoked) throw new CliError(`no grant ${id}; see tollgate grants list --all`);

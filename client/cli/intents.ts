@@ -2,7 +2,6 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../../config/load-config';
 import type { IntentRecord } from '../../intents/intent-store';
-import { openConfiguredStore } from '../../intents/open-store';
 import { formatTable } from '../format-table';
 import { forTerminal } from '../terminal-text';
 import { print } from './context';
@@ -22,6 +21,9 @@ export function registerIntentCommand(program: Command): void {
     .description("a task's write intents in the idempotency store: key, tool, state (started or committed), call and times")
     .argument('<taskId>', "the business task (the turn input's taskId)")
     .action(async (taskId: string) => {
+      // The store's drivers are loaded by this command only, not by every command.
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { openConfiguredStore } = require('../../intents/open-store') as typeof import('../../intents/open-store');
       const store = openConfiguredStore(loadConfig());
       try {
         const intents = await store.listTask(taskId);

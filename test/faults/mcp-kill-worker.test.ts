@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TollgateClient } from '../../client/tollgate-client';
+import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE } from '../../common/search-attributes';
 import { freePort } from '../../connection/ports';
 import { startDevServer, type DevServer } from '../../server/dev-server';
 import { approvalSignal, stateQuery } from '../../workflows/messages';
@@ -67,7 +68,11 @@ describe('a worker SIGKILLed during MCP writes', () => {
       const handle = client.client.workflow.getHandle(turn.workflowId);
       for (let write = 0; write < KILLS; write++) {
         const worker = await line.next();
-        await until(async () => (await handle.query(stateQuery)).pendingApprovals.length > 0, `write ${write} waits for approval`);
+        // The server answers describe from the turn's search attributes; a query would replay the whole turn on a worker without a cache, every poll.
+        await until(
+          async () => (await handle.describe()).typedSearchAttributes.get(AWAITING_APPROVAL_SEARCH_ATTRIBUTE) === true,
+          `write ${write} waits for approval`,
+        );
         const [pending] = (await handle.query(stateQuery)).pendingApprovals;
         await handle.signal(approvalSignal, {
           callId: pending.callId,
