@@ -24,7 +24,9 @@ export { builtInTools } from './tools/built-in';
 export { ToolSourceError, type OpenToolSource, type ToolSource, type ToolSourceContext, type ToolSourceSection } from './tools/tool-source';
 /** MCP servers as a tool source, for `createWorker({ toolSources })`; the config's `mcp` section when given no servers. */
 export { mcpToolSource } from './tools/mcp/mcp-tool-source';
-/** The tool sources the config's sections open (`mcp`), which `createWorker` uses when given no `toolSources`. */
+/** HTTP APIs described by OpenAPI documents as a tool source, for `createWorker({ toolSources })`; the config's `openapi` section when given none. */
+export { openapiToolSource } from './tools/openapi/openapi-tool-source';
+/** The tool sources the config's sections open (`mcp`, `openapi`), which `createWorker` uses when given no `toolSources`. */
 export { configuredToolSources } from './tools/tool-sources';
 
 // Running workers
@@ -118,5 +120,7 @@ export type {
 export type { TollgateConfig } from './config/config-schema';
 /** The config's `mcp` section as written, as `mcpToolSource()` takes it. */
 export type { McpConfigInput } from './tools/mcp/mcp-config';
+/** The config's `openapi` section as written, as `openapiToolSource()` takes it. */
+export type { OpenapiConfigInput } from './tools/openapi/openapi-config';
 /** Loads and validates the config; a bad key is a ConfigError naming it. */
 export { ConfigError, loadConfig, parseConfig } from './config/load-config';

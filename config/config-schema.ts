@@ -29,7 +29,7 @@ export const configSchema = z.strictObject({
   outcomes: outcomesSchema.prefault({}),
   redact: redactSchema.prefault({}),
   tools: z.record(z.string(), toolOverrideSchema).default({}),
-  // The sections of the tool sources (`mcp`), each declared beside its source.
+  // The sections of the tool sources (`mcp`, `openapi`), each declared beside its source.
   ...toolSourceSectionsShape(),
   telemetry: telemetrySchema.prefault({}),
   inbox: inboxSchema.prefault({}),

@@ -120,7 +120,8 @@ function secretParts(value: string | undefined): string[] {
 /**
  * The worker's secrets, by value: what the environment variables its config names hold (every
  * model's `apiKeyEnv`, `store.postgresUrlEnv`, `encryption.keysEnv`, the codec server's
- * `tokenEnv`, `approvals.privateKeyEnv`, each MCP server's `headersFromEnv` and `env`), the
+ * `tokenEnv`, `approvals.privateKeyEnv`, each MCP server's `headersFromEnv` and `env`, each
+ * OpenAPI source's `headersFromEnv`), the
  * headers sent to the tracing backend, and the Temporal profile's API key.
  */
 export function workerSecrets(config: TollgateConfig, env: NodeJS.ProcessEnv = process.env): string[] {
@@ -136,6 +137,9 @@ export function workerSecrets(config: TollgateConfig, env: NodeJS.ProcessEnv = p
   for (const server of Object.values(config.mcp.servers)) {
     for (const variable of Object.values(server.headersFromEnv ?? {})) variables.add(variable);
     values.push(...Object.values(server.env ?? {}));
+  }
+  for (const source of Object.values(config.openapi.sources)) {
+    for (const variable of Object.values(source.headersFromEnv ?? {})) variables.add(variable);
   }
   values.push(...[...variables].map((variable) => env[variable]));
   values.push(...Object.values(config.telemetry.otlp?.headers ?? {}));

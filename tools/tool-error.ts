@@ -7,6 +7,8 @@ export class ToolError extends Error {
     message: string,
     readonly code: ErrorCode,
     readonly retryable = code === 'transient_failure',
+    /** How long the service asked to wait before the next attempt (an HTTP Retry-After); a read's retry waits this long instead of its backoff. */
+    readonly options: { retryAfterMs?: number } = {},
   ) {
     super(message);
   }

@@ -4,7 +4,8 @@ const OUTCOME = Symbol.for('tollgate.ToolOutcome');
 
 /** What a handler returns to say, without throwing, whether it succeeded. */
 export type ToolOutcome =
-  { [OUTCOME]: true; ok: true; data: unknown } | { [OUTCOME]: true; ok: false; message: string; code: ErrorCode; retryable: boolean };
+  | { [OUTCOME]: true; ok: true; data: unknown }
+  | { [OUTCOME]: true; ok: false; message: string; code: ErrorCode; retryable: boolean; retryAfterMs?: number };
 
 /** Builds and recognizes handler outcomes; a handler's plain string return is a success too. */
 export const ToolOutcome = {
@@ -13,8 +14,11 @@ export const ToolOutcome = {
     return { [OUTCOME]: true, ok: true, data };
   },
   /** The call failed; `message` is short and meant for the model. */
-  error(message: string, { code = 'tool_failure', retryable = false }: { code?: ErrorCode; retryable?: boolean } = {}): ToolOutcome {
-    return { [OUTCOME]: true, ok: false, message, code, retryable };
+  error(
+    message: string,
+    { code = 'tool_failure', retryable = false, retryAfterMs }: { code?: ErrorCode; retryable?: boolean; retryAfterMs?: number } = {},
+  ): ToolOutcome {
+    return { [OUTCOME]: true, ok: false, message, code, retryable, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
   },
   /** Whether a handler's return value is an outcome built here. */
   is(value: unknown): value is ToolOutcome {

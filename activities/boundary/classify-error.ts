@@ -5,8 +5,9 @@ import { CONNECTION_ERROR_CODES, systemErrorCode } from '../../hardened/network-
 const FORBIDDEN_CODES = new Set(['EACCES', 'EPERM']);
 
 /** Maps an error a handler threw to a stable code, by its type and system code, never by its text. */
-export function classifyError(error: unknown): { code: ErrorCode; retryable: boolean; message: string } {
-  if (error instanceof ToolError) return { code: error.code, retryable: error.retryable, message: error.message };
+export function classifyError(error: unknown): { code: ErrorCode; retryable: boolean; message: string; retryAfterMs?: number } {
+  if (error instanceof ToolError)
+    return { code: error.code, retryable: error.retryable, message: error.message, retryAfterMs: error.options.retryAfterMs };
   const err = error instanceof Error ? error : new Error(String(error));
   const systemCode = systemErrorCode(err);
   const message = shortMessage(err);

@@ -196,11 +196,14 @@ export function createRunTool({
     const normalized = normalize(tool, end.outcome, attempt);
     const { result } = normalized;
     if (result.status === 'error' && result.retryable) {
+      // A service that said when to come back (HTTP Retry-After, capped by its source) is asked again then, not at the backoff's time.
+      const retryAfterMs = end.outcome.ok ? undefined : end.outcome.retryAfterMs;
       throw ApplicationFailure.create({
         type: result.code,
         message: result.message,
         nonRetryable: false,
         details: [{ executions: attempt }],
+        ...(retryAfterMs !== undefined ? { nextRetryDelay: retryAfterMs } : {}),
       });
     }
     return normalized;

@@ -1,9 +1,11 @@
-// `npm run demo [-- "<request>"] [--approve | --deny] [--model NAME | --model loopback] [--mcp]
+// `npm run demo [-- "<request>"] [--approve | --deny] [--model NAME | --model loopback] [--mcp | --openapi]
 // [--keep-server] [--task-id ID] [--inbox] [--rules FILE]`: one real agent turn, end to end. `--rules` gives the worker
 // approval rules from a YAML file (examples/approval-rules.yaml) and plays a turn that sends twice: a routine
 // note a rule approves, and one the rules leave to a person. `--inbox` serves the web inbox
 // and waits for the send to be decided there (it prints a one-time link to enroll a passkey). `--mcp` runs a turn through the
-// filesystem MCP server on a folder of the workspace: reads without approval, a write with one. `--model loopback` runs the
+// filesystem MCP server on a folder of the workspace: reads without approval, a write with one. `--openapi` runs a turn
+// against a small orders API it serves on loopback (examples/openapi/orders.yaml): a GET read and an approved POST,
+// one request each. `--model loopback` runs the
 // turn through the openai-compatible provider against a loopback server that streams the scripted
 // plan in OpenAI's wire format; any other name is a model of the config. Uses the Temporal server answering at the configured address, or starts
 // the embedded dev server; runs a worker in this process, starts the turn through the client SDK,
@@ -21,6 +23,8 @@ import { createWorker } from '../../worker/create-worker';
 import { startLoopbackModelServer } from './loopback-model-server';
 import { mcpToolSource } from '../../tools/mcp/mcp-tool-source';
 import { mcpDemo } from './mcp-demo';
+import { openapiDemo } from './openapi-demo';
+import { openapiToolSource } from '../../tools/openapi/openapi-tool-source';
 import { followTurn } from '../follow-turn';
 import { formatTable } from '../format-table';
 import { forTerminal } from '../terminal-text';
@@ -70,16 +74,19 @@ async function main(): Promise<number> {
       deny: { type: 'boolean', default: false },
       model: { type: 'string' },
       mcp: { type: 'boolean', default: false },
+      openapi: { type: 'boolean', default: false },
       inbox: { type: 'boolean', default: false },
       rules: { type: 'string' },
     },
   });
-  if (values.rules && (values.mcp || values.model)) throw new Error('--rules plays its own script; leave out --mcp and --model');
+  if (values.rules && (values.mcp || values.openapi || values.model))
+    throw new Error('--rules plays its own script; leave out --mcp, --openapi and --model');
   const approvalRules = values.rules ? readRules(values.rules) : undefined;
   if (values.approve && values.deny) throw new Error('--approve and --deny exclude each other');
   if (values.inbox && (values.approve || values.deny))
     throw new Error('--inbox leaves the decision to the web inbox; leave out --approve and --deny');
   if (values.mcp && values.model) throw new Error('--mcp plays its own script; leave out --model');
+  if (values.openapi && (values.model || values.mcp)) throw new Error('--openapi plays its own script; leave out --model and --mcp');
   const prompt = positionals.join(' ').trim() || DEFAULT_REQUEST;
   const taskId = values['task-id'] ?? `demo-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')}`;
 
@@ -99,6 +106,7 @@ async function main(): Promise<number> {
       }
     : loaded;
   const mcp = values.mcp ? mcpDemo(config.workspace) : undefined;
+  const openapi = values.openapi ? await openapiDemo() : undefined;
   const lease = await ensureServer(config);
   console.log(lease.started ? `Started the Temporal dev server at ${lease.address}.` : `Using the Temporal server at ${lease.address}.`);
   const stopServer = async () => {
@@ -114,7 +122,8 @@ async function main(): Promise<number> {
   let inbox: InboxServer | undefined;
   try {
     // The worker opens its own connection (registering the search attributes) and store, and closes them when it stops.
-    worker = await createWorker({ config, approvalRules, ...(mcp ? { toolSources: [mcpToolSource(mcp.mcp)] } : {}) });
+    const toolSources = mcp ? [mcpToolSource(mcp.mcp)] : openapi ? [openapiToolSource(openapi.openapi)] : undefined;
+    worker = await createWorker({ config, approvalRules, ...(toolSources ? { toolSources } : {}) });
     workerRun = worker.run();
     client = await TollgateClient.connect(config);
     if (values.inbox) {
@@ -123,9 +132,10 @@ async function main(): Promise<number> {
       console.log(`The web inbox is at ${inbox.url}; the send waits for a decision there.`);
     }
 
-    const turnPrompt = mcp && positionals.length === 0 ? mcp.prompt : prompt;
+    const scriptedDemo = mcp ?? openapi;
+    const turnPrompt = scriptedDemo && positionals.length === 0 ? scriptedDemo.prompt : prompt;
     console.log(`Task ${taskId}: "${turnPrompt}"`);
-    const model = approvalRules ? rulesDemoModel() : mcp ? mcp.model : values.model;
+    const model = approvalRules ? rulesDemoModel() : scriptedDemo ? scriptedDemo.model : values.model;
     if (approvalRules) console.log(`Approval rules from ${values.rules}: ${approvalRules.map((rule) => rule.name).join(', ')}.`);
     const handle = await client.startTurn({ taskId, prompt: turnPrompt, model });
     console.log(`Started workflow ${handle.workflowId} on task queue ${config.temporal.taskQueue}.`);
@@ -160,6 +170,10 @@ async function main(): Promise<number> {
     const messages = existsSync(outbox)
       ? readdirSync(outbox, { recursive: true }).filter((name) => String(name).endsWith('.json')).length
       : 0;
+    if (openapi) {
+      const counted = [...openapi.requests].map(([route, count]) => `${route}: ${count}`).join(', ');
+      console.log(`\nOrders API requests: ${counted || 'none'}; refunds made: ${openapi.refunds}`);
+    }
     if (mcp) console.log(`\nMCP folder: ${path.relative(process.cwd(), mcp.folder)} (${readdirSync(mcp.folder).join(', ')})`);
     const sent = `${messages} message${messages === 1 ? '' : 's'} in outbox/<task>/`;
     console.log(`\nWorkspace: ${path.relative(process.cwd(), config.workspace)} (drafts/<task>/, and ${sent})`);
@@ -180,6 +194,7 @@ async function main(): Promise<number> {
       await workerRun;
     }
     await loopback?.close();
+    await openapi?.close();
     if (lease.started && values['keep-server']) lease.started.process.unref();
     await stopServer();
   }

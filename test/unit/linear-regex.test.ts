@@ -8,7 +8,7 @@ import {
   UnsupportedRegexError,
   withRegexBudget,
 } from '../../hardened/linear-regex';
-import { compileOutsideSchema } from '../../tools/mcp/mcp-schema-validator';
+import { compileOutsideSchema } from '../../tools/json-schema/outside-schema';
 import { eventLoopProbe } from '../helpers/event-loop-probe';
 
 /** The longest the event loop may stall: generous, about liveness; a backtracking engine stalls it for seconds on these inputs. */

@@ -8,9 +8,9 @@ import type { ToolDefinition } from '../../tools/define-tool';
 import { ToolError } from '../../tools/tool-error';
 import { ToolOutcome } from '../../tools/tool-outcome';
 import { reconnectDelay } from '../../tools/mcp/mcp-connection';
-import { jsonSchemaInput } from '../../tools/mcp/mcp-input-schema';
+import { jsonSchemaInput } from '../../tools/json-schema/json-schema-input';
 import { mcpResultOutcome } from '../../tools/mcp/mcp-result';
-import { MAX_TOOL_NAME_CHARS, mcpToolName } from '../../tools/mcp/mcp-tool-name';
+import { MAX_TOOL_NAME_CHARS, sourceToolName } from '../../tools/source-tool-name';
 import { mcpToolEffect, startMcpTools, type McpToolSource } from '../../tools/mcp/mcp-tool-source';
 
 const FILESYSTEM_SERVER = require.resolve('@modelcontextprotocol/server-filesystem/dist/index.js');
@@ -72,15 +72,15 @@ async function filesystem(config: Record<string, unknown> = {}) {
   return { folder, lines, source, tool };
 }
 
-describe('mcpToolName', () => {
+describe('sourceToolName', () => {
   it('keeps <server>__<tool> when providers accept it as it is', () => {
-    expect(mcpToolName('files', 'read_text_file')).toBe('files__read_text_file');
+    expect(sourceToolName('files', 'read_text_file')).toBe('files__read_text_file');
   });
 
   it('cuts a long name to the limit with a hash of the full name, so names sharing a long prefix stay apart', () => {
     const long = 'x'.repeat(70);
-    const first = mcpToolName('files', `${long}_one`);
-    const second = mcpToolName('files', `${long}_two`);
+    const first = sourceToolName('files', `${long}_one`);
+    const second = sourceToolName('files', `${long}_two`);
     expect(first).toHaveLength(MAX_TOOL_NAME_CHARS);
     expect(second).toHaveLength(MAX_TOOL_NAME_CHARS);
     expect(first).not.toBe(second);
@@ -88,8 +88,8 @@ describe('mcpToolName', () => {
   });
 
   it('replaces characters providers refuse and adds the hash, so "a.b" and "a_b" differ', () => {
-    expect(mcpToolName('s', 'a.b')).toMatch(/^s__a_b_[0-9a-f]{8}$/);
-    expect(mcpToolName('s', 'a.b')).not.toBe(mcpToolName('s', 'a_b'));
+    expect(sourceToolName('s', 'a.b')).toMatch(/^s__a_b_[0-9a-f]{8}$/);
+    expect(sourceToolName('s', 'a.b')).not.toBe(sourceToolName('s', 'a_b'));
   });
 });
 

@@ -63,9 +63,12 @@ describe('openToolSources', () => {
 });
 
 describe('configuredToolSources', () => {
-  it('is the MCP servers of the config: none configured, no tools', async () => {
+  it('is the MCP servers and the OpenAPI sources of the config: none configured, no tools', async () => {
     const sources = configuredToolSources();
-    expect(sources.map((source) => [source.name, source.section?.key])).toEqual([['mcp', 'mcp']]);
+    expect(sources.map((source) => [source.name, source.section?.key])).toEqual([
+      ['mcp', 'mcp'],
+      ['openapi', 'openapi'],
+    ]);
     const opened = await openToolSources(sources, { config: testConfig(), log: quiet });
     expect(opened.tools).toEqual([]);
     await opened.close();

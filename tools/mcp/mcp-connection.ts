@@ -16,9 +16,10 @@ import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/t
 import { toMilliseconds } from '../../common/duration';
 import type { McpServerConfig } from './mcp-config';
 import { BodyTooLargeError, cappedFetch } from '../../hardened/capped-fetch';
-import { McpAnswerLostError, McpListingBoundError, McpNotSentError } from './mcp-call-errors';
+import { AnswerLostError, NotSentError } from '../call-errors';
+import { McpListingBoundError } from './mcp-call-errors';
 
-export { McpAnswerLostError, McpListingBoundError, McpNotSentError } from './mcp-call-errors';
+export { McpListingBoundError } from './mcp-call-errors';
 
 /** Where a worker's MCP connections write their lines (the server's stderr, reconnects). */
 export type McpLog = (line: string) => void;
@@ -102,7 +103,7 @@ function firstLine(error: unknown): string {
 /**
  * One worker's client of one MCP server. It connects at start; after a failure the next call
  * connects again (at once the first time, then with a growing delay), and a call made while the
- * server is away fails with `McpNotSentError` rather than waiting. `close` ends it for good.
+ * server is away fails with `NotSentError` rather than waiting. `close` ends it for good.
  */
 export class McpConnection {
   private client: Client | undefined;
@@ -173,9 +174,9 @@ export class McpConnection {
 
   /**
    * Calls a tool; the signal cancels the request (the server is told), the timeout is the SDK's
-   * own bound beyond the boundary's. Fails with {@link McpNotSentError} when the request never
+   * own bound beyond the boundary's. Fails with {@link NotSentError} when the request never
    * went out, the server's `McpError` when it answered with an error, and
-   * {@link McpAnswerLostError} for anything after the request went out.
+   * {@link AnswerLostError} for anything after the request went out.
    */
   async callTool(tool: string, args: unknown, { signal, timeoutMs }: { signal: AbortSignal; timeoutMs: number }): Promise<CallToolResult> {
     return this.use(async (client) => {
@@ -192,7 +193,7 @@ export class McpConnection {
       } catch (error) {
         if (isServerAnswer(error) || refusedByHttp(error)) throw error;
         const why = this.transportErrors.get(client) ?? firstLine(error);
-        throw new McpAnswerLostError(`mcp server "${this.name}" took ${tool} but its answer was lost: ${why}`, { cause: error });
+        throw new AnswerLostError(`mcp server "${this.name}" took ${tool} but its answer was lost: ${why}`, { cause: error });
       }
     });
   }
@@ -226,7 +227,7 @@ export class McpConnection {
       if (refusedByHttp(error)) {
         // The HTTP server refused the request itself (a session it no longer knows, say): the tool never ran.
         this.drop(client, `refused a request (HTTP ${error.code})`);
-        throw new McpNotSentError(`mcp server "${this.name}" refused the request (HTTP ${error.code}); the call was not run`);
+        throw new NotSentError(`mcp server "${this.name}" refused the request (HTTP ${error.code}); the call was not run`);
       }
       this.drop(client, `lost: ${firstLine(error)}`);
       throw error;
@@ -241,11 +242,11 @@ export class McpConnection {
   }
 
   private async connected(): Promise<Client> {
-    if (this.closed) throw new McpNotSentError(`mcp server "${this.name}" is closed (the worker is shutting down)`);
+    if (this.closed) throw new NotSentError(`mcp server "${this.name}" is closed (the worker is shutting down)`);
     if (this.client) return this.client;
     if (this.connecting) return this.connecting;
     const wait = this.nextAttemptAt - Date.now();
-    if (wait > 0) throw new McpNotSentError(`mcp server "${this.name}" is not connected; the next attempt is in ${wait} ms`);
+    if (wait > 0) throw new NotSentError(`mcp server "${this.name}" is not connected; the next attempt is in ${wait} ms`);
     // After a reconnect the server may serve other tools: the listeners look again.
     const reconnect = this.changeListeners.length > 0;
     this.connecting = this.connect().then(
@@ -254,7 +255,7 @@ export class McpConnection {
         this.failures = 0;
         if (this.closed) {
           void client.close();
-          throw new McpNotSentError(`mcp server "${this.name}" is closed (the worker is shutting down)`);
+          throw new NotSentError(`mcp server "${this.name}" is closed (the worker is shutting down)`);
         }
         this.client = client;
         if (reconnect) this.changed();
@@ -264,7 +265,7 @@ export class McpConnection {
         this.connecting = undefined;
         this.failures++;
         this.nextAttemptAt = Date.now() + reconnectDelay(this.failures);
-        throw new McpNotSentError(`mcp server "${this.name}" could not connect: ${firstLine(error)}`);
+        throw new NotSentError(`mcp server "${this.name}" could not connect: ${firstLine(error)}`);
       },
     );
     return this.connecting;

@@ -8,12 +8,13 @@ import type { ToolContext, ToolDefinition } from '../define-tool';
 import { TOOL_DEFAULTS } from '../../common/defaults';
 import { ToolError } from '../tool-error';
 import { ToolSourceError, type OpenToolSource, type ToolSource } from '../tool-source';
-import { McpAnswerLostError, McpListingBoundError, McpNotSentError } from './mcp-call-errors';
+import { AnswerLostError, NotSentError } from '../call-errors';
+import { McpListingBoundError } from './mcp-call-errors';
 import { isServerAnswer, McpConnection, type McpLog } from './mcp-connection';
-import { jsonSchemaInput } from './mcp-input-schema';
-import { compileOutsideSchema, type CheckedSchema } from './mcp-schema-validator';
+import { jsonSchemaInput } from '../json-schema/json-schema-input';
+import { compileOutsideSchema, type CheckedSchema } from '../json-schema/outside-schema';
 import { mcpResultOutcome } from './mcp-result';
-import { mcpToolName } from './mcp-tool-name';
+import { sourceToolName } from '../source-tool-name';
 
 /** The tools of a worker's MCP servers, and the connections behind them (`close` ends stdio servers' processes). */
 export type McpToolSource = OpenToolSource;
@@ -102,13 +103,13 @@ class ServedDefinitions {
  */
 function callFailure(error: unknown, { server, tool, write }: { server: string; tool: string; write: boolean }): Error {
   const detail = error instanceof Error ? error.message.split('\n')[0] : String(error);
-  if (McpNotSentError.isInstance(error)) return new ToolError(`${detail}`, 'transient_failure');
+  if (NotSentError.isInstance(error)) return new ToolError(`${detail}`, 'transient_failure');
   if (isServerAnswer(error)) return new ToolError(`mcp server "${server}" refused ${tool}: ${detail}`, 'tool_failure');
   if (!write) {
-    const message = McpAnswerLostError.isInstance(error) ? detail : `mcp server "${server}" was lost during ${tool}: ${detail}`;
+    const message = AnswerLostError.isInstance(error) ? detail : `mcp server "${server}" was lost during ${tool}: ${detail}`;
     return new ToolError(message, 'transient_failure');
   }
-  return McpAnswerLostError.isInstance(error) ? error : new McpAnswerLostError(`mcp server "${server}" was lost during ${tool}: ${detail}`);
+  return AnswerLostError.isInstance(error) ? error : new AnswerLostError(`mcp server "${server}" was lost during ${tool}: ${detail}`);
 }
 
 /** A listing before a call that failed: the call was not sent, so it is a transient failure (or the server's refusal of the listing). */
@@ -116,7 +117,7 @@ function listingFailure(error: unknown, { server, tool }: { server: string; tool
   const detail = error instanceof Error ? error.message.split('\n')[0] : String(error);
   if (isServerAnswer(error))
     return new ToolError(`mcp server "${server}" refused to list its tools before ${tool}: ${detail}`, 'tool_failure');
-  if (McpNotSentError.isInstance(error)) return new ToolError(detail, 'transient_failure');
+  if (NotSentError.isInstance(error)) return new ToolError(detail, 'transient_failure');
   return new ToolError(`${tool} was not run: listing the tools of mcp server "${server}" failed: ${detail}`, 'transient_failure');
 }
 
@@ -132,11 +133,11 @@ function checkStructuredContent(
   if (!output || result.isError === true) return;
   const where = `mcp server "${server}" ran ${tool} but its answer`;
   if (result.structuredContent === undefined)
-    throw new McpAnswerLostError(`${where} has no structured content, which its output schema requires`);
+    throw new AnswerLostError(`${where} has no structured content, which its output schema requires`);
   const outcome = output.check(result.structuredContent);
   if (outcome.valid) return;
   const problem = outcome.problems[0];
-  throw new McpAnswerLostError(`${where} breaks its output schema: ${problem.instancePath || '(structured content)'} ${problem.message}`);
+  throw new AnswerLostError(`${where} breaks its output schema: ${problem.instancePath || '(structured content)'} ${problem.message}`);
 }
 
 /** One server tool as a registry entry: policy from config and annotations, input checked by its JSON Schema. */
@@ -218,7 +219,7 @@ async function serverTools(
     const listed = await connection.listTools();
     checkNamedTools(name, server, listed);
     const chosen = listed.filter((tool) => served(tool.name, server));
-    const exposed = new Map(chosen.map((tool) => [tool.name, mcpToolName(name, tool.name)]));
+    const exposed = new Map(chosen.map((tool) => [tool.name, sourceToolName(name, tool.name)]));
     const definitions = new ServedDefinitions(connection, exposed);
     definitions.set(chosen);
     connection.onToolsChanged(() => void definitions.refresh());

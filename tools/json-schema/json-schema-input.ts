@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { compileOutsideSchema } from './mcp-schema-validator';
+import { compileOutsideSchema } from './outside-schema';
 
 /** A JSON pointer (`/a/0/b`) as a path of keys, as zod issues carry it. */
 function pointerPath(pointer: string): Array<string | number> {

@@ -73,7 +73,7 @@ function firstLine(error: unknown): string {
 }
 
 /**
- * Compiles a JSON Schema from outside (an MCP tool's input or output schema) with a validator
+ * Compiles a JSON Schema from outside (an MCP tool's input or output schema, an OpenAPI operation's input) with a validator
  * that cannot be made to hang: patterns run on a linear-time engine under one budget per check
  * (a check that would pass it fails, saying so), `uniqueItems` is linear, and a schema whose
  * references recurse without end fails the check instead of throwing out of it. Throws, naming
