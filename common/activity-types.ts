@@ -80,6 +80,8 @@ export interface ToolPolicy {
   maxAttempts: number;
   /** How long an irreversible write waits for a human decision. */
   approvalTimeoutMs: number;
+  /** How long a running call may go without a heartbeat before Temporal takes its worker for lost; no heartbeat timeout when left out. */
+  heartbeatTimeoutMs?: number;
   /**
    * Irreversible writes: how long the approved call may wait for a worker to start it (config
    * `approvals.scheduleToStart`); after that it did not run and ends as `not_run`. Irreversible

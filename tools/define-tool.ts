@@ -79,6 +79,13 @@ interface ToolSpecBase<Schema extends z.ZodType> {
   maxOutputChars?: number;
   /** How many calls of this tool may run at once in one worker. */
   concurrency?: number;
+  /**
+   * How long a running call may go without a heartbeat (the boundary sends them while it runs) before
+   * Temporal takes its worker for lost: a call whose worker died is noticed then, not after its
+   * timeout. Left out: no heartbeats, the timeout alone. With it, a cancelled turn's cancel reaches
+   * the running call (its `signal` aborts).
+   */
+  heartbeatTimeout?: number | string;
   /** Irreversible writes: how long to wait for a human decision (default 24 h). */
   approvalTimeout?: number | string;
   /** Refuses a call before it is scheduled (code `forbidden`): return the reason, or nothing to allow it. The task id is known when the boundary checks a call of a turn. */
@@ -113,6 +120,8 @@ interface ToolDefinitionBase {
   maxOutputChars: number;
   concurrency: number;
   approvalTimeoutMs: number;
+  /** How long a running call may go without a heartbeat before its worker is taken for lost; none when left out. */
+  heartbeatTimeoutMs?: number;
   authorize?: (args: unknown, context: AuthorizeContext) => string | undefined;
   summary?: (args: unknown) => string;
   /** Argument fields the Web UI summary shows instead of `summary` (config `tools.<name>.summaryFields`). */
@@ -155,6 +164,7 @@ export function defineTool<Schema extends z.ZodType>(spec: ToolSpec<Schema>): To
     maxOutputChars: spec.maxOutputChars ?? TOOL_DEFAULTS.maxOutputChars,
     concurrency: spec.concurrency ?? TOOL_DEFAULTS.concurrency,
     approvalTimeoutMs: spec.approvalTimeout === undefined ? TOOL_DEFAULTS.approvalTimeoutMs : toMilliseconds(spec.approvalTimeout),
+    ...(spec.heartbeatTimeout === undefined ? {} : { heartbeatTimeoutMs: toMilliseconds(spec.heartbeatTimeout) }),
     idempotencyKey: spec.idempotencyKey as IdempotencyKeyFunction | undefined,
     status: spec.status as StatusCheck | undefined,
     authorize: spec.authorize as ToolDefinitionBase['authorize'],

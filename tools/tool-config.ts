@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_RETRY_BACKOFF } from '../common/defaults';
-import { duration } from '../config/schema-parts';
+import { duration, positiveDuration } from '../config/schema-parts';
 
 /** Per-tool overrides of a tool's declared policy (config `tools.<name>`, applied by the registry). */
 export const toolOverrideSchema = z.strictObject({
@@ -10,6 +10,8 @@ export const toolOverrideSchema = z.strictObject({
   maxOutputChars: z.number().int().min(16).optional(),
   concurrency: z.number().int().min(1).optional(),
   approvalTimeout: duration.optional(),
+  /** How long a running call may go without a heartbeat before its worker is taken for lost (see `defineTool`'s `heartbeatTimeout`). */
+  heartbeatTimeout: positiveDuration.optional(),
   /** Argument fields shown in the Web UI's one-line summary of a call. */
   summaryFields: z.array(z.string().min(1)).optional(),
 });

@@ -58,6 +58,7 @@ export function createToolRegistry({
       concurrency: override.concurrency ?? tool.concurrency,
       approvalTimeoutMs: override.approvalTimeout === undefined ? tool.approvalTimeoutMs : toMilliseconds(override.approvalTimeout),
       summaryFields: override.summaryFields ?? tool.summaryFields,
+      ...(override.heartbeatTimeout === undefined ? {} : { heartbeatTimeoutMs: toMilliseconds(override.heartbeatTimeout) }),
     });
   }
   const policies = new Map<string, ToolPolicy>();
@@ -67,6 +68,7 @@ export function createToolRegistry({
       timeoutMs: tool.timeoutMs,
       maxAttempts: tool.maxAttempts,
       approvalTimeoutMs: tool.approvalTimeoutMs,
+      ...(tool.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: tool.heartbeatTimeoutMs } : {}),
       ...(EFFECT_TRAITS[tool.effect].scheduleToStartBound ? { scheduleToStartMs: approvedScheduleToStartMs } : {}),
     };
     const digested = { ...declared, maxOutputChars: tool.maxOutputChars, schema: toolJsonSchema(tool) };

@@ -383,6 +383,18 @@ export function createRunTool({
   };
 
   return async function runTool(input: RunToolInput): Promise<BoundaryResult> {
+    // A call with a heartbeat timeout beats while it runs, so that Temporal tells a worker that died from one that works.
+    const context = Context.current();
+    const heartbeatTimeoutMs = context.info.heartbeatTimeoutMs ?? 0;
+    const beats = heartbeatTimeoutMs > 0 ? setInterval(() => context.heartbeat(), Math.max(heartbeatTimeoutMs / 3, 50)) : undefined;
+    try {
+      return await runCall(input);
+    } finally {
+      clearInterval(beats);
+    }
+  };
+
+  async function runCall(input: RunToolInput): Promise<BoundaryResult> {
     const checked = checkToolCall({ registry, request: input, allowedTools: input.allowedTools, taskId: input.taskId });
     if (checked.refusal) return BoundaryResults.refused(checked.refusal.code, checked.refusal.message);
     const tool = registry.get(input.tool)!;
@@ -403,5 +415,5 @@ export function createRunTool({
     // Every failure message leaves redacted, whatever built it (a store's error quoted in `not_run`, a lookup's reason).
     if (result.result.status !== 'error' || result.result.message === undefined) return result;
     return { ...result, result: { ...result.result, message: redactText(result.result.message, secretPatterns) } };
-  };
+  }
 }

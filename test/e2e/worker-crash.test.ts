@@ -104,7 +104,17 @@ describe('a worker killed mid-stream', () => {
     });
     const result = await worker.runUntil(async () => {
       // The turn waits for a person, showing what the killed attempt had streamed; the person stops it.
-      const waiting = await until(async () => (await client.state(workflowId)).pendingResume, 'the resume wait');
+      // Until the new worker's first poll reaches the server, a query is refused as having no poller: that is "not yet".
+      const waiting = await until(
+        async () =>
+          (
+            await client.state(workflowId).catch((error: unknown) => {
+              if (/no poller seen/.test(String((error as Error).cause ?? error))) return undefined;
+              throw error;
+            })
+          )?.pendingResume,
+        'the resume wait',
+      );
       expect(waiting).toMatchObject({ step: 0, chunks: progress.chunks, partialText: progress.text });
       expect(provider.requests).toHaveLength(1);
       await client.resume(workflowId, { step: 0, decision: 'stop' });

@@ -6,6 +6,7 @@ import { defineTool, type ToolContext, type ToolDefinition, type ToolSpec } from
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createRunTool } from '../../activities/boundary/run-tool';
 import { createToolRegistry } from '../../tools/tool-registry';
+import { toolOverrideSchema } from '../../tools/tool-config';
 import { ToolOutcome } from '../../tools/tool-outcome';
 import { openSqliteStore } from '../../intents/sqlite-store';
 import { runToolOnce, type FlatBoundaryResult } from '../helpers/run-tool-once';
@@ -396,5 +397,43 @@ describe('createToolRegistry', () => {
     expect(() => createToolRegistry({ tools: [echoTool(() => 'x')], overrides: { ehco: {} } })).toThrow(
       'config tools.ehco: no tool named "ehco"',
     );
+  });
+});
+
+describe('a tool with a heartbeat timeout', () => {
+  it('beats while its call runs, so that a worker that died is noticed after the heartbeat timeout; a call without one does not beat', async () => {
+    const slow = (extra: Partial<Omit<ToolSpec<typeof echoInput>, 'handler'>>) =>
+      echoTool(async ({ text }) => {
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        return text;
+      }, extra);
+    const beatsOf = async (tool: ToolDefinition, heartbeatTimeoutMs: number | undefined) => {
+      const runTool = createRunTool({ registry: createToolRegistry({ tools: [tool] }) });
+      const environment = new MockActivityEnvironment({ heartbeatTimeoutMs });
+      let beats = 0;
+      environment.on('heartbeat', () => beats++);
+      const { result } = (await environment.run(runTool, {
+        taskId: 'task',
+        callId: 'call-0-0',
+        tool: tool.name,
+        args: { text: 'hi' },
+      })) as {
+        result: unknown;
+      };
+      expect(result).toMatchObject({ status: 'success', data: 'hi' });
+      return beats;
+    };
+    const declared = slow({ heartbeatTimeout: '150ms' });
+    expect(declared.heartbeatTimeoutMs).toBe(150);
+    expect(createToolRegistry({ tools: [declared] }).policy('echo')).toMatchObject({ heartbeatTimeoutMs: 150 });
+    // The workflow schedules the call with the policy's heartbeat timeout, which the activity reads from its info.
+    expect(await beatsOf(declared, 150)).toBeGreaterThanOrEqual(4);
+    expect(await beatsOf(slow({}), undefined)).toBe(0);
+  });
+
+  it('takes it from the config too, and refuses one of zero there', () => {
+    const registry = createToolRegistry({ tools: [echoTool(() => 'x')], overrides: { echo: { heartbeatTimeout: '2s' } } });
+    expect(registry.policy('echo')).toMatchObject({ heartbeatTimeoutMs: 2_000 });
+    expect(toolOverrideSchema.safeParse({ heartbeatTimeout: 0 }).error?.issues[0].message).toBe('expected a duration longer than 0');
   });
 });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { EFFECTS_WITHOUT_STATUS_CHECK } from '../../common/effects';
-import { duration, envName, httpUrl } from '../../config/schema-parts';
+import { duration, envName, httpUrl, positiveDuration } from '../../config/schema-parts';
 import type { ToolSourceSection } from '../tool-source';
 
 /** Overrides of one MCP tool's policy, by the tool's name on its server (config `mcp.servers.<name>.tools.<tool>`). */
@@ -12,6 +12,8 @@ export const mcpToolOverrideSchema = z.strictObject({
   maxAttempts: z.number().int().min(1).max(20).optional(),
   maxOutputChars: z.number().int().min(16).optional(),
   approvalTimeout: duration.optional(),
+  /** How long a running call may go without a heartbeat before its worker is taken for lost (see `defineTool`'s `heartbeatTimeout`). */
+  heartbeatTimeout: positiveDuration.optional(),
   summaryFields: z.array(z.string().min(1)).optional(),
 });
 

@@ -200,6 +200,7 @@ function toolDefinition({
     maxOutputChars: config.maxOutputChars ?? TOOL_DEFAULTS.maxOutputChars,
     concurrency: TOOL_DEFAULTS.concurrency,
     approvalTimeoutMs: config.approvalTimeout === undefined ? TOOL_DEFAULTS.approvalTimeoutMs : toMilliseconds(config.approvalTimeout),
+    ...(config.heartbeatTimeout === undefined ? {} : { heartbeatTimeoutMs: toMilliseconds(config.heartbeatTimeout) }),
     summaryFields: config.summaryFields,
     source: { name: 'mcp', jsonSchema: tool.inputSchema, definitionDigest },
     handler,

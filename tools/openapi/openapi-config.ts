@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { TOOL_EFFECTS, type ToolEffect } from '../../common/codes';
-import { duration, envName, httpUrl } from '../../config/schema-parts';
+import { duration, envName, httpUrl, positiveDuration } from '../../config/schema-parts';
 import type { ToolSourceSection } from '../tool-source';
 
 /** Overrides of one operation's tool, by its `operationId` (config `openapi.sources.<name>.operations.<operationId>`). */
@@ -15,6 +15,8 @@ export const openapiOperationOverrideSchema = z.strictObject({
   maxAttempts: z.number().int().min(1).max(20).optional(),
   maxOutputChars: z.number().int().min(16).optional(),
   approvalTimeout: duration.optional(),
+  /** How long a running call may go without a heartbeat before its worker is taken for lost (see `defineTool`'s `heartbeatTimeout`). */
+  heartbeatTimeout: positiveDuration.optional(),
   summaryFields: z.array(z.string().min(1)).optional(),
 });
 

@@ -195,6 +195,7 @@ function operationTool(api: ApiContext, operation: ApiOperation, byId: Map<strin
     maxOutputChars: override.maxOutputChars ?? TOOL_DEFAULTS.maxOutputChars,
     concurrency: TOOL_DEFAULTS.concurrency,
     approvalTimeoutMs: override.approvalTimeout === undefined ? TOOL_DEFAULTS.approvalTimeoutMs : toMilliseconds(override.approvalTimeout),
+    ...(override.heartbeatTimeout === undefined ? {} : { heartbeatTimeoutMs: toMilliseconds(override.heartbeatTimeout) }),
     summaryFields: override.summaryFields,
     source: { name: 'openapi', jsonSchema: operation.inputSchema, definitionDigest: openapiDefinitionDigest(name, operation) },
     handler,

@@ -16,6 +16,7 @@ export const readStrategy: EffectStrategy = {
     const { policy } = call;
     const { runTool } = proxyActivities<Activities>({
       startToCloseTimeout: policy.timeoutMs + ACTIVITY_GRACE_MS,
+      ...(policy.heartbeatTimeoutMs !== undefined ? { heartbeatTimeout: policy.heartbeatTimeoutMs } : {}),
       summary: call.summary ?? call.tool,
       retry: {
         maximumAttempts: policy.maxAttempts,

@@ -27,6 +27,8 @@ export function writeActivity(call: RunnableCall) {
   const { scheduleToStartMs } = call.policy;
   return proxyActivities<Activities>({
     startToCloseTimeout: call.policy.timeoutMs + ACTIVITY_GRACE_MS,
+    // A worker that died mid-call is noticed after the heartbeat timeout, not the whole timeout: the call is then cut off like any other.
+    ...(call.policy.heartbeatTimeoutMs !== undefined ? { heartbeatTimeout: call.policy.heartbeatTimeoutMs } : {}),
     ...(EFFECT_TRAITS[call.policy.effect].scheduleToStartBound && scheduleToStartMs !== undefined
       ? { scheduleToStartTimeout: scheduleToStartMs }
       : {}),
