@@ -6,6 +6,7 @@ import Long from 'long';
 import { ensureSearchAttributes } from '../../connection/temporal-connection';
 import { ServerError } from '../../connection/ports';
 import { PROJECT_ROOT } from '../../config/load-config';
+import type { TollgateConfig } from '../../config/config-schema';
 import { BINARY_FOLDER } from '../temporal-binaries';
 import {
   CLUSTER_GO_TOOLCHAIN,
@@ -339,4 +340,19 @@ async function registerDefaultNamespace(connection: Connection, deadline: number
       await new Promise((resolve) => setTimeout(resolve, 1_000));
     }
   }
+}
+
+/** The config of a worker or client of this cluster: its frontend's address, and the CA and server name to trust. */
+export function clusterClientConfig(base: TollgateConfig, cluster: Pick<Cluster, 'address' | 'tls' | 'namespace'>): TollgateConfig {
+  return {
+    ...base,
+    temporal: {
+      ...base.temporal,
+      address: cluster.address,
+      namespace: cluster.namespace,
+      // The first worker of a deployment makes its build current on a cluster too: nobody else would.
+      deployment: { ...base.temporal.deployment, makeCurrent: 'on-start' },
+    },
+    temporalProfile: { ...base.temporalProfile, tls: { serverName: cluster.tls.serverName, serverCACert: { path: cluster.tls.caFile } } },
+  };
 }

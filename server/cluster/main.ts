@@ -9,24 +9,8 @@ import { followTurn } from '../../client/follow-turn';
 import { formatTable } from '../../client/format-table';
 import { TollgateClient } from '../../client/tollgate-client';
 import { loadConfig } from '../../config/load-config';
-import type { TollgateConfig } from '../../config/config-schema';
 import { createWorker } from '../../worker/create-worker';
-import { startCluster, type Cluster } from './cluster';
-
-/** The config of a worker or client of this cluster: its frontend's address, and the CA and server name to trust. */
-export function clusterClientConfig(base: TollgateConfig, cluster: Pick<Cluster, 'address' | 'tls' | 'namespace'>): TollgateConfig {
-  return {
-    ...base,
-    temporal: {
-      ...base.temporal,
-      address: cluster.address,
-      namespace: cluster.namespace,
-      // The first worker of a deployment makes its build current on a cluster too: nobody else would.
-      deployment: { ...base.temporal.deployment, makeCurrent: 'on-start' },
-    },
-    temporalProfile: { ...base.temporalProfile, tls: { serverName: cluster.tls.serverName, serverCACert: { path: cluster.tls.caFile } } },
-  };
-}
+import { clusterClientConfig, startCluster } from './cluster';
 
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { keep: { type: 'boolean', default: false } } });
