@@ -1,7 +1,7 @@
 import { openSqliteStore } from '../intents/sqlite-store';
 import type { TollgateWorker } from '../worker/create-worker';
 // The dev server, worker and clients the in-process benchmark sections share.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
@@ -12,6 +12,7 @@ import type { AgentTurnResult, ScriptStep, TurnState } from '../common/contract/
 import type { TollgateConfig } from '../config/config-schema';
 import { parseConfig, PROJECT_ROOT } from '../config/load-config';
 import { startDevServer, type DevServer } from '../server/dev-server';
+import { clusterClientConfig, type Cluster } from '../server/cluster/cluster';
 import { freePort } from '../connection/ports';
 import { createWorker } from '../worker/create-worker';
 import { approvalSignal, stateQuery } from '../workflows/messages';
@@ -90,22 +91,35 @@ export async function approveAtOnce(handle: WorkflowHandle, done: Promise<unknow
   }
 }
 
-/** Starts the dev server and the worker, runs `body`, and stops both whatever happens. */
-export async function withBenchContext<T>(body: (context: BenchContext) => Promise<T>): Promise<T> {
+/**
+ * Starts the dev server (or takes a running cluster, reached over TLS) and the worker, runs `body`,
+ * and stops what it started whatever happens.
+ */
+export async function withBenchContext<T>(
+  body: (context: BenchContext) => Promise<T>,
+  { cluster }: { cluster?: Cluster } = {},
+): Promise<T> {
   quietRuntime();
   const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-bench-'));
-  const server = await startDevServer({
-    address: `127.0.0.1:${await freePort()}`,
-    namespace: 'default',
-    dbFile: process.env.BENCH_SERVER_DB === 'memory' ? undefined : path.join(folder, 'temporal.db'),
-    logFile: path.join(folder, 'server.log'),
-  });
+  const server: DevServer = cluster
+    ? { address: cluster.address, namespace: cluster.namespace, process: cluster.processes.get('frontend')!, stop: async () => undefined }
+    : await startDevServer({
+        address: `127.0.0.1:${await freePort()}`,
+        namespace: 'default',
+        dbFile: process.env.BENCH_SERVER_DB === 'memory' ? undefined : path.join(folder, 'temporal.db'),
+        logFile: path.join(folder, 'server.log'),
+      });
+  const tls = cluster
+    ? { serverNameOverride: cluster.tls.serverName, serverRootCACertificate: readFileSync(cluster.tls.caFile) }
+    : undefined;
   try {
-    const taskQueue = 'bench';
-    const config = benchConfig(folder, server.address, taskQueue);
+    // A cluster keeps its state between runs: each run has its own task queue (and deployment).
+    const taskQueue = cluster ? `bench-${Date.now().toString(36)}` : 'bench';
+    const plain = benchConfig(folder, server.address, taskQueue);
+    const config = cluster ? clusterClientConfig(plain, cluster) : plain;
     const handlers = benchHandlers();
     const workflowBundle = await bundleBenchWorkflows();
-    const connection = await NativeConnection.connect({ address: server.address });
+    const connection = await NativeConnection.connect({ address: server.address, tls });
     const worker = await createWorker({
       config,
       connection,
@@ -116,7 +130,7 @@ export async function withBenchContext<T>(body: (context: BenchContext) => Promi
       } as ReturnType<typeof createActivities>,
     });
     const tollgate = await TollgateClient.connect(config);
-    const client = new Client({ connection: await Connection.connect({ address: server.address }) });
+    const client = new Client({ connection: await Connection.connect({ address: server.address, tls }) });
     const context: BenchContext = {
       server,
       folder,
