@@ -1,20 +1,14 @@
 import { z } from 'zod';
 import { EFFECTS_WITHOUT_STATUS_CHECK } from '../../common/effects';
-import { duration, envName, httpUrl, positiveDuration } from '../../config/schema-parts';
+import { duration, envName, httpUrl } from '../../config/schema-parts';
+import { toolPolicyOverrideShape } from '../tool-config';
 import type { ToolSourceSection } from '../tool-source';
 
 /** Overrides of one MCP tool's policy, by the tool's name on its server (config `mcp.servers.<name>.tools.<tool>`). */
 export const mcpToolOverrideSchema = z.strictObject({
-  enabled: z.boolean().optional(),
+  ...toolPolicyOverrideShape,
   /** Wins over the server's annotations; an effect that needs a status check (`reversible_write`) is refused, since an MCP tool has none. */
   effect: z.enum(EFFECTS_WITHOUT_STATUS_CHECK).optional(),
-  timeout: duration.optional(),
-  maxAttempts: z.number().int().min(1).max(20).optional(),
-  maxOutputChars: z.number().int().min(16).optional(),
-  approvalTimeout: duration.optional(),
-  /** How long a running call may go without a heartbeat before its worker is taken for lost (see `defineTool`'s `heartbeatTimeout`). */
-  heartbeatTimeout: positiveDuration.optional(),
-  summaryFields: z.array(z.string().min(1)).optional(),
 });
 
 const STDIO_ONLY = ['command', 'args', 'env', 'cwd'] as const;

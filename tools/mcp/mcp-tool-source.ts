@@ -1,11 +1,10 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import { toMilliseconds } from '../../common/duration';
 import { isWriteEffect, type EffectWithoutStatusCheck } from '../../common/effects';
 import { parseConfigSection } from '../../config/config-error';
 import { mcpSection, type McpConfig, type McpConfigInput, type McpServerConfig } from './mcp-config';
 import { canonicalJson, sha256 } from '../canonical-json';
 import type { ToolContext, ToolDefinition } from '../define-tool';
-import { TOOL_DEFAULTS } from '../../common/defaults';
+import { sourceToolPolicy } from '../tool-config';
 import { ToolError } from '../tool-error';
 import { ToolSourceError, type OpenToolSource, type ToolSource } from '../tool-source';
 import { AnswerLostError, NotSentError } from '../call-errors';
@@ -157,7 +156,8 @@ function toolDefinition({
   const config = connection.config.tools[tool.name] ?? {};
   const effect = mcpToolEffect(tool, connection.config);
   const definitionDigest = mcpDefinitionDigest(name, tool);
-  const timeoutMs = config.timeout === undefined ? TOOL_DEFAULTS.timeoutMs : toMilliseconds(config.timeout);
+  const policy = sourceToolPolicy(config);
+  const { timeoutMs } = policy;
   let input;
   let output: CheckedSchema | undefined;
   try {
@@ -195,13 +195,7 @@ function toolDefinition({
     description: tool.description ?? tool.title ?? `${tool.name} from the MCP server ${server}`,
     input,
     effect,
-    timeoutMs,
-    maxAttempts: config.maxAttempts ?? TOOL_DEFAULTS.maxAttempts,
-    maxOutputChars: config.maxOutputChars ?? TOOL_DEFAULTS.maxOutputChars,
-    concurrency: TOOL_DEFAULTS.concurrency,
-    approvalTimeoutMs: config.approvalTimeout === undefined ? TOOL_DEFAULTS.approvalTimeoutMs : toMilliseconds(config.approvalTimeout),
-    ...(config.heartbeatTimeout === undefined ? {} : { heartbeatTimeoutMs: toMilliseconds(config.heartbeatTimeout) }),
-    summaryFields: config.summaryFields,
+    ...policy,
     source: { name: 'mcp', jsonSchema: tool.inputSchema, definitionDigest },
     handler,
   };

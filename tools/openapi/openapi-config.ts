@@ -1,23 +1,17 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { TOOL_EFFECTS, type ToolEffect } from '../../common/codes';
-import { duration, envName, httpUrl, positiveDuration } from '../../config/schema-parts';
+import { duration, envName, httpUrl } from '../../config/schema-parts';
+import { toolPolicyOverrideShape } from '../tool-config';
 import type { ToolSourceSection } from '../tool-source';
 
 /** Overrides of one operation's tool, by its `operationId` (config `openapi.sources.<name>.operations.<operationId>`). */
 export const openapiOperationOverrideSchema = z.strictObject({
-  enabled: z.boolean().optional(),
+  ...toolPolicyOverrideShape,
   /** Wins over the method's meaning and over a trusted document's `x-tollgate-effect`; a `reversible_write` needs `status`. */
   effect: z.enum(TOOL_EFFECTS as [ToolEffect, ...ToolEffect[]]).optional(),
   /** The `operationId` of a GET whose answer says whether this write took effect (its status check). */
   status: z.string().min(1).optional(),
-  timeout: duration.optional(),
-  maxAttempts: z.number().int().min(1).max(20).optional(),
-  maxOutputChars: z.number().int().min(16).optional(),
-  approvalTimeout: duration.optional(),
-  /** How long a running call may go without a heartbeat before its worker is taken for lost (see `defineTool`'s `heartbeatTimeout`). */
-  heartbeatTimeout: positiveDuration.optional(),
-  summaryFields: z.array(z.string().min(1)).optional(),
 });
 
 /** The bounds of what one API's document and answers may be. */

@@ -1,4 +1,3 @@
-import { TOOL_DEFAULTS } from '../../common/defaults';
 import { toMilliseconds } from '../../common/duration';
 import { EFFECT_TRAITS, isWriteEffect } from '../../common/effects';
 import { parseConfigSection } from '../../config/config-error';
@@ -6,6 +5,7 @@ import { canonicalJson, sha256 } from '../canonical-json';
 import type { StatusAnswer, ToolContext, ToolDefinition } from '../define-tool';
 import { jsonSchemaInput } from '../json-schema/json-schema-input';
 import { sourceToolName } from '../source-tool-name';
+import { sourceToolPolicy } from '../tool-config';
 import { ToolError } from '../tool-error';
 import { ToolSourceError, type OpenToolSource, type ToolSource } from '../tool-source';
 import { openapiSection, type OpenapiConfig, type OpenapiConfigInput, type OpenapiSourceConfig } from './openapi-config';
@@ -150,7 +150,8 @@ function operationTool(api: ApiContext, operation: ApiOperation, byId: Map<strin
   const where = `openapi source "${api.name}": operation ${operation.operationId}`;
   const effect = operationEffect(operation, source);
   const write = isWriteEffect(effect);
-  const timeoutMs = override.timeout === undefined ? TOOL_DEFAULTS.timeoutMs : toMilliseconds(override.timeout);
+  const policy = sourceToolPolicy(override);
+  const { timeoutMs } = policy;
   let input;
   try {
     input = jsonSchemaInput(operation.inputSchema);
@@ -190,13 +191,7 @@ function operationTool(api: ApiContext, operation: ApiOperation, byId: Map<strin
     input,
     effect,
     ...(status ? { status } : {}),
-    timeoutMs,
-    maxAttempts: override.maxAttempts ?? TOOL_DEFAULTS.maxAttempts,
-    maxOutputChars: override.maxOutputChars ?? TOOL_DEFAULTS.maxOutputChars,
-    concurrency: TOOL_DEFAULTS.concurrency,
-    approvalTimeoutMs: override.approvalTimeout === undefined ? TOOL_DEFAULTS.approvalTimeoutMs : toMilliseconds(override.approvalTimeout),
-    ...(override.heartbeatTimeout === undefined ? {} : { heartbeatTimeoutMs: toMilliseconds(override.heartbeatTimeout) }),
-    summaryFields: override.summaryFields,
+    ...policy,
     source: { name: 'openapi', jsonSchema: operation.inputSchema, definitionDigest: openapiDefinitionDigest(name, operation) },
     handler,
   } as ToolDefinition;
