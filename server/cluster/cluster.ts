@@ -319,6 +319,24 @@ export async function startCluster({
   };
 }
 
+/**
+ * The history shards each history host holds now, from its own metrics (`numshards_gauge`);
+ * a host that does not answer holds none.
+ */
+export async function historyShards(): Promise<Record<string, number>> {
+  const held: Record<string, number> = {};
+  for (const own of CLUSTER_PROCESSES.filter((entry) => entry.service === 'history')) {
+    try {
+      const text = await (await fetch(`http://127.0.0.1:${own.metricsPort}/metrics`, { signal: AbortSignal.timeout(2_000) })).text();
+      const line = text.split('\n').find((entry) => entry.startsWith('numshards_gauge'));
+      held[own.name] = line ? Number(line.trim().split(/\s+/).pop()) : 0;
+    } catch {
+      held[own.name] = 0;
+    }
+  }
+  return held;
+}
+
 /** Registers `default` (a cluster does not have it until someone does); the worker service may still be starting, so it is tried until the deadline. */
 async function registerDefaultNamespace(connection: Connection, deadline: number): Promise<void> {
   for (;;) {

@@ -10,7 +10,7 @@ import { DeterminismViolationError } from '@temporalio/workflow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openConfiguredStore } from '../../intents/open-store';
 import type { IdempotencyStore } from '../../intents/intent-store';
-import { deploymentStatus, promoteBuild, type BuildStatus } from '../../client/deployments';
+import { deploymentStatus, promoteBuild } from '../../client/deployments';
 import { TollgateClient } from '../../client/tollgate-client';
 import type { AgentTurnResult, TurnState } from '../../common/contract/turn';
 import type { TollgateConfig } from '../../config/config-schema';
@@ -19,6 +19,7 @@ import { createWorker, type TollgateWorker } from '../../worker/create-worker';
 import { buildIdOfBundle } from '../../worker/deployment';
 import { bundleWorkflows, startDevServerEnvironment } from '../../testing/servers';
 import { testConfig } from '../helpers/test-config';
+import { build, buildsOf, events as readEvents, firstActivityOf, identitiesOf } from '../helpers/deploy-histories';
 
 const DEPLOYMENT = 'deploy-test';
 const TASK_QUEUE = 'deploy-test-queue';
@@ -29,13 +30,6 @@ let store: IdempotencyStore;
 let v1Bundle: WorkflowBundleWithSourceMap;
 let v2Bundle: WorkflowBundleWithSourceMap;
 const running: Array<{ worker: TollgateWorker; done: Promise<void> }> = [];
-
-type HistoryEvent = {
-  eventType?: string | number | null;
-  workflowTaskCompletedEventAttributes?: { deploymentVersion?: { buildId?: string | null } | null } | null;
-  activityTaskScheduledEventAttributes?: { activityType?: { name?: string | null } | null } | null;
-  activityTaskStartedEventAttributes?: { identity?: string | null } | null;
-};
 
 /** Starts a worker of one build (`identity` names it in the history's activity events). */
 async function startWorker(bundle: WorkflowBundleWithSourceMap, identity: string, makeCurrent: 'on-start' | 'manual') {
@@ -78,40 +72,13 @@ async function waitingApproval(workflowId: string) {
   });
 }
 
-async function events(workflowId: string, runId?: string): Promise<HistoryEvent[]> {
-  return ((await env.client.workflow.getHandle(workflowId, runId).fetchHistory()).events ?? []) as HistoryEvent[];
-}
-
-/** The builds that completed the workflow's tasks, in order, without repeats. */
-function buildsOf(history: HistoryEvent[]): string[] {
-  const builds = history.flatMap((event) => {
-    const buildId = event.workflowTaskCompletedEventAttributes?.deploymentVersion?.buildId;
-    return buildId ? [buildId] : [];
-  });
-  return [...new Set(builds)];
-}
-
-const identitiesOf = (history: HistoryEvent[]) => [
-  ...new Set(
-    history.flatMap((event) =>
-      event.activityTaskStartedEventAttributes?.identity ? [event.activityTaskStartedEventAttributes.identity] : [],
-    ),
-  ),
-];
-const firstActivityOf = (history: HistoryEvent[]) =>
-  history.find((event) => event.activityTaskScheduledEventAttributes)?.activityTaskScheduledEventAttributes?.activityType?.name;
+const events = (workflowId: string, runId?: string) => readEvents(env.client, workflowId, runId);
 
 const outboxMessages = () =>
   readdirSync(path.join(config.workspace, 'outbox'), { recursive: true }).filter((name) => String(name).endsWith('.json')).length;
 
 function sendAttempts(result: AgentTurnResult): number[] {
   return result.toolCalls.filter((call) => call.tool === 'send_message').map((call) => call.executions);
-}
-
-async function build(status: Promise<{ builds: BuildStatus[] }>, buildId: string): Promise<BuildStatus> {
-  const found = (await status).builds.find((entry) => entry.buildId === buildId);
-  if (!found) throw new Error(`build ${buildId} is not listed`);
-  return found;
 }
 
 beforeAll(async () => {
