@@ -82,6 +82,8 @@ export interface BarePlanInput {
   prompt: string;
   /** Waits for `bareGoAhead` before the write (the nearest thing to an approval without a boundary). */
   waitBeforeWrite?: boolean;
+  /** Each model step asks for a streamed reply and reads it to its end. */
+  stream?: boolean;
 }
 
 /** Whether a bare plan turn waits for its go-ahead before the write. */
@@ -107,7 +109,7 @@ export async function bareAgentPlan(input: BarePlanInput): Promise<{ answer: str
   ];
   let toolCalls = 0;
   for (let step = 1; step <= 8; step++) {
-    const reply = await planModelStep(messages);
+    const reply = await (input.stream ? planModelStep(messages, true) : planModelStep(messages));
     if (reply.toolCalls.length === 0) return { answer: reply.text, steps: step, toolCalls };
     messages.push({
       role: 'assistant',

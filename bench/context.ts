@@ -1,7 +1,7 @@
 import { openSqliteStore } from '../intents/sqlite-store';
 import type { TollgateWorker } from '../worker/create-worker';
 // The dev server, worker and clients the in-process benchmark sections share.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
@@ -12,7 +12,7 @@ import type { AgentTurnResult, ScriptStep, TurnState } from '../common/contract/
 import type { TollgateConfig } from '../config/config-schema';
 import { parseConfig, PROJECT_ROOT } from '../config/load-config';
 import { startDevServer, type DevServer } from '../server/dev-server';
-import { clusterClientConfig, type Cluster } from '../server/cluster/cluster';
+import { clusterClientConfig, clusterTls, type Cluster } from '../server/cluster/cluster';
 import { freePort } from '../connection/ports';
 import { createWorker } from '../worker/create-worker';
 import { approvalSignal, stateQuery } from '../workflows/messages';
@@ -109,9 +109,7 @@ export async function withBenchContext<T>(
         dbFile: process.env.BENCH_SERVER_DB === 'memory' ? undefined : path.join(folder, 'temporal.db'),
         logFile: path.join(folder, 'server.log'),
       });
-  const tls = cluster
-    ? { serverNameOverride: cluster.tls.serverName, serverRootCACertificate: readFileSync(cluster.tls.caFile) }
-    : undefined;
+  const tls = cluster ? clusterTls(cluster) : undefined;
   try {
     // A cluster keeps its state between runs: each run has its own task queue (and deployment).
     const taskQueue = cluster ? `bench-${Date.now().toString(36)}` : 'bench';

@@ -58,3 +58,36 @@ export async function inLanes(count: number, lanes: number, job: (index: number)
   );
   return performance.now() - started;
 }
+
+/** Per-round values: their median, least and greatest. */
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+}
+
+export function spread(values: number[]): Spread {
+  return { median: median(values), min: Math.min(...values), max: Math.max(...values) };
+}
+
+/** A ratio's median with its range over the rounds: "×0.97 (0.91–1.02)". */
+export function spreadText({ median: middle, min, max }: Spread): string {
+  return `×${middle.toFixed(2)} (${min.toFixed(2)}–${max.toFixed(2)})`;
+}
+
+/**
+ * A goal judged on per-round ratios: met when every round meets it, missed when none does, and
+ * otherwise inside the noise (the rounds disagree), with what the median says.
+ */
+export function judge(ratios: Spread, goal: number, direction: 'at most' | 'at least'): string {
+  const meets = (value: number) => (direction === 'at most' ? value <= goal : value >= goal);
+  if (meets(ratios.min) && meets(ratios.max)) return 'met';
+  if (!meets(ratios.min) && !meets(ratios.max)) return 'missed';
+  return `inside the noise (median ${meets(ratios.median) ? 'meets' : 'misses'} it)`;
+}
+
+/** The variants in round `round`'s order: the list rotated by the round, so each variant runs in each position. */
+export function rotated<T>(items: readonly T[], round: number): T[] {
+  const shift = round % items.length;
+  return [...items.slice(shift), ...items.slice(0, shift)];
+}

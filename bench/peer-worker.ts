@@ -3,13 +3,14 @@
 // plain activities. Started by the peer section of `npm run bench` on the project's Node.js and
 // packages; answers "cpu" over IPC with its CPU time, and "measure" with its CPU time, RSS and heap
 // after a garbage collection.
-// Usage: node --expose-gc --import tsx bench/peer-worker.ts '{"address","taskQueue","baseURL","corpus","workspace"}'
+// Usage: node --expose-gc --import tsx bench/peer-worker.ts '{"address","taskQueue","baseURL","corpus","workspace"[,"cluster"]}'
 import path from 'node:path';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { AiSdkPlugin } from '@temporalio/ai-sdk';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { planToolActivities } from './plan-tools';
 import { runChild, runUntilParentLeaves } from './child-worker';
+import { clusterTls, type Cluster } from '../server/cluster/cluster';
 
 interface Settings {
   address: string;
@@ -17,6 +18,7 @@ interface Settings {
   baseURL: string;
   corpus: string;
   workspace: string;
+  cluster?: Pick<Cluster, 'namespace' | 'tls'>;
 }
 
 function settingsFrom(argument: string | undefined): Settings {
@@ -30,9 +32,13 @@ function settingsFrom(argument: string | undefined): Settings {
 async function main(): Promise<void> {
   const settings = settingsFrom(process.argv[2]);
   Runtime.install({ logger: new DefaultLogger('WARN') });
-  const connection = await NativeConnection.connect({ address: settings.address });
+  const connection = await NativeConnection.connect({
+    address: settings.address,
+    tls: settings.cluster ? clusterTls(settings.cluster) : undefined,
+  });
   const worker = await Worker.create({
     connection,
+    namespace: settings.cluster?.namespace,
     taskQueue: settings.taskQueue,
     workflowsPath: path.join(__dirname, 'peer-workflows.ts'),
     activities: planToolActivities({ corpus: settings.corpus, workspace: settings.workspace }),

@@ -2,11 +2,13 @@
 // either Tollgate's (the turn workflow and the built-in tools, with the loopback model) or the bare
 // agent loop's (bareAgentPlan with plain activities). Answers "cpu" over IPC with its CPU time, and
 // "measure" with its CPU time, RSS and heap after a garbage collection.
-// Usage: node --expose-gc --import tsx bench/variant-worker.ts '{"variant","address","taskQueue","folder","baseURL","bundleFile"}'
+// Usage: node --expose-gc --import tsx bench/variant-worker.ts '{"variant","address","taskQueue","folder","baseURL","bundleFile"[,"cluster"]}'
+// ("cluster": the address, namespace and TLS of a cluster of `npm run cluster`, reached over TLS).
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createWorker } from '../worker/create-worker';
+import { clusterClientConfig, clusterTls, type Cluster } from '../server/cluster/cluster';
 import { quietRuntime } from './context';
 import { PLAN_CORPUS, planConfig } from './plan-config';
 import { planModelActivities } from './plan-model';
@@ -30,6 +32,7 @@ interface Settings {
   folder: string;
   baseURL: string;
   bundleFile: string;
+  cluster?: Pick<Cluster, 'address' | 'namespace' | 'tls'>;
 }
 
 function settingsFrom(argument: string | undefined): Settings {
@@ -57,7 +60,7 @@ export function reading(full: boolean, cachedWorkflows: () => number): VariantRe
 async function start(settings: Settings, connection: NativeConnection) {
   const workflowBundle = { code: readFileSync(settings.bundleFile, 'utf8') };
   if (settings.variant === 'tollgate') {
-    const config = planConfig(settings);
+    const config = settings.cluster ? clusterClientConfig(planConfig(settings), settings.cluster) : planConfig(settings);
     const worker = await createWorker({ config, connection, workflowBundle });
     return { run: () => worker.run(), shutdown: () => worker.shutdown(), cached: () => worker.worker.getStatus().numCachedWorkflows };
   }
@@ -74,7 +77,10 @@ async function start(settings: Settings, connection: NativeConnection) {
 async function main(): Promise<void> {
   const settings = settingsFrom(process.argv[2]);
   quietRuntime();
-  const connection = await NativeConnection.connect({ address: settings.address });
+  const connection = await NativeConnection.connect({
+    address: settings.address,
+    tls: settings.cluster ? clusterTls(settings.cluster) : undefined,
+  });
   const worker = await start(settings, connection);
   process.on('message', (message) => {
     if (message === 'cpu' || message === 'measure') process.send?.(reading(message === 'measure', worker.cached));

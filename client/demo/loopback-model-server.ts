@@ -73,16 +73,20 @@ export interface LoopbackModelServer {
   close(): Promise<void>;
   /** Text chunks streamed so far, over every request (one per word). */
   readonly chunksSent: number;
+  /** Milliseconds spent waiting between chunks so far, over every request: the pacing's own share of a streamed reply's time. */
+  readonly pacedMs: number;
 }
 
 /**
  * An OpenAI-compatible chat-completions server on 127.0.0.1 whose "model" is the embedded scripted
  * plan: it lets a turn run through the real `openai-compatible` provider, its HTTP requests and its
- * streamed answers, without a model or a network. Text streams word by word, `delayMs` apart; a
- * request with `stream` not true gets the whole reply as one chat completion.
+ * streamed answers, without a model or a network. Text streams word by word, `delayMs` apart (with
+ * 0, each word still its own write, one event-loop turn apart, no timer); a request with `stream`
+ * not true gets the whole reply as one chat completion.
  */
 export async function startLoopbackModelServer({ delayMs = 20 }: { delayMs?: number } = {}): Promise<LoopbackModelServer> {
   let chunksSent = 0;
+  let pacedMs = 0;
   const handle = async (request: http.IncomingMessage, response: http.ServerResponse): Promise<void> => {
     if (!(request.url ?? '').split('?')[0].endsWith('/chat/completions'))
       throw new RequestRefusal(404, 'no route; POST /v1/chat/completions');
@@ -145,7 +149,9 @@ export async function startLoopbackModelServer({ delayMs = 20 }: { delayMs?: num
     response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     send({ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
     for (const piece of reply.text?.match(/\S+\s*|\s+/g) ?? []) {
-      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      const pacing = performance.now();
+      await new Promise((resolve) => (delayMs > 0 ? setTimeout(resolve, delayMs) : setImmediate(resolve)));
+      pacedMs += performance.now() - pacing;
       send({ ...base, choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] });
       chunksSent++;
     }
@@ -164,6 +170,9 @@ export async function startLoopbackModelServer({ delayMs = 20 }: { delayMs?: num
     baseURL: `http://127.0.0.1:${listener.port}/v1`,
     get chunksSent() {
       return chunksSent;
+    },
+    get pacedMs() {
+      return pacedMs;
     },
     close: listener.close,
   };

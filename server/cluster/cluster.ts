@@ -217,13 +217,14 @@ function waitForExit(child: ChildProcess): Promise<void> {
   });
 }
 
+/** The TLS options of a connection to the cluster's frontend: its CA and the name its certificate carries. */
+export function clusterTls(cluster: Pick<Cluster, 'tls'>): { serverNameOverride: string; serverRootCACertificate: Buffer } {
+  return { serverNameOverride: cluster.tls.serverName, serverRootCACertificate: readFileSync(cluster.tls.caFile) };
+}
+
 /** A client connection to the cluster's frontend over TLS. */
 export function clusterConnection(cluster: Pick<Cluster, 'address' | 'tls'>): Promise<Connection> {
-  return Connection.connect({
-    address: cluster.address,
-    tls: { serverNameOverride: cluster.tls.serverName, serverRootCACertificate: readFileSync(cluster.tls.caFile) },
-    connectTimeout: '5s',
-  });
+  return Connection.connect({ address: cluster.address, tls: clusterTls(cluster), connectTimeout: '5s' });
 }
 
 /**
