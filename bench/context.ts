@@ -12,7 +12,6 @@ import type { AgentTurnResult, ScriptStep, TurnState } from '../common/contract/
 import type { TollgateConfig } from '../config/config-schema';
 import { parseConfig, PROJECT_ROOT } from '../config/load-config';
 import { startDevServer, type DevServer } from '../server/dev-server';
-import { clusterClientConfig, clusterTls, type Cluster } from '../server/cluster/cluster';
 import { freePort } from '../connection/ports';
 import { createWorker } from '../worker/create-worker';
 import { approvalSignal, stateQuery } from '../workflows/messages';
@@ -91,33 +90,22 @@ export async function approveAtOnce(handle: WorkflowHandle, done: Promise<unknow
   }
 }
 
-/**
- * Starts the dev server (or takes a running cluster, reached over TLS) and the worker, runs `body`,
- * and stops what it started whatever happens.
- */
-export async function withBenchContext<T>(
-  body: (context: BenchContext) => Promise<T>,
-  { cluster }: { cluster?: Cluster } = {},
-): Promise<T> {
+/** Starts the dev server and the worker, runs `body`, and stops what it started whatever happens. */
+export async function withBenchContext<T>(body: (context: BenchContext) => Promise<T>): Promise<T> {
   quietRuntime();
   const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-bench-'));
-  const server: DevServer = cluster
-    ? { address: cluster.address, namespace: cluster.namespace, process: cluster.processes.get('frontend')!, stop: async () => undefined }
-    : await startDevServer({
-        address: `127.0.0.1:${await freePort()}`,
-        namespace: 'default',
-        dbFile: process.env.BENCH_SERVER_DB === 'memory' ? undefined : path.join(folder, 'temporal.db'),
-        logFile: path.join(folder, 'server.log'),
-      });
-  const tls = cluster ? clusterTls(cluster) : undefined;
+  const server: DevServer = await startDevServer({
+    address: `127.0.0.1:${await freePort()}`,
+    namespace: 'default',
+    dbFile: process.env.BENCH_SERVER_DB === 'memory' ? undefined : path.join(folder, 'temporal.db'),
+    logFile: path.join(folder, 'server.log'),
+  });
   try {
-    // A cluster keeps its state between runs: each run has its own task queue (and deployment).
-    const taskQueue = cluster ? `bench-${Date.now().toString(36)}` : 'bench';
-    const plain = benchConfig(folder, server.address, taskQueue);
-    const config = cluster ? clusterClientConfig(plain, cluster) : plain;
+    const taskQueue = 'bench';
+    const config = benchConfig(folder, server.address, taskQueue);
     const handlers = benchHandlers();
     const workflowBundle = await bundleBenchWorkflows();
-    const connection = await NativeConnection.connect({ address: server.address, tls });
+    const connection = await NativeConnection.connect({ address: server.address });
     const worker = await createWorker({
       config,
       connection,
@@ -128,7 +116,7 @@ export async function withBenchContext<T>(
       } as ReturnType<typeof createActivities>,
     });
     const tollgate = await TollgateClient.connect(config);
-    const client = new Client({ connection: await Connection.connect({ address: server.address, tls }) });
+    const client = new Client({ connection: await Connection.connect({ address: server.address }) });
     const context: BenchContext = {
       server,
       folder,

@@ -235,6 +235,7 @@ const systemPackages = [
   { command: 'bwrap', package: 'bubblewrap', purpose: 'the shell sandbox' },
   { command: 'pg_lsclusters', package: 'postgresql', purpose: 'the PostgreSQL store tests' },
   { command: 'prometheus', package: 'prometheus', purpose: 'the metrics test' },
+  { command: 'openssl', package: 'openssl', purpose: "the cluster's TLS certificates" },
 ];
 
 function hasCommand(command) {
