@@ -247,6 +247,8 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Tollga
       dataConverter: dataConverterFor(config),
       // Heartbeats carry a streaming model step's text to live views; send them at least every second.
       maxHeartbeatThrottleInterval: '1 second',
+      // Bounded so that turns waiting for a person, used least recently, leave memory (docs/operations.md#waiting-turns-and-memory).
+      maxCachedWorkflows: config.temporal.worker.maxCachedWorkflows,
       ...workerOptions,
       plugins: [...telemetry.plugins.map((plugin) => (workflowBundle ? plugin : bundledPlugin(plugin))), ...(workerOptions?.plugins ?? [])],
       sinks: { ...telemetry.sinks, ...workerOptions?.sinks },

@@ -1,0 +1,17 @@
+import { z } from 'zod';
+
+/**
+ * The worker's workflow cache (config `temporal.worker`). A cached turn answers its next task
+ * without replaying its history, at about 300 KB of worker memory; one evicted is replayed from its
+ * history when its next task comes (an approval, a decision), in milliseconds for a waiting turn.
+ * The cache keeps the turns used most recently, so running turns stay and turns waiting for a
+ * person leave it first: size it to the turns in flight, not to the turns waiting.
+ */
+export const workerCacheSchema = z.strictObject({
+  /** The most turns and conversations the worker keeps in memory (Temporal's `maxCachedWorkflows`); 0 caches none, else at least 2. */
+  maxCachedWorkflows: z
+    .number()
+    .int()
+    .refine((size) => size === 0 || size >= 2, 'expected 0 (no cache) or a whole number of at least 2 (the fewest a cache holds)')
+    .default(1000),
+});
