@@ -9,6 +9,7 @@ import { redactorForConfig } from '../hardened/redact';
 import { redactingActivity } from '../hardened/redacting-activity';
 import type { ActivityTelemetry } from './activity-telemetry';
 import { createRunTool } from './boundary/run-tool';
+import { keepingResults } from './kept-results';
 import { createResolveIntent } from './boundary/resolve-intent';
 import { createCheckCall } from './boundary/check-call';
 import { createTurnSettings } from './turn-settings';
@@ -65,8 +66,11 @@ export function createActivities({
   let policies = policyStore;
   const policyDependencies = { rules, store: () => (policies ??= openPolicyStore(config)) };
   return {
-    modelStep: createModelStep({ registry, config, models, redactor, telemetry }),
-    runTool: redactingActivity(createRunTool({ registry, store, secretPatterns: redactor.patterns }), redactor),
+    modelStep: createModelStep({ registry, config, models, redactor, telemetry, store }),
+    // Large results are kept once in the store, as redacted, unless payloads are encrypted (the store holds plain JSON).
+    runTool: keepingResults(redactingActivity(createRunTool({ registry, store, secretPatterns: redactor.patterns }), redactor), store, {
+      enabled: !config.encryption.keysEnv,
+    }),
     lookupStatus: redactingActivity(createLookupStatus({ registry, store, secretPatterns: redactor.patterns }), redactor),
     turnSettings: redactingActivity(createTurnSettings(config), redactor),
     resolveIntent: redactingActivity(createResolveIntent({ registry, store }), redactor),

@@ -12,6 +12,8 @@ export function benchHandlers() {
     notes,
     outbox,
     lookup: (query: string) => `result for ${query}`,
+    /** A page of 8,000 characters that differs per page number. */
+    page: (page: number) => `Page ${page}: ${'the refund policy, clause by clause, in full. '.repeat(180)}`.slice(0, 8_000),
     putNote: (key: string, text: string) => {
       notes.set(key, text);
       return { key, length: text.length };
@@ -43,6 +45,14 @@ export function benchTools(handlers: BenchHandlers): ToolDefinition[] {
       handler: ({ key, text }) => ToolOutcome.ok(handlers.putNote(key, text)),
       status: ({ key, text }) =>
         handlers.notes.get(key) === text ? { state: 'applied' as const, data: { key, length: text.length } } : 'not_applied',
+    }),
+    defineTool({
+      name: 'read_page',
+      description: 'Reads one page of a long document (8,000 characters).',
+      input: z.strictObject({ page: z.number().int().describe('The page number.') }),
+      effect: 'read',
+      maxOutputChars: 20_000,
+      handler: ({ page }) => ToolOutcome.ok(handlers.page(page)),
     }),
     defineTool({
       name: 'send_note',

@@ -5,7 +5,7 @@ import type { ApproverGroups } from './approver-groups';
 import type { ErrorCode, ToolEffect } from './codes';
 import { FAILURE_TYPE, failureTypes } from './failures';
 import type { IdempotencyOutcome, StatusLookupAnswer } from './telemetry';
-import type { TurnMessage } from './contract/conversation';
+import type { ResultReference, StepMessage, TranscriptReference } from './kept-results';
 import type { Grant, GrantRequest } from './contract/decisions';
 import type { ApprovalRecord, CallEdit, ToolCallRequest, ToolCatalogue, ToolResult } from './contract/tools';
 import type { ModelSelection, ResolvedTurnLimits, Usage } from './contract/turn';
@@ -51,6 +51,7 @@ export const MODEL_FAILURES = {
   streamInterrupted: FAILURE_TYPE.stream_interrupted,
   error: FAILURE_TYPE.model_error,
   invalidModel: FAILURE_TYPE.invalid_model,
+  keptContentMissing: FAILURE_TYPE.kept_content_missing,
 } as const;
 
 /** The model step's failures that its retry policy never repeats. */
@@ -122,7 +123,13 @@ export interface ModelStepInput {
   taskId: string;
   step: number;
   model?: ModelSelection;
-  messages: TurnMessage[];
+  /**
+   * The turn's messages after those of `earlier` (all of them when it is left out); a large tool
+   * result as a reference to the content its call kept. The step reads both back.
+   */
+  messages: StepMessage[];
+  /** The transcript the previous model step kept: the turn's first messages, not sent again. */
+  earlier?: TranscriptReference;
   /** The tools this turn may call; all registered tools when left out. */
   allowedTools?: string[];
 }
@@ -132,6 +139,8 @@ export interface ModelStepResult {
   text?: string;
   toolCalls: CheckedToolCall[];
   usage: Usage;
+  /** The messages this step was sent, kept once in the store (left out when the store cannot keep them). */
+  transcript?: TranscriptReference;
 }
 
 /** The input of the `runTool` activity. */
@@ -175,6 +184,8 @@ export interface BoundaryResult {
   edit?: CallEdit;
   /** Irreversible writes: who decided, and how (set by the workflow's strategy, for the call's event and metrics). */
   approval?: ApprovalRecord;
+  /** `runTool`: the result, kept once in the shared store, as later model steps are sent it. */
+  kept?: ResultReference;
 }
 
 /** The input of the `decideByPolicy` local activity: one irreversible call, before anyone is asked. */

@@ -54,6 +54,11 @@ export const FAILURE_CATALOGUE = {
   stream_interrupted: { source: 'model_step', retry: 'final' },
   /** Anything else the provider refused: retrying cannot help. */
   model_error: { source: 'model_step', retry: 'final' },
+  /**
+   * What the turn kept in the store (earlier messages, a tool result) is not there for this step:
+   * retried (a store briefly out of reach); one whose digest differs is thrown non-retryable.
+   */
+  kept_content_missing: { source: 'model_step', retry: 'retried' },
   /** A turn's or a conversation's input, or a message to one, that the workflow refuses. */
   invalid_input: { source: 'workflow', retry: 'final' },
   /** An approval with edited arguments that its update validator refuses. */

@@ -43,6 +43,12 @@ export function guardStore(store: IdempotencyStore): IdempotencyStore {
     release: (release) => call(`release intent ${release?.key}`, () => store.release(release)),
     listTask: (taskId) => call(`list the intents of task ${taskId}`, () => store.listTask(taskId)),
     prune: (options) => call('prune committed intents', () => store.prune(options)),
+    ...(store.keepContent && store.readContent
+      ? {
+          keepContent: (content) => call(`keep content ${content?.key}`, () => store.keepContent!(content)),
+          readContent: (key) => call(`read content ${key}`, () => store.readContent!(key)),
+        }
+      : {}),
     close: () => call('close', () => store.close()),
   };
   Object.defineProperty(guarded, GUARDED, { value: true });

@@ -71,6 +71,18 @@ export interface PruneReport {
   deleted: number;
   /** Started intents older than the retention period: kept, since nobody knows whether they took effect. */
   startedKept: number;
+  /** Kept contents (tool results later model steps referred to) deleted because they were older than the retention period. */
+  contentsDeleted?: number;
+}
+
+/** Content a turn keeps once and refers to after (a tool result its later model steps are sent by reference). */
+export interface KeptContent {
+  /** `<workflow id>/<call id>/<digest>`: one content per key, never changed once written. */
+  key: string;
+  taskId: string;
+  /** The SHA-256 of `content` (hex); a reader checks it. */
+  digest: string;
+  content: string;
 }
 
 /** How long after a call's timeout its attempt still counts as in flight: a handler that ignores its abort signal may still be applying. */
@@ -146,6 +158,13 @@ export interface IdempotencyStore {
   listTask(taskId: string): Promise<IntentRecord[]>;
   /** Deletes committed intents committed before `committedBefore`; started ones are never deleted, only counted. */
   prune(options: { committedBefore: Date }): Promise<PruneReport>;
+  /**
+   * Keeps a content once; writing a key again keeps the first. Optional: a store without it (a
+   * custom one) leaves tool results in every model step's input, as they were.
+   */
+  keepContent?(content: KeptContent): Promise<void>;
+  /** The content kept under `key`, or undefined when the store has none. */
+  readContent?(key: string): Promise<KeptContent | undefined>;
   close(): Promise<void>;
 }
 
@@ -175,6 +194,21 @@ export const INTENT_COLUMNS_SQL = `key TEXT PRIMARY KEY,
     receipt TEXT,
     started_at TEXT NOT NULL,
     committed_at TEXT`;
+
+/** The columns of the kept contents table, the same in both stores. */
+export const CONTENT_COLUMNS_SQL = `key TEXT PRIMARY KEY,
+    task_id TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    content TEXT NOT NULL,
+    kept_at TEXT NOT NULL`;
+
+/** Checks content before it reaches a store, so that a bad one is refused with what was wrong. */
+export function checkKeptContent(content: KeptContent): void {
+  for (const field of ['key', 'taskId', 'digest', 'content'] as const) {
+    if (typeof content?.[field] !== 'string' || (field !== 'content' && content[field].length === 0))
+      throw new TypeError(`keepContent: ${field} must be a ${field === 'content' ? '' : 'non-empty '}string`);
+  }
+}
 
 /** Columns added after the first release; both stores add them to an older table when they open it. */
 export const ADDED_COLUMNS: ReadonlyArray<{ name: string; sqliteType: string; postgresType: string }> = [

@@ -4,7 +4,9 @@ import type { ToolResult } from '../common/contract/tools';
 import {
   ADDED_COLUMNS,
   checkClaimRequest,
+  checkKeptContent,
   claimDecision,
+  CONTENT_COLUMNS_SQL,
   DEFAULT_IN_FLIGHT_GRACE_MS,
   INTENT_COLUMNS_SQL,
   IntentStoreError,
@@ -74,6 +76,8 @@ export function openPostgresStore(
           await client.query(`ALTER TABLE tollgate_intents ADD COLUMN IF NOT EXISTS ${column.name} ${column.postgresType}`);
         await client.query('CREATE INDEX IF NOT EXISTS tollgate_intents_by_task ON tollgate_intents (task_id, started_at)');
         await client.query('CREATE INDEX IF NOT EXISTS tollgate_intents_by_commit ON tollgate_intents (state, committed_at)');
+        await client.query(`CREATE TABLE IF NOT EXISTS tollgate_kept_contents (${CONTENT_COLUMNS_SQL})`);
+        await client.query('CREATE INDEX IF NOT EXISTS tollgate_kept_contents_by_time ON tollgate_kept_contents (kept_at)');
         await client.query('COMMIT');
         client.release();
       } catch (error) {
@@ -251,7 +255,27 @@ export function openPostgresStore(
           `SELECT count(*) AS count FROM tollgate_intents WHERE state = 'started' AND started_at < $1`,
           [before],
         );
-        return { deleted: deleted.rowCount ?? 0, startedKept: Number(started.rows[0]!.count) };
+        const contents = await pool.query('DELETE FROM tollgate_kept_contents WHERE kept_at < $1', [before]);
+        return { deleted: deleted.rowCount ?? 0, startedKept: Number(started.rows[0]!.count), contentsDeleted: contents.rowCount ?? 0 };
+      });
+    },
+    keepContent(content) {
+      return guarded(`keep content ${content?.key}`, async () => {
+        checkKeptContent(content);
+        await pool.query(
+          `INSERT INTO tollgate_kept_contents (key, task_id, digest, content, kept_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key) DO NOTHING`,
+          [content.key, content.taskId, content.digest, content.content, new Date().toISOString()],
+        );
+      });
+    },
+    readContent(key) {
+      return guarded(`read content ${key}`, async () => {
+        const { rows } = await pool.query<{ key: string; task_id: string; digest: string; content: string }>(
+          'SELECT key, task_id, digest, content FROM tollgate_kept_contents WHERE key = $1',
+          [key],
+        );
+        const row = rows[0];
+        return row && { key: row.key, taskId: row.task_id, digest: row.digest, content: row.content };
       });
     },
     async close() {

@@ -5,7 +5,9 @@ import Database from 'better-sqlite3';
 import {
   ADDED_COLUMNS,
   checkClaimRequest,
+  checkKeptContent,
   claimDecision,
+  CONTENT_COLUMNS_SQL,
   DEFAULT_IN_FLIGHT_GRACE_MS,
   INTENT_COLUMNS_SQL,
   IntentStoreError,
@@ -15,6 +17,7 @@ import {
   type IdempotencyStore,
   type IntentRow,
   type IntentStoreOptions,
+  type KeptContent,
 } from './intent-store';
 
 /**
@@ -33,6 +36,8 @@ export function openSqliteStore(file: string, { inFlightGraceMs = DEFAULT_IN_FLI
     if (!present.has(column.name)) db.exec(`ALTER TABLE intents ADD COLUMN ${column.name} ${column.sqliteType}`);
   db.exec('CREATE INDEX IF NOT EXISTS intents_by_task ON intents (task_id, started_at)');
   db.exec('CREATE INDEX IF NOT EXISTS intents_by_commit ON intents (state, committed_at)');
+  db.exec(`CREATE TABLE IF NOT EXISTS kept_contents (${CONTENT_COLUMNS_SQL})`);
+  db.exec('CREATE INDEX IF NOT EXISTS kept_contents_by_time ON kept_contents (kept_at)');
 
   const select = db.prepare<[string], IntentRow>('SELECT * FROM intents WHERE key = ?');
   const insertStarted = db.prepare(
@@ -60,6 +65,13 @@ export function openSqliteStore(file: string, { inFlightGraceMs = DEFAULT_IN_FLI
   const remove = db.prepare(`DELETE FROM intents WHERE key = @key AND owner = @owner AND state = 'started'`);
   const byTask = db.prepare<[string], IntentRow>('SELECT * FROM intents WHERE task_id = ? ORDER BY started_at, key');
   const pruneCommitted = db.prepare(`DELETE FROM intents WHERE state = 'committed' AND committed_at < ?`);
+  const insertContent = db.prepare(
+    `INSERT INTO kept_contents (key, task_id, digest, content, kept_at) VALUES (@key, @taskId, @digest, @content, @now) ON CONFLICT (key) DO NOTHING`,
+  );
+  const selectContent = db.prepare<[string], { key: string; task_id: string; digest: string; content: string }>(
+    'SELECT key, task_id, digest, content FROM kept_contents WHERE key = ?',
+  );
+  const pruneContents = db.prepare('DELETE FROM kept_contents WHERE kept_at < ?');
   const countOldStarted = db.prepare<[string], { count: number }>(
     `SELECT count(*) AS count FROM intents WHERE state = 'started' AND started_at < ?`,
   );
@@ -147,7 +159,23 @@ export function openSqliteStore(file: string, { inFlightGraceMs = DEFAULT_IN_FLI
     prune({ committedBefore }) {
       return guarded('prune committed intents', () => {
         const before = committedBefore.toISOString();
-        return { deleted: pruneCommitted.run(before).changes, startedKept: countOldStarted.get(before)!.count };
+        return {
+          deleted: pruneCommitted.run(before).changes,
+          startedKept: countOldStarted.get(before)!.count,
+          contentsDeleted: pruneContents.run(before).changes,
+        };
+      });
+    },
+    keepContent(content) {
+      return guarded(`keep content ${content?.key}`, () => {
+        checkKeptContent(content);
+        insertContent.run({ ...content, now: new Date().toISOString() });
+      });
+    },
+    readContent(key) {
+      return guarded(`read content ${key}`, (): KeptContent | undefined => {
+        const row = selectContent.get(key);
+        return row && { key: row.key, taskId: row.task_id, digest: row.digest, content: row.content };
       });
     },
     async close() {

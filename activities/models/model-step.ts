@@ -30,6 +30,9 @@ import { toModelPrompt } from './model-prompt';
 import { scriptedModel } from './language-model';
 import { toolJsonSchema } from '../../tools/define-tool';
 import type { ToolRegistry } from '../../tools/tool-registry';
+import type { TurnMessage } from '../../common/contract/conversation';
+import type { IdempotencyStore } from '../../intents/intent-store';
+import { currentWorkflowId, keepTranscript, resolveKeptResults, stepMessages, storeName } from '../kept-results';
 
 const LIVE_TEXT_CHARS = 8_000;
 const KEEP_ALIVE_MS = 5_000;
@@ -164,26 +167,40 @@ export function createModelStep({
   models,
   redactor = redactorForConfig(config),
   telemetry = NO_TELEMETRY,
+  store,
 }: {
   registry: ToolRegistry;
   config: TollgateConfig;
   models: Map<string, { model: LanguageModelV4; entry?: ModelEntry }>;
   /** The worker's redaction pass: applied to the live text, the step's text, summaries, shown arguments, refusals, failures and spans. */
   redactor?: Redactor;
+  /** The store the worker's calls keep large results in; a step reads the results its messages refer to from it. */
+  store?: IdempotencyStore;
   /** The worker's tracer and metrics: one `chat <model>` span and one observation per attempt. */
   telemetry?: ActivityTelemetry;
 }) {
   const maxRetryDelayMs = toMilliseconds(config.model.maxRetryDelay);
   const step = streamStep({ registry, config, models, redactor, telemetry, maxRetryDelayMs });
+  const where = storeName(config.store);
+  // The store holds plain JSON: with encrypted payloads nothing is kept there.
+  const keeps = !config.encryption.keysEnv;
   return async function modelStep(input: ModelStepInput): Promise<ModelStepResult> {
     try {
-      return await step(input);
+      // What the turn kept is read back first: the model is sent every message and result itself.
+      const source = { store: store ?? {}, storeName: where, workflowId: currentWorkflowId() ?? '' };
+      const sent = await stepMessages(input, source);
+      const transcript = keeps && source.workflowId ? await keepTranscript(sent, source, input.taskId) : undefined;
+      const result = await step({ ...input, messages: await resolveKeptResults(sent, source) });
+      return transcript ? { ...result, transcript } : result;
     } catch (error) {
       // Whatever leaves the step (history, the worker's log, the turn's error) is redacted first.
       throw redactFailure(error, redactor);
     }
   };
 }
+
+/** A model step's input with every kept result read back. */
+type ResolvedStepInput = Omit<ModelStepInput, 'messages' | 'earlier'> & { messages: TurnMessage[] };
 
 /** One model step, its failures not yet redacted (see {@link createModelStep}). */
 function streamStep({
@@ -201,7 +218,7 @@ function streamStep({
   telemetry: ActivityTelemetry;
   maxRetryDelayMs: number;
 }) {
-  return async (input: ModelStepInput): Promise<ModelStepResult> => {
+  return async (input: ResolvedStepInput): Promise<ModelStepResult> => {
     const context = Context.current();
     const earlier = context.info.heartbeatDetails as StreamProgress | undefined;
     if (earlier && earlier.chunks > 0) {

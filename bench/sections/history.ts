@@ -134,10 +134,50 @@ export async function historySection(context: BenchContext): Promise<SectionResu
       turn.patchBytes.toLocaleString('en-US'),
     ]),
   );
+  const growth = await historyByStep(context);
   return {
     name: 'history-events',
     title: 'History events per tool call',
-    markdown: `${markdown}\n\nTollgate: a turn with one such call minus the same turn with a refused call; bare: one activity call (the irreversible one after a signal) minus an empty workflow. Target: a read adds no events over a bare activity.\n\n${perTurn}\n\nWhole turns: every event of the turn, encoded as the server stores it. Workflow changes ship as new worker builds (Worker Versioning), so a turn records no patch marker.`,
-    data: { rows, turns, tollgateBase: base.length, bareBase: bareBase.length },
+    markdown: `${markdown}\n\nTollgate: a turn with one such call minus the same turn with a refused call; bare: one activity call (the irreversible one after a signal) minus an empty workflow. Target: a read adds no events over a bare activity.\n\n${perTurn}\n\nWhole turns: every event of the turn, encoded as the server stores it. Workflow changes ship as new worker builds (Worker Versioning), so a turn records no patch marker.\n\n${growth.markdown}`,
+    data: { rows, turns, tollgateBase: base.length, bareBase: bareBase.length, byStep: growth.rows },
+  };
+}
+
+/**
+ * History per step of turns that read one 8,000-character page per step, from 2 to 32 steps: what
+ * the turn records in all, per step, and what its last step added. Flat when no step records the
+ * earlier messages and results again (they are kept once in the store and sent by reference).
+ */
+async function historyByStep(context: BenchContext) {
+  const rows = [];
+  for (const steps of [2, 4, 8, 16, 32]) {
+    const id = `history-steps-${steps}`;
+    const script: ScriptStep[] = [
+      ...Array.from({ length: steps }, (_, page) => ({ toolCalls: [{ tool: 'read_page', args: { page } }] })),
+      { text: 'read' },
+    ];
+    const result = await context.runTurn(id, script);
+    if (result.status !== 'completed') throw new Error(`history turn ${id} ended ${result.status}`);
+    const events = (await context.client.workflow.getHandle(id).fetchHistory()).events ?? [];
+    let total = 0;
+    const beforeStep: number[] = [];
+    for (const event of events) {
+      if (event.activityTaskScheduledEventAttributes?.activityType?.name === 'modelStep') beforeStep.push(total);
+      total += temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
+    }
+    rows.push({ steps, bytes: total, perStep: total / steps, lastStepAdded: beforeStep.at(-1)! - beforeStep.at(-2)! });
+  }
+  const markdown = table(
+    ['steps (one 8,000-character read each)', 'history KB', 'KB per step', 'bytes the last read step added'],
+    rows.map((row) => [
+      row.steps,
+      (row.bytes / 1024).toFixed(1),
+      (row.perStep / 1024).toFixed(1),
+      row.lastStepAdded.toLocaleString('en-US'),
+    ]),
+  );
+  return {
+    rows,
+    markdown: `${markdown}\n\nEach model step is sent the messages added since the previous one and the transcript that step kept in the store, each result over 1,024 characters by reference: the history grows by the same bytes at every step.`,
   };
 }

@@ -26,6 +26,8 @@ function waitingLevels(): number[] {
     throw new Error(`BENCH_MEMORY_WAITING must be increasing whole numbers ≥ 1, got "${raw}"`);
   return [0, ...values];
 }
+/** Turns started and not yet waiting, at most, while the waiting ones are started. */
+const IN_FLIGHT = 100;
 /** Approvals timed for each of the cached and the evicted turns. */
 const APPROVALS = 5;
 const MB = 1024 * 1024;
@@ -114,7 +116,19 @@ export async function memorySection(context: BenchContext): Promise<SectionResul
     for (const level of waitingLevels()) {
       const ids = Array.from({ length: level - started }, (_, index) => `memory-${started + index}`);
       const startedAt = performance.now();
-      await inLanes(ids.length, 50, (index) => startWaiting(ids[index]).then(() => undefined));
+      // Turns arrive as they would: at most IN_FLIGHT not yet waiting at once (started, minus those the
+      // visibility count shows waiting), so the turns still running stay in the cache and the waiting ones leave it.
+      let next = 0;
+      while (next < ids.length) {
+        const running = started + next - (await waitingCount());
+        const room = Math.min(IN_FLIGHT - running, ids.length - next);
+        if (room <= 0) {
+          await sleep(100);
+          continue;
+        }
+        await inLanes(room, 50, (index) => startWaiting(ids[next + index]).then(() => undefined));
+        next += room;
+      }
       started = level;
       await untilWaiting(level);
       // The first turns' pending calls, read now: the turns started after push them out of the cache.
@@ -208,7 +222,8 @@ export async function memorySection(context: BenchContext): Promise<SectionResul
       markdown:
         `${markdown}\n\n${latency}\n\n` +
         `One worker process with the default workflow cache (temporal.worker.maxCachedWorkflows: ${cacheSize}; ${cachedAtEnd} cached at the last reading), ` +
-        'read after a garbage collection once the visibility count shows every turn waiting (BENCH_MEMORY_WAITING). ' +
+        'read after a garbage collection once the visibility count shows every turn waiting (BENCH_MEMORY_WAITING); ' +
+        `turns started with at most ${IN_FLIGHT} not yet waiting at once. ` +
         `Goals: RSS per waiting turn ≤ 50 KB at the largest level; an evicted turn's approval within ×2 of a cached one's (${ratioText}) and under 1 s. ` +
         "Approval latency: from the approval signal event to the call activity's start event, in the turn's history.",
       data: { rows, approvalLatencyMs: { cached, evicted }, cacheSize },

@@ -10,6 +10,8 @@ import type { IdempotencyStore } from '../../intents/intent-store';
 import type { ModelEnvironment } from '../../activities/models/language-model';
 import type { AgentTurnInput, AgentTurnResult, ScriptStep } from '../../common/contract/turn';
 import type { ModelStepInput, ModelStepResult } from '../../common/activity-types';
+import type { TurnMessage } from '../../common/contract/conversation';
+import { currentWorkflowId, resolveKeptResults, stepMessages } from '../../activities/kept-results';
 import type { TollgateConfig } from '../../config/config-schema';
 import { createWorker } from '../../worker/create-worker';
 import { stateQuery } from '../../workflows/messages';
@@ -56,12 +58,20 @@ export async function runTurn(options: TurnOptions) {
   const modelStep = modelStepTools
     ? createActivities({ config, tools: modelStepTools, store: store ?? ownStore!, modelEnvironment }).modelStep
     : activities.modelStep;
-  const modelInputs: ModelStepInput[] = [];
+  /** What each model step was sent, with kept results read back (what the model saw); `sentInputs` as recorded. */
+  const modelInputs: Array<Omit<ModelStepInput, 'messages'> & { messages: TurnMessage[] }> = [];
+  const sentInputs: ModelStepInput[] = [];
   const modelOutputs: ModelStepResult[] = [];
   const observed = {
     ...activities,
     modelStep: async (stepInput: ModelStepInput) => {
-      modelInputs.push(structuredClone(stepInput));
+      sentInputs.push(structuredClone(stepInput));
+      // Recorded as the model saw them; a reference the store cannot answer is left to the step itself to fail on.
+      const source = { store: store ?? ownStore!, storeName: 'the test store', workflowId: currentWorkflowId() ?? '' };
+      const messages = await stepMessages(stepInput, source)
+        .then((sent) => resolveKeptResults(sent, source))
+        .catch(() => stepInput.messages as TurnMessage[]);
+      modelInputs.push(structuredClone({ ...stepInput, earlier: undefined, messages }));
       const output = await modelStep(stepInput);
       modelOutputs.push(structuredClone(output));
       return output;
@@ -83,7 +93,7 @@ export async function runTurn(options: TurnOptions) {
       const runToolScheduled = (history.events ?? []).filter(
         (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool',
       ).length;
-      return { result, modelInputs, modelOutputs, runToolScheduled, state, config, handle, history };
+      return { result, modelInputs, sentInputs, modelOutputs, runToolScheduled, state, config, handle, history };
     });
   } finally {
     await ownStore?.close();

@@ -31,6 +31,7 @@ describe('the failure catalogue', () => {
       streamInterrupted: 'stream_interrupted',
       error: 'model_error',
       invalidModel: 'invalid_model',
+      keptContentMissing: 'kept_content_missing',
     });
     expect(MODEL_STEP_NON_RETRYABLE).toEqual(['invalid_model', 'stream_interrupted', 'model_error']);
     expect(WRITE_INTERRUPTED).toBe('write_interrupted');

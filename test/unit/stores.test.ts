@@ -95,6 +95,25 @@ describe.each(backends)('the %s idempotency store', (_name, open) => {
     await expect(store.get(old)).resolves.toMatchObject({ state: 'started' });
   });
 
+  it('keeps a content once under its key (a second write keeps the first), reads it back, refuses a bad one and prunes old ones', async () => {
+    const key = `${unique()}/call-1-0/d1`;
+    await store.keepContent!({ key, taskId: 't', digest: 'd1', content: '{"status":"success","data":"first"}' });
+    await store.keepContent!({ key, taskId: 't', digest: 'd1', content: '{"status":"success","data":"second"}' });
+    await expect(store.readContent!(key)).resolves.toEqual({
+      key,
+      taskId: 't',
+      digest: 'd1',
+      content: '{"status":"success","data":"first"}',
+    });
+    await expect(store.readContent!(`${key}-absent`)).resolves.toBeUndefined();
+    await expect(store.keepContent!({ key: '', taskId: 't', digest: 'd', content: 'x' })).rejects.toThrow(
+      'keepContent: key must be a non-empty string',
+    );
+    const report = await store.prune({ committedBefore: new Date(Date.now() + 60_000) });
+    expect(report.contentsDeleted).toBeGreaterThanOrEqual(1);
+    await expect(store.readContent!(key)).resolves.toBeUndefined();
+  });
+
   it('refuses a bad claim with what was wrong', async () => {
     await expect(
       store.claim({ key: '', taskId: 't', tool: 'x', callId: 'c', argsDigest: 'd', effect: 'irreversible_write', leaseMs: 1 }),

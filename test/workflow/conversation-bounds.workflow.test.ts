@@ -1,3 +1,4 @@
+import type { StepMessage } from '../../common/kept-results';
 import { randomUUID } from 'node:crypto';
 import type { temporal } from '@temporalio/proto';
 import { Client, Connection } from '@temporalio/client';
@@ -6,7 +7,7 @@ import { createActivities } from '../../activities';
 import { openSqliteStore } from '../../intents/sqlite-store';
 import type { ModelStepInput } from '../../common/activity-types';
 import { CONVERSATION_BOUNDS } from '../../common/defaults';
-import type { ConversationInput, TurnMessage } from '../../common/contract/conversation';
+import type { ConversationInput } from '../../common/contract/conversation';
 import type { AgentTurnResult } from '../../common/contract/turn';
 import { createWorker } from '../../worker/create-worker';
 import { jsonBytes } from '../../workflows/conversation-history';
@@ -56,7 +57,7 @@ async function recordedInputs(workflowId: string, runIds: string[]) {
 }
 
 /** The text of a message as the model reads it. */
-const said = (message: TurnMessage) =>
+const said = (message: StepMessage) =>
   message.role === 'user' ? message.content : message.role === 'assistant' ? (message.text ?? '') : '';
 
 /** Runs a conversation on its own worker: sends every text, one after the other, and returns what the turns and the model saw. */

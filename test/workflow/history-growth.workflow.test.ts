@@ -1,6 +1,10 @@
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { isResultReference } from '../../common/kept-results';
+import { openSqliteStore } from '../../intents/sqlite-store';
+import { defineTool } from '../../tools/define-tool';
 import { openaiStream, startFakeProvider, type FakeProvider } from '../helpers/fake-provider';
 import { testConfig } from '../helpers/test-config';
 import { scripted, useTimeSkippingEnvironment, useTurnRunner } from '../helpers/turn-runner';
@@ -150,4 +154,79 @@ describe('a turn whose history nears its limits', () => {
     expect(sizes.every((size) => size < maxHistoryBytes)).toBe(true);
     expect(eventBytes(history).reduce((sum, bytes) => sum + bytes, 0)).toBeGreaterThan(maxHistoryBytes);
   });
+});
+
+describe('a turn of large reads: each result recorded once, later steps sent it by reference', () => {
+  const DOCUMENT_CHARS = 8_000;
+  const readBig = defineTool({
+    name: 'read_big',
+    description: 'Reads one large document.',
+    input: z.strictObject({ page: z.number().int() }),
+    effect: 'read',
+    maxOutputChars: 20_000,
+    handler: async ({ page }) =>
+      `Page ${page}: ${'the refund policy in full detail. '.repeat(DOCUMENT_CHARS / 33)}`.slice(0, DOCUMENT_CHARS),
+  });
+  const reads = (steps: number) =>
+    scripted([...Array.from({ length: steps }, (_, page) => ({ toolCalls: [{ tool: 'read_big', args: { page } }] })), { text: 'read' }]);
+
+  it('grows by the same bytes at every step from 2 to 16 steps, and the model is still sent every result whole', async () => {
+    const steps = 16;
+    const { result, history, sentInputs, modelInputs } = await runTurn({
+      tools: [readBig],
+      input: { prompt: 'read everything', model: reads(steps), limits: { maxSteps: steps + 2, maxToolCalls: steps + 2 } },
+    });
+    expect(result.status).toBe('completed');
+    expect(result.toolCalls).toHaveLength(steps);
+    const sizes = sizeBeforeEachModelStep(history);
+    const growth = sizes.slice(1).map((size, index) => size - sizes[index]);
+    console.log(`history bytes added per step (${DOCUMENT_CHARS}-character reads): ${growth.join(', ')}`);
+    // Linear: the last steps add about what the second added (quadratic growth would add 15 results' worth more).
+    expect(Math.max(...growth.slice(1)) / Math.min(...growth.slice(1))).toBeLessThan(1.2);
+    // Each step after the first was sent only the messages added since (the call and its result, by reference) and
+    // the transcript the previous step kept; the model saw every result whole.
+    for (const [index, input] of sentInputs.slice(1).entries()) {
+      expect(input.earlier?.count).toBe(1 + 2 * index);
+      expect(input.messages.map((message) => message.role)).toEqual(['assistant', 'tool']);
+      expect(input.messages.every((message) => message.role !== 'tool' || isResultReference(message.result))).toBe(true);
+    }
+    const seen = modelInputs.at(-1)!.messages.filter((message) => message.role === 'tool');
+    expect(seen.map((message) => (message.role === 'tool' ? String(message.result.data).slice(0, 8) : ''))).toEqual(
+      Array.from({ length: steps }, (_, page) => `Page ${page}: `.slice(0, 8)),
+    );
+    expect(seen.every((message) => message.role === 'tool' && String(message.result.data).length === DOCUMENT_CHARS)).toBe(true);
+  }, 120_000);
+
+  it('fails the turn clearly, never with a different prompt, when the store the step reads has not what the turn kept', async () => {
+    // Two stores that are not shared: the turn kept a result (or a transcript) in one, the model step reads the other.
+    const cases = [
+      {
+        hidden: '/call-',
+        names: /the result of call call-\d+-0 \(read_big, 8,0\d\d characters, digest [0-9a-f]{64}\) is not in the SQLite store /,
+      },
+      {
+        hidden: '/transcript/',
+        names: /the turn's messages 1 to 1 \(digest [0-9a-f]{64}, kept by its previous model step\) is not in the SQLite store /,
+      },
+    ];
+    for (const { hidden, names } of cases) {
+      const store = openSqliteStore(':memory:');
+      const unshared = { ...store, readContent: async (key: string) => (key.includes(hidden) ? undefined : store.readContent!(key)) };
+      try {
+        const { result } = await runTurn({
+          config: testConfig({ retry: { initialInterval: '100ms', maximumInterval: '1s' } }),
+          store: unshared,
+          tools: [readBig],
+          input: { prompt: 'read twice', model: reads(2), limits: { maxSteps: 4, maxToolCalls: 4 } },
+        });
+        expect(result.status).toBe('model_failed');
+        expect(result.error?.message).toMatch(names);
+        expect(result.error?.message).toMatch(/every worker of a task queue must share one store/);
+        // The second step failed before its model was asked: only the first step's call ran.
+        expect(result.toolCalls).toHaveLength(1);
+      } finally {
+        await store.close();
+      }
+    }
+  }, 120_000);
 });

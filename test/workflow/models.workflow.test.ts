@@ -1,8 +1,8 @@
+import type { StepMessage } from '../../common/kept-results';
 import { openSqliteStore } from '../../intents/sqlite-store';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities';
-import type { TurnMessage } from '../../common/contract/conversation';
 import type { AgentTurnResult } from '../../common/contract/turn';
 import type { ModelStepInput } from '../../common/activity-types';
 import { createWorker } from '../../worker/create-worker';
@@ -203,9 +203,9 @@ describe('conversation', () => {
     const config = { ...base, temporal: { ...base.temporal, taskQueue } };
     const activities = createActivities({ config, store: openSqliteStore(':memory:') });
     const reply = (prompt: string) => `noted: ${prompt}`;
-    const said = (message: TurnMessage) =>
+    const said = (message: StepMessage) =>
       message.role === 'user' ? [message.content] : message.role === 'assistant' ? [message.text ?? ''] : [];
-    const spoken = (messages: TurnMessage[]) => messages.flatMap(said);
+    const spoken = (messages: StepMessage[]) => messages.flatMap(said);
     // The scripted model answers each prompt with its own reply, so an answer shows which turn it came from.
     const modelInputs: ModelStepInput[] = [];
     const modelStep = async (stepInput: ModelStepInput) => {

@@ -80,7 +80,10 @@ export async function modelPhase(run: TurnRun, step: number): Promise<ModelPhase
   const { taskId, model, tools: allowedTools } = input;
   let reply: Awaited<ReturnType<Activities['modelStep']>>;
   try {
-    reply = await modelStepActivity(settings.streams.heartbeatTimeoutMs)({ taskId, step, model, messages, allowedTools });
+    // The messages the last step kept are sent by reference: each step records only what was added since.
+    const { transcript } = run;
+    const sent = transcript ? { messages: messages.slice(transcript.count), earlier: transcript } : { messages };
+    reply = await modelStepActivity(settings.streams.heartbeatTimeoutMs)({ taskId, step, model, ...sent, allowedTools });
   } catch (failure) {
     const problem = modelFailure(failure);
     if (!problem) throw failure;
@@ -100,6 +103,7 @@ export async function modelPhase(run: TurnRun, step: number): Promise<ModelPhase
     Object.assign(run, { error: { type: problem.type, message: next.message }, partialText: progress.text, status: 'model_failed' });
     return 'ended';
   }
+  if (reply.transcript && reply.transcript.count === messages.length) run.transcript = reply.transcript;
   usage.inputTokens += reply.usage.inputTokens;
   usage.outputTokens += reply.usage.outputTokens;
   run.lastInputTokens = reply.usage.inputTokens;

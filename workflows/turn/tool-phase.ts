@@ -1,6 +1,7 @@
 import type { BoundaryResult, CheckedToolCall } from '../../common/activity-types';
 import { BoundaryResults } from '../../common/boundary-results';
 import type { ToolEvent } from '../../common/contract/tools';
+import type { StepMessage } from '../../common/kept-results';
 import { EFFECT_TRAITS } from '../../common/effects';
 import { EFFECT_STRATEGIES } from '../effects';
 import type { TurnRun } from './turn-run';
@@ -42,6 +43,18 @@ async function runCall({ input, decisions }: TurnRun, step: number, call: Checke
 }
 
 /**
+ * A call's result as later model steps are sent it: the reference its activity made when it kept
+ * the result, unless the result changed since (then whole).
+ */
+function asSent(call: CheckedToolCall, outcome: BoundaryResult): StepMessage {
+  const { kept, result } = outcome;
+  const sent = kept && kept.chars === JSON.stringify(result).length ? kept : undefined;
+  return sent
+    ? { role: 'tool', callId: call.callId, tool: call.tool, result: sent }
+    : { role: 'tool', callId: call.callId, tool: call.tool, result };
+}
+
+/**
  * The tool phase of one step: every call the model asked for passes the boundary by its effect's
  * strategy (reads of one step concurrently, writes one after another in the model's order), leaves
  * its event and gives the model its result; past the error budget the turn ends.
@@ -53,7 +66,7 @@ export async function toolPhase(run: TurnRun, step: number, calls: CheckedToolCa
   for (const [index, call] of calls.entries()) executed.push(await (reads[index] ?? executeCall(run, step, call)));
   for (const { call, outcome, event } of executed) {
     run.events.push(event);
-    run.messages.push({ role: 'tool', callId: call.callId, tool: call.tool, result: outcome.result });
+    run.messages.push(asSent(call, outcome));
     if (event.status === 'error') run.errors++;
   }
   run.decisions.publish();

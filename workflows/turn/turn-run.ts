@@ -1,5 +1,5 @@
 import type { TurnStatus } from '../../common/codes';
-import type { TurnMessage } from '../../common/contract/conversation';
+import type { StepMessage, TranscriptReference } from '../../common/kept-results';
 import type { ToolEvent } from '../../common/contract/tools';
 import type { AgentTurnInput, AgentTurnResult, TurnState, Usage } from '../../common/contract/turn';
 import type { TurnDecisions } from '../decisions/turn-decisions';
@@ -16,7 +16,10 @@ export interface TurnRun {
   usage: Usage;
   decisions: TurnDecisions;
   telemetry: TurnTelemetry;
-  messages: TurnMessage[];
+  /** The messages the next model step is sent: large tool results by reference to the content their call kept. */
+  messages: StepMessage[];
+  /** The transcript the last model step kept: the first messages, which the next step is not sent again. */
+  transcript?: TranscriptReference;
   /** The turn's token budget, when it has one. */
   budget?: number;
   /** The last model step's input tokens (the next step's prompt holds that one's). */
