@@ -1,6 +1,6 @@
 // A benchmark worker in its own process, so that its memory is its own: serves Tollgate's workflows
 // and the bench tools, and answers "measure" over IPC with its RSS, heap and workflow cache size.
-// Usage: node --expose-gc --import tsx bench/memory-worker.ts '{"address","taskQueue","folder","bundleFile"}'
+// Usage: node --expose-gc --import tsx bench/memory-worker.ts '{"address","taskQueue","folder","bundleFile"[,"maxCachedWorkflows"]}'
 import { readFileSync } from 'node:fs';
 import { NativeConnection } from '@temporalio/worker';
 import { createWorker } from '../worker/create-worker';
@@ -15,9 +15,19 @@ export interface MemoryReading {
 }
 
 async function main(): Promise<void> {
-  const settings = JSON.parse(process.argv[2]) as { address: string; taskQueue: string; folder: string; bundleFile: string };
+  const settings = JSON.parse(process.argv[2]) as {
+    address: string;
+    taskQueue: string;
+    folder: string;
+    bundleFile: string;
+    maxCachedWorkflows?: number;
+  };
   quietRuntime();
-  const config = benchConfig(settings.folder, settings.address, settings.taskQueue);
+  const base = benchConfig(settings.folder, settings.address, settings.taskQueue);
+  const config =
+    settings.maxCachedWorkflows === undefined
+      ? base
+      : { ...base, temporal: { ...base.temporal, worker: { maxCachedWorkflows: settings.maxCachedWorkflows } } };
   const connection = await NativeConnection.connect({ address: settings.address });
   const worker = await createWorker({
     config,

@@ -1,7 +1,8 @@
 // `npm run bench`: every benchmark against one dev server (and the time-skipping server for the
 // expiry), printed as markdown tables and written to bench/results/ as JSON and markdown.
 // `npm run bench -- --only overhead,history` runs some sections; names: overhead, throughput,
-// history, memory, expiry, peers, startup (start time from source against the built package, and the package's size). `npm run bench -- --search` runs only the search benchmark, which needs
+// history, memory, expiry, peers, scale, startup (start time from source against the built package, and the package's size);
+// throughput runs only when named. `npm run bench -- --search` runs only the search benchmark, which needs
 // no Temporal server: retrieval quality and cost of the read tools' index over the Node.js docs.
 // `npm run bench -- --peers` runs the peer section alone.
 import os from 'node:os';
@@ -15,6 +16,7 @@ import { overheadSection } from './sections/overhead';
 import { searchSection } from './sections/search';
 import { peersSection } from './sections/peers';
 import { startupSection } from './sections/startup';
+import { scaleSection } from './sections/scale';
 import { throughputSection } from './sections/throughput';
 
 const SECTIONS: Record<string, (context: BenchContext) => Promise<SectionResult>> = {
@@ -24,8 +26,12 @@ const SECTIONS: Record<string, (context: BenchContext) => Promise<SectionResult>
   memory: memorySection,
   expiry: expirySection,
   peers: peersSection,
+  scale: scaleSection,
   startup: startupSection,
 };
+
+/** What `npm run bench` runs without --only: `throughput` (the scripted turn against bare workflows) is in the peer section's runs, so only on demand. */
+const DEFAULT_SECTIONS = ['overhead', 'history', 'memory', 'expiry', 'peers', 'scale', 'startup'];
 
 function chosenSections(argv: string[]): string[] {
   if (argv.includes('--peers')) {
@@ -33,7 +39,7 @@ function chosenSections(argv: string[]): string[] {
     return ['peers'];
   }
   const index = argv.indexOf('--only');
-  if (index < 0) return Object.keys(SECTIONS);
+  if (index < 0) return DEFAULT_SECTIONS;
   const names = (argv[index + 1] ?? '').split(',').filter(Boolean);
   const unknown = names.filter((name) => !(name in SECTIONS));
   if (names.length === 0 || unknown.length > 0) {

@@ -42,13 +42,33 @@ async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 60_000)
   }
 }
 
+/** The worker's cache size (BENCH_MEMORY_CACHE; default: the config's default). */
+function cacheSizeFor(context: BenchContext, taskQueue: string): number {
+  const raw = process.env.BENCH_MEMORY_CACHE;
+  if (raw === undefined || raw === '')
+    return benchConfig(context.folder, context.server.address, taskQueue).temporal.worker.maxCachedWorkflows;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || (value !== 0 && value < 2))
+    throw new Error(`BENCH_MEMORY_CACHE must be 0 or a whole number ≥ 2, got "${raw}"`);
+  return value;
+}
+
 export async function memorySection(context: BenchContext): Promise<SectionResult> {
   const taskQueue = 'bench-memory';
+  const cacheSize = cacheSizeFor(context, taskQueue);
   const bundleFile = path.join(context.folder, 'workflow-bundle.js');
   writeFileSync(bundleFile, context.workflowBundle.code);
   const child = fork(
     path.join(__dirname, '..', 'memory-worker.ts'),
-    [JSON.stringify({ address: context.server.address, taskQueue, folder: path.join(context.folder, 'memory'), bundleFile })],
+    [
+      JSON.stringify({
+        address: context.server.address,
+        taskQueue,
+        folder: path.join(context.folder, 'memory'),
+        bundleFile,
+        maxCachedWorkflows: cacheSize,
+      }),
+    ],
     {
       execArgv: ['--expose-gc', '--import', 'tsx'],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -214,14 +234,13 @@ export async function memorySection(context: BenchContext): Promise<SectionResul
         ],
       ],
     );
-    const cacheSize = benchConfig(context.folder, context.server.address, taskQueue).temporal.worker.maxCachedWorkflows;
     const ratioText = `×${(median(evicted) / median(cached)).toFixed(2)}`;
     return {
       name: 'memory',
       title: 'Worker memory with turns waiting for approval, and an approval cached against evicted',
       markdown:
         `${markdown}\n\n${latency}\n\n` +
-        `One worker process with the default workflow cache (temporal.worker.maxCachedWorkflows: ${cacheSize}; ${cachedAtEnd} cached at the last reading), ` +
+        `One worker process, its workflow cache temporal.worker.maxCachedWorkflows: ${cacheSize} (BENCH_MEMORY_CACHE; ${cachedAtEnd} cached at the last reading), ` +
         'read after a garbage collection once the visibility count shows every turn waiting (BENCH_MEMORY_WAITING); ' +
         `turns started with at most ${IN_FLIGHT} not yet waiting at once. ` +
         `Goals: RSS per waiting turn ≤ 50 KB at the largest level; an evicted turn's approval within ×2 of a cached one's (${ratioText}) and under 1 s. ` +

@@ -114,7 +114,7 @@ export function clockTicks(): number {
 }
 
 /** One implementation's worker process and the IPC questions it answers. */
-class WorkerProcess {
+export class WorkerProcess {
   private readonly replies: Array<(reading: VariantReading) => void> = [];
   private readonly exited: Promise<void>;
   private readonly ready: Promise<void>;
