@@ -9,7 +9,7 @@ import { redactorForConfig } from '../hardened/redact';
 import { redactingActivity } from '../hardened/redacting-activity';
 import type { ActivityTelemetry } from './activity-telemetry';
 import { createRunTool } from './boundary/run-tool';
-import { keepingResults } from './kept-results';
+import { keepingResults, keepsContents } from './kept-results';
 import { createResolveIntent } from './boundary/resolve-intent';
 import { createCheckCall } from './boundary/check-call';
 import { createTurnSettings } from './turn-settings';
@@ -69,7 +69,7 @@ export function createActivities({
     modelStep: createModelStep({ registry, config, models, redactor, telemetry, store }),
     // Large results are kept once in the store, as redacted, unless payloads are encrypted (the store holds plain JSON).
     runTool: keepingResults(redactingActivity(createRunTool({ registry, store, secretPatterns: redactor.patterns }), redactor), store, {
-      enabled: !config.encryption.keysEnv,
+      enabled: keepsContents(config),
     }),
     lookupStatus: redactingActivity(createLookupStatus({ registry, store, secretPatterns: redactor.patterns }), redactor),
     turnSettings: redactingActivity(createTurnSettings(config), redactor),

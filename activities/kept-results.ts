@@ -11,6 +11,11 @@ import type { IdempotencyStore } from '../intents/intent-store';
 /** The failure type of a model step whose referenced content the store does not have (or has changed). */
 const KEPT_CONTENT_MISSING = FAILURE_TYPE.kept_content_missing;
 
+/** Whether a worker keeps contents in its store: `store.keepContents`, and never with encrypted payloads (the store holds plain JSON). */
+export function keepsContents(config: { store: { keepContents: boolean }; encryption: { keysEnv?: string } }): boolean {
+  return config.store.keepContents && !config.encryption.keysEnv;
+}
+
 /** How a worker's store is named in a failure: its backend and, for SQLite, its file. */
 export function storeName(store: { backend: string; sqliteFile: string }): string {
   return store.backend === 'sqlite' ? `the SQLite store ${store.sqliteFile}` : 'the PostgreSQL store';

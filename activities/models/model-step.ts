@@ -32,7 +32,7 @@ import { toolJsonSchema } from '../../tools/define-tool';
 import type { ToolRegistry } from '../../tools/tool-registry';
 import type { TurnMessage } from '../../common/contract/conversation';
 import type { IdempotencyStore } from '../../intents/intent-store';
-import { currentWorkflowId, keepTranscript, resolveKeptResults, stepMessages, storeName } from '../kept-results';
+import { currentWorkflowId, keepsContents, keepTranscript, resolveKeptResults, stepMessages, storeName } from '../kept-results';
 
 const LIVE_TEXT_CHARS = 8_000;
 const KEEP_ALIVE_MS = 5_000;
@@ -182,8 +182,7 @@ export function createModelStep({
   const maxRetryDelayMs = toMilliseconds(config.model.maxRetryDelay);
   const step = streamStep({ registry, config, models, redactor, telemetry, maxRetryDelayMs });
   const where = storeName(config.store);
-  // The store holds plain JSON: with encrypted payloads nothing is kept there.
-  const keeps = !config.encryption.keysEnv;
+  const keeps = keepsContents(config);
   return async function modelStep(input: ModelStepInput): Promise<ModelStepResult> {
     try {
       // What the turn kept is read back first: the model is sent every message and result itself.

@@ -32,10 +32,16 @@ const workerPorts: number[] = [];
 const taskQueue = `metrics-${randomUUID()}`;
 
 /** A config whose worker serves /metrics on the given port. */
+// The known set includes a write whose outcome stays unknown: nobody resolves it here, so it is reported at once.
+const shared = testConfig({ outcomes: { onUnknown: 'report' } });
+
+/** The config of a worker serving metrics on `port`; a restarted worker opens the same store, as in service. */
 function configOn(port: number): TollgateConfig {
-  // The known set includes a write whose outcome stays unknown: nobody resolves it here, so it is reported at once.
-  const base = testConfig({ telemetry: { prometheus: { host: '127.0.0.1', port } }, outcomes: { onUnknown: 'report' } });
-  return { ...base, temporal: { ...base.temporal, taskQueue } };
+  return {
+    ...shared,
+    telemetry: { ...shared.telemetry, prometheus: { ...shared.telemetry.prometheus, host: '127.0.0.1', port } },
+    temporal: { ...shared.temporal, taskQueue },
+  };
 }
 
 async function waitUntilReady(url: string, timeoutMs = 30_000): Promise<void> {

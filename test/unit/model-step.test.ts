@@ -71,6 +71,8 @@ describe('modelStep with AI SDK providers', () => {
       text: 'Annual plans are refunded within 30 days.',
       toolCalls: [],
       usage: { inputTokens: 11, outputTokens: 7 },
+      // The step kept the one message it was sent: the next step is sent only what follows it.
+      transcript: { count: 1, digest: expect.stringMatching(/^[0-9a-f]{64}$/) },
     });
     expect(beats.at(-1)).toEqual({ chunks: 3, text: 'Annual plans are refunded within 30 days.' });
     const sent = provider.requests[before];
@@ -99,7 +101,12 @@ describe('modelStep with AI SDK providers', () => {
 
   it('reads Anthropic text and tool_use streams', async () => {
     provider.enqueue({ kind: 'stream', events: anthropicStream.text(['Hello ', 'there.']) });
-    await expect(run('claude')).resolves.toEqual({ text: 'Hello there.', toolCalls: [], usage: { inputTokens: 21, outputTokens: 8 } });
+    await expect(run('claude')).resolves.toEqual({
+      text: 'Hello there.',
+      toolCalls: [],
+      usage: { inputTokens: 21, outputTokens: 8 },
+      transcript: { count: 1, digest: expect.stringMatching(/^[0-9a-f]{64}$/) },
+    });
     provider.enqueue({ kind: 'stream', events: anthropicStream.toolUse('search_local_sources', ['{"query"', ': "refunds"}']) });
     const result = await run('claude');
     expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'search_local_sources', args: { query: 'refunds' } })]);
