@@ -230,3 +230,57 @@ describe('a turn of large reads: each result recorded once, later steps sent it 
     }
   }, 120_000);
 });
+
+describe('kept contents changed in the store', () => {
+  const readBig = defineTool({
+    name: 'read_big',
+    description: 'Reads one large document.',
+    input: z.strictObject({ page: z.number().int() }),
+    effect: 'read',
+    maxOutputChars: 20_000,
+    handler: async ({ page }) => `Page ${page}: ${'a clause of the refund policy. '.repeat(300)}`,
+  });
+
+  it('refuses a result or transcript whose content no longer matches its digest: the turn fails at once, naming it, and the model is never sent it', async () => {
+    for (const [tampered, names] of [
+      ['/call-', /the result of call call-\d+-0 \(read_big, [\d,]+ characters, digest [0-9a-f]{64}\) changed in the SQLite store /],
+      ['/transcript/', /the turn's messages 1 to 1 \(digest [0-9a-f]{64}, kept by its previous model step\) changed in the SQLite store /],
+    ] as const) {
+      const store = openSqliteStore(':memory:');
+      // Someone with access to the store rewrote what the turn kept (the same key, other content).
+      const altered = {
+        ...store,
+        readContent: async (key: string) => {
+          const kept = await store.readContent!(key);
+          return kept && key.includes(tampered)
+            ? { ...kept, content: kept.content.replace('Page 0', 'Page 9').replace('read twice', 'read thrice') }
+            : kept;
+        },
+      };
+      try {
+        const { result, modelInputs } = await runTurn({
+          config: testConfig({ retry: { initialInterval: '100ms', maximumInterval: '1s' } }),
+          store: altered,
+          tools: [readBig],
+          input: {
+            prompt: 'read twice',
+            model: scripted([
+              { toolCalls: [{ tool: 'read_big', args: { page: 0 } }] },
+              { toolCalls: [{ tool: 'read_big', args: { page: 1 } }] },
+              { text: 'read' },
+            ]),
+            limits: { maxSteps: 4, maxToolCalls: 4 },
+          },
+        });
+        expect(result.status).toBe('model_failed');
+        expect(result.error?.message).toMatch(names);
+        expect(result.toolCalls).toHaveLength(1);
+        // No model step was sent the altered content.
+        expect(JSON.stringify(modelInputs)).not.toContain('Page 9');
+        expect(JSON.stringify(modelInputs)).not.toContain('read thrice');
+      } finally {
+        await store.close();
+      }
+    }
+  }, 120_000);
+});
