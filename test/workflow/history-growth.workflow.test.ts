@@ -156,17 +156,19 @@ describe('a turn whose history nears its limits', () => {
   });
 });
 
+/** Characters of one page `read_big` returns. */
+const DOCUMENT_CHARS = 8_000;
+/** A read whose every page is a large result (over the 1,024 characters kept by reference). */
+const readBig = defineTool({
+  name: 'read_big',
+  description: 'Reads one large document.',
+  input: z.strictObject({ page: z.number().int() }),
+  effect: 'read',
+  maxOutputChars: 20_000,
+  handler: async ({ page }) => `Page ${page}: ${'the refund policy in full detail. '.repeat(DOCUMENT_CHARS / 33)}`.slice(0, DOCUMENT_CHARS),
+});
+
 describe('a turn of large reads: each result recorded once, later steps sent it by reference', () => {
-  const DOCUMENT_CHARS = 8_000;
-  const readBig = defineTool({
-    name: 'read_big',
-    description: 'Reads one large document.',
-    input: z.strictObject({ page: z.number().int() }),
-    effect: 'read',
-    maxOutputChars: 20_000,
-    handler: async ({ page }) =>
-      `Page ${page}: ${'the refund policy in full detail. '.repeat(DOCUMENT_CHARS / 33)}`.slice(0, DOCUMENT_CHARS),
-  });
   const reads = (steps: number) =>
     scripted([...Array.from({ length: steps }, (_, page) => ({ toolCalls: [{ tool: 'read_big', args: { page } }] })), { text: 'read' }]);
 
@@ -232,18 +234,9 @@ describe('a turn of large reads: each result recorded once, later steps sent it 
 });
 
 describe('kept contents changed in the store', () => {
-  const readBig = defineTool({
-    name: 'read_big',
-    description: 'Reads one large document.',
-    input: z.strictObject({ page: z.number().int() }),
-    effect: 'read',
-    maxOutputChars: 20_000,
-    handler: async ({ page }) => `Page ${page}: ${'a clause of the refund policy. '.repeat(300)}`,
-  });
-
   it('refuses a result or transcript whose content no longer matches its digest: the turn fails at once, naming it, and the model is never sent it', async () => {
     for (const [tampered, names] of [
-      ['/call-', /the result of call call-\d+-0 \(read_big, [\d,]+ characters, digest [0-9a-f]{64}\) changed in the SQLite store /],
+      ['/call-', /the result of call call-\d+-0 \(read_big, 8,0\d\d characters, digest [0-9a-f]{64}\) changed in the SQLite store /],
       ['/transcript/', /the turn's messages 1 to 1 \(digest [0-9a-f]{64}, kept by its previous model step\) changed in the SQLite store /],
     ] as const) {
       const store = openSqliteStore(':memory:');
