@@ -91,3 +91,12 @@ export function rotated<T>(items: readonly T[], round: number): T[] {
   const shift = round % items.length;
   return [...items.slice(shift), ...items.slice(0, shift)];
 }
+
+/** A workflow cache size from the environment variable `name` (0, or a whole number ≥ 2, as the SDK takes), or undefined when unset. */
+export function cacheSizeFromEnv(name: string): number | undefined {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || (value !== 0 && value < 2)) throw new Error(`${name} must be 0 or a whole number ≥ 2, got "${raw}"`);
+  return value;
+}

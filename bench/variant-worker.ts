@@ -3,7 +3,8 @@
 // agent loop's (bareAgentPlan with plain activities). Answers "cpu" over IPC with its CPU time, and
 // "measure" with its CPU time, RSS and heap after a garbage collection.
 // Usage: node --expose-gc --import tsx bench/variant-worker.ts '{"variant","address","taskQueue","folder","baseURL","bundleFile"[,"cluster"]}'
-// ("cluster": the address, namespace and TLS of a cluster of `npm run cluster`, reached over TLS).
+// ("cluster": the address, namespace and TLS of a cluster of `npm run cluster`, reached over TLS;
+// "maxCachedWorkflows": the Tollgate worker's workflow cache, when not the default).
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -33,6 +34,8 @@ interface Settings {
   baseURL: string;
   bundleFile: string;
   cluster?: Pick<Cluster, 'address' | 'namespace' | 'tls'>;
+  /** The Tollgate worker's workflow cache, when not the config's default. */
+  maxCachedWorkflows?: number;
 }
 
 function settingsFrom(argument: string | undefined): Settings {
@@ -60,7 +63,9 @@ export function reading(full: boolean, cachedWorkflows: () => number): VariantRe
 async function start(settings: Settings, connection: NativeConnection) {
   const workflowBundle = { code: readFileSync(settings.bundleFile, 'utf8') };
   if (settings.variant === 'tollgate') {
-    const config = settings.cluster ? clusterClientConfig(planConfig(settings), settings.cluster) : planConfig(settings);
+    const plain = settings.cluster ? clusterClientConfig(planConfig(settings), settings.cluster) : planConfig(settings);
+    const cache = settings.maxCachedWorkflows;
+    const config = cache === undefined ? plain : { ...plain, temporal: { ...plain.temporal, worker: { maxCachedWorkflows: cache } } };
     const worker = await createWorker({ config, connection, workflowBundle });
     return { run: () => worker.run(), shutdown: () => worker.shutdown(), cached: () => worker.worker.getStatus().numCachedWorkflows };
   }

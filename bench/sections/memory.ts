@@ -12,7 +12,7 @@ import type { PendingApproval } from '../../common/contract/decisions';
 import { approvalSignal } from '../../workflows/messages';
 import { benchConfig, type BenchContext } from '../context';
 import { tsToMs } from '@temporalio/common/lib/time';
-import { inLanes, median, sleep, table, type SectionResult } from '../lib';
+import { cacheSizeFromEnv, inLanes, median, sleep, table, type SectionResult } from '../lib';
 import type { MemoryReading } from '../memory-worker';
 
 /** Turns waiting at each reading (BENCH_MEMORY_WAITING="1000,10000"; 0 is always read first). */
@@ -42,20 +42,11 @@ async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 60_000)
   }
 }
 
-/** The worker's cache size (BENCH_MEMORY_CACHE; default: the config's default). */
-function cacheSizeFor(context: BenchContext, taskQueue: string): number {
-  const raw = process.env.BENCH_MEMORY_CACHE;
-  if (raw === undefined || raw === '')
-    return benchConfig(context.folder, context.server.address, taskQueue).temporal.worker.maxCachedWorkflows;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || (value !== 0 && value < 2))
-    throw new Error(`BENCH_MEMORY_CACHE must be 0 or a whole number ≥ 2, got "${raw}"`);
-  return value;
-}
-
 export async function memorySection(context: BenchContext): Promise<SectionResult> {
   const taskQueue = 'bench-memory';
-  const cacheSize = cacheSizeFor(context, taskQueue);
+  const cacheSize =
+    cacheSizeFromEnv('BENCH_MEMORY_CACHE') ??
+    benchConfig(context.folder, context.server.address, taskQueue).temporal.worker.maxCachedWorkflows;
   const bundleFile = path.join(context.folder, 'workflow-bundle.js');
   writeFileSync(bundleFile, context.workflowBundle.code);
   const child = fork(

@@ -11,7 +11,7 @@ import { TollgateClient } from '../../client/tollgate-client';
 import type { ScriptStep } from '../../common/contract/turn';
 import { PROJECT_ROOT } from '../../config/load-config';
 import type { BenchContext } from '../context';
-import { inLanes, median, percentile, table, type SectionResult } from '../lib';
+import { cacheSizeFromEnv, inLanes, median, percentile, table, type SectionResult } from '../lib';
 import { planConfig } from '../plan-config';
 import { clockTicks, processCpuMs, WorkerProcess } from './peers';
 
@@ -58,14 +58,19 @@ export async function scaleSection(context: BenchContext): Promise<SectionResult
   const bundleFile = path.join(folder, 'bundle.js');
   writeFileSync(bundleFile, context.workflowBundle.code);
   const settings = { address: context.server.address, taskQueue: 'bench-scale', folder, baseURL: 'http://127.0.0.1:9/v1' };
+  const cache = cacheSizeFromEnv('BENCH_SCALE_CACHE');
   const spawn = (index: number) =>
     new WorkerProcess(
       `scale worker ${index}`,
-      fork(path.join(__dirname, '..', 'variant-worker.ts'), [JSON.stringify({ ...settings, variant: 'tollgate', bundleFile })], {
-        cwd: PROJECT_ROOT,
-        execArgv: ['--expose-gc', '--import', 'tsx'],
-        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      }),
+      fork(
+        path.join(__dirname, '..', 'variant-worker.ts'),
+        [JSON.stringify({ ...settings, variant: 'tollgate', bundleFile, maxCachedWorkflows: cache })],
+        {
+          cwd: PROJECT_ROOT,
+          execArgv: ['--expose-gc', '--import', 'tsx'],
+          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        },
+      ),
     );
   const tollgate = await TollgateClient.connect(planConfig(settings));
   const workers: WorkerProcess[] = [];
@@ -139,7 +144,8 @@ export async function scaleSection(context: BenchContext): Promise<SectionResult
     name: 'scale',
     title: `Scale: ${turns.toLocaleString('en-US')} turns in flight on one worker process and on two`,
     markdown:
-      `${markdown}\n\nEach configuration starts ${turns.toLocaleString('en-US')} turns at once (BENCH_SCALE_TURNS) after 20 warm-up turns; ` +
+      `${markdown}\n\nEach configuration starts ${turns.toLocaleString('en-US')} turns at once (BENCH_SCALE_TURNS) after 20 warm-up turns, ` +
+      `each worker's workflow cache ${cache ?? 'the default'} (BENCH_SCALE_CACHE); ` +
       "a turn is the peer benchmark's plan played by the scripted model (four model steps, four tool calls); its latency runs from its start " +
       'to its result. Worker CPU is summed over the worker processes; RSS is read after a garbage collection.',
     data: { rows },
