@@ -94,27 +94,51 @@ async function readKept({ store, storeName: where }: KeptSource, key: string, di
   return kept.content;
 }
 
-/** A model step's whole message list as sent: the earlier transcript read back, then the messages added since. */
+/**
+ * One kept link of a turn's transcript: the messages a step was sent after those of the link
+ * before it. Each step keeps only what was added since the previous one, so the store holds every
+ * message once however many steps the turn has (a conversation's long history included).
+ */
+interface TranscriptLink {
+  previous: TranscriptReference | null;
+  added: StepMessage[];
+}
+
+/** A model step's whole message list as sent: the earlier transcript read back link by link, then the messages added since. */
 export async function stepMessages(input: Pick<ModelStepInput, 'messages' | 'earlier'>, source: KeptSource): Promise<StepMessage[]> {
-  if (!input.earlier) return input.messages;
-  const { count, digest } = input.earlier;
-  const what = `the turn's messages 1 to ${count} (digest ${digest}, kept by its previous model step)`;
-  const earlier = JSON.parse(await readKept(source, transcriptKey(source.workflowId, input.earlier), digest, what)) as StepMessage[];
-  return [...earlier, ...input.messages];
+  const parts: StepMessage[][] = [input.messages];
+  let next = input.earlier;
+  while (next) {
+    const { count, digest } = next;
+    const what = `the turn's messages 1 to ${count} (digest ${digest}, kept by an earlier model step)`;
+    const link = JSON.parse(await readKept(source, transcriptKey(source.workflowId, next), digest, what)) as TranscriptLink;
+    parts.unshift(link.added);
+    next = link.previous ?? undefined;
+  }
+  const messages = parts.flat();
+  if (input.earlier && messages.length !== input.earlier.count + input.messages.length) {
+    throw ApplicationFailure.nonRetryable(
+      `the turn's kept transcript holds ${messages.length - input.messages.length} messages where its reference counts ${input.earlier.count}`,
+      KEPT_CONTENT_MISSING,
+    );
+  }
+  return messages;
 }
 
 /**
- * Keeps the messages a step was sent, so the next step is sent only what follows them; undefined
- * when the store cannot keep them or keeping failed (the next step is then sent every message).
+ * Keeps the messages a step was sent, as a link to the previous step's transcript and the messages
+ * added since, so the next step is sent only what follows them; undefined when the store cannot
+ * keep them or keeping failed (the next step is then sent every message).
  */
 export async function keepTranscript(
-  messages: StepMessage[],
+  input: Pick<ModelStepInput, 'messages' | 'earlier'>,
   source: KeptSource,
   taskId: string,
 ): Promise<TranscriptReference | undefined> {
   if (!source.store.keepContent) return undefined;
-  const content = JSON.stringify(messages);
-  const reference = { count: messages.length, digest: sha256(content) };
+  const link: TranscriptLink = { previous: input.earlier ?? null, added: input.messages };
+  const content = JSON.stringify(link);
+  const reference = { count: (input.earlier?.count ?? 0) + input.messages.length, digest: sha256(content) };
   try {
     await source.store.keepContent({ key: transcriptKey(source.workflowId, reference), taskId, digest: reference.digest, content });
     return reference;

@@ -188,7 +188,7 @@ export function createModelStep({
       // What the turn kept is read back first: the model is sent every message and result itself.
       const source = { store: store ?? {}, storeName: where, workflowId: currentWorkflowId() ?? '' };
       const sent = await stepMessages(input, source);
-      const transcript = keeps && source.workflowId ? await keepTranscript(sent, source, input.taskId) : undefined;
+      const transcript = keeps && source.workflowId ? await keepTranscript(input, source, input.taskId) : undefined;
       const result = await step({ ...input, messages: await resolveKeptResults(sent, source) });
       return transcript ? { ...result, transcript } : result;
     } catch (error) {

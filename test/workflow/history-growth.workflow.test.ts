@@ -1,3 +1,7 @@
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -174,12 +178,29 @@ describe('a turn of large reads: each result recorded once, later steps sent it 
 
   it('grows by the same bytes at every step from 2 to 16 steps, and the model is still sent every result whole', async () => {
     const steps = 16;
+    const storeFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'tollgate-kept-')), 'store.db');
+    const store = openSqliteStore(storeFile);
     const { result, history, sentInputs, modelInputs } = await runTurn({
+      store,
       tools: [readBig],
       input: { prompt: 'read everything', model: reads(steps), limits: { maxSteps: steps + 2, maxToolCalls: steps + 2 } },
     });
+    await store.close();
     expect(result.status).toBe('completed');
     expect(result.toolCalls).toHaveLength(steps);
+    // The store holds each message once: one transcript link per step, each with only the messages added since.
+    const database = new Database(storeFile, { readonly: true });
+    const links = database.prepare("SELECT content FROM kept_contents WHERE key LIKE '%/transcript/%'").all() as Array<{ content: string }>;
+    const results = database.prepare("SELECT count(*) AS count FROM kept_contents WHERE key NOT LIKE '%/transcript/%'").get() as {
+      count: number;
+    };
+    database.close();
+    expect(links).toHaveLength(steps + 1);
+    expect(links.map((link) => (JSON.parse(link.content) as { added: unknown[] }).added.length).sort((a, b) => a - b)).toEqual([
+      1,
+      ...Array(steps).fill(2),
+    ]);
+    expect(results.count).toBe(steps);
     const sizes = sizeBeforeEachModelStep(history);
     const growth = sizes.slice(1).map((size, index) => size - sizes[index]);
     console.log(`history bytes added per step (${DOCUMENT_CHARS}-character reads): ${growth.join(', ')}`);
@@ -208,7 +229,7 @@ describe('a turn of large reads: each result recorded once, later steps sent it 
       },
       {
         hidden: '/transcript/',
-        names: /the turn's messages 1 to 1 \(digest [0-9a-f]{64}, kept by its previous model step\) is not in the SQLite store /,
+        names: /the turn's messages 1 to 1 \(digest [0-9a-f]{64}, kept by an earlier model step\) is not in the SQLite store /,
       },
     ];
     for (const { hidden, names } of cases) {
@@ -237,7 +258,7 @@ describe('kept contents changed in the store', () => {
   it('refuses a result or transcript whose content no longer matches its digest: the turn fails at once, naming it, and the model is never sent it', async () => {
     for (const [tampered, names] of [
       ['/call-', /the result of call call-\d+-0 \(read_big, 8,0\d\d characters, digest [0-9a-f]{64}\) changed in the SQLite store /],
-      ['/transcript/', /the turn's messages 1 to 1 \(digest [0-9a-f]{64}, kept by its previous model step\) changed in the SQLite store /],
+      ['/transcript/', /the turn's messages 1 to 1 \(digest [0-9a-f]{64}, kept by an earlier model step\) changed in the SQLite store /],
     ] as const) {
       const store = openSqliteStore(':memory:');
       // Someone with access to the store rewrote what the turn kept (the same key, other content).
