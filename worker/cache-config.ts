@@ -13,5 +13,5 @@ export const workerCacheSchema = z.strictObject({
     .number()
     .int()
     .refine((size) => size === 0 || size >= 2, 'expected 0 (no cache) or a whole number of at least 2 (the fewest a cache holds)')
-    .default(1000),
+    .default(500),
 });

@@ -26,8 +26,8 @@ afterAll(async () => {
 });
 
 describe('the workflow cache', () => {
-  it('defaults to 1,000 turns and refuses a size of 1 or below 0, naming the key', () => {
-    expect(testConfig().temporal.worker.maxCachedWorkflows).toBe(1000);
+  it('defaults to 500 turns and refuses a size of 1 or below 0, naming the key', () => {
+    expect(testConfig().temporal.worker.maxCachedWorkflows).toBe(500);
     for (const size of [-1, 1, 2.5])
       expect(() =>
         parseConfig({ temporal: { worker: { maxCachedWorkflows: size } } }, { source: 'x.yaml', baseDir: PROJECT_ROOT, env: {} }),
