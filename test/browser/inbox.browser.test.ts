@@ -239,7 +239,7 @@ describe('the web inbox', () => {
     mkdirSync(DOCS_IMAGES, { recursive: true });
     await page.screenshot({ path: path.join(DOCS_IMAGES, 'inbox-item.png') });
     await page.getByRole('button', { name: 'Approve', exact: true }).click();
-    await expect.poll(() => page.getByRole('status').textContent()).toContain('Sent: approve');
+    await expect.poll(() => page.getByRole('status').textContent(), { timeout: 15_000 }).toContain('Sent: approve');
     const result = await client.result(handle.workflowId);
     expect(result.status).toBe('completed');
     const send = result.toolCalls.find((event) => event.tool === 'send_message')!;

@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import { freePort } from '../../connection/ports';
+import type { AddressInfo } from 'node:net';
 
 /** One span as the OTLP/JSON export carries it, its attributes flattened to plain values. */
 export interface ReceivedSpan {
@@ -77,8 +77,12 @@ export async function startOtlpReceiver(): Promise<{
       response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
-  const port = await freePort();
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  // Port 0: the system picks a free port as it binds, so no other process can take it in between.
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
   return {
     url: `http://127.0.0.1:${port}/v1/traces`,
     spans,
