@@ -60,6 +60,16 @@ function run(command: string, args: string[], options: { env?: NodeJS.ProcessEnv
   return done.stdout;
 }
 
+/** The `go` command: on the PATH, else where Go's own installer puts it; an error naming both when neither is there. */
+function goCommand(): string {
+  if (spawnSync('go', ['version'], { stdio: 'ignore' }).status === 0) return 'go';
+  const installed = '/usr/local/go/bin/go';
+  if (existsSync(installed)) return installed;
+  throw new ServerError(
+    `cluster: building the server needs Go (any version; it fetches ${CLUSTER_GO_TOOLCHAIN}): no go on the PATH nor at ${installed}`,
+  );
+}
+
 /**
  * The server and its SQL tool, built once into the project's tool folder with `go install` from
  * the pinned module (the Go module proxy serves both the module and the toolchain it needs).
@@ -68,13 +78,14 @@ export function ensureClusterBinaries(log: (line: string) => void = console.log)
   const server = path.join(CLUSTER_BIN, 'server');
   const sqlTool = path.join(CLUSTER_BIN, 'sql');
   const env = { ...process.env, GOTOOLCHAIN: CLUSTER_GO_TOOLCHAIN, GOBIN: CLUSTER_BIN, GOFLAGS: '-mod=mod' };
+  const go = goCommand();
   if (!existsSync(server) || !existsSync(sqlTool)) {
     log(
       `cluster: building Temporal server ${CLUSTER_SERVER_VERSION} from go.temporal.io/server with ${CLUSTER_GO_TOOLCHAIN} (minutes, once)`,
     );
     mkdirSync(CLUSTER_BIN, { recursive: true });
     run(
-      'go',
+      go,
       [
         'install',
         `go.temporal.io/server/cmd/server@v${CLUSTER_SERVER_VERSION}`,
@@ -83,7 +94,7 @@ export function ensureClusterBinaries(log: (line: string) => void = console.log)
       { env, what: 'go install of the Temporal server' },
     );
   }
-  const modules = run('go', ['env', 'GOMODCACHE'], { env, what: 'go env GOMODCACHE' }).trim();
+  const modules = run(go, ['env', 'GOMODCACHE'], { env, what: 'go env GOMODCACHE' }).trim();
   const schemaDir = path.join(modules, `go.temporal.io/server@v${CLUSTER_SERVER_VERSION}`, 'schema', 'postgresql', 'v12');
   if (!existsSync(schemaDir))
     throw new ServerError(
