@@ -19,6 +19,7 @@ import { createWorker, type TollgateWorker } from '../../worker/create-worker';
 import { buildIdOfBundle } from '../../worker/deployment';
 import { bundleWorkflows, startDevServerEnvironment } from '../../testing/servers';
 import { testConfig } from '../helpers/test-config';
+import { until } from '../helpers/until';
 import { build, buildsOf, events as readEvents, firstActivityOf, identitiesOf } from '../helpers/deploy-histories';
 
 const DEPLOYMENT = 'deploy-test';
@@ -50,16 +51,6 @@ async function stopWorker(entry: { worker: TollgateWorker; done: Promise<void> }
   entry.worker.shutdown();
   await entry.done;
   running.splice(running.indexOf(entry), 1);
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
 }
 
 const turnInput = (taskId: string) => ({ taskId, prompt: 'Summarize the refund policy and send it to the requester' });

@@ -7,9 +7,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { bundleWorkflowCode, DefaultLogger, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { TollgateClient } from '../../client/tollgate-client';
-import { defineTool } from '../../tools/define-tool';
 import { createWorker, type TollgateWorker } from '../../worker/create-worker';
 import { clusterClientConfig, historyShards, startCluster, type Cluster } from '../../server/cluster/cluster';
 import { deploymentStatus, promoteBuild } from '../../client/deployments';
@@ -20,6 +18,8 @@ import { bundleWorkflows } from '../../testing/servers';
 import { quietRuntime } from '../helpers/servers';
 import { testConfig } from '../helpers/test-config';
 import { scripted } from '../helpers/turn-runner';
+import { countingCharge } from '../helpers/counting-charge';
+import { until } from '../helpers/until';
 import { build, buildsOf, events, firstActivityOf, identitiesOf } from '../helpers/deploy-histories';
 import { approvalSignal } from '../../workflows/messages';
 
@@ -32,22 +32,8 @@ let worker: TollgateWorker | undefined;
 let running: Promise<void> | undefined;
 let client: TollgateClient | undefined;
 let base: TollgateConfig;
-/** The charges the handler really made, by idempotency key: the effect, counted where it happens. */
-const charges = new Map<string, number>();
-
-const charge = defineTool({
-  name: 'charge_card',
-  description: 'Charges a card.',
-  input: z.strictObject({ cents: z.number().int() }),
-  effect: 'irreversible_write',
-  timeout: '20s',
-  handler: async (_args, { idempotencyKey }) => {
-    // Long enough for the kill to land while it runs.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
-    charges.set(idempotencyKey!, (charges.get(idempotencyKey!) ?? 0) + 1);
-    return 'charged';
-  },
-});
+// Long enough for the kill to land while a charge runs.
+const { tool: charge, charges } = countingCharge({ delayMs: 1_500, timeout: '20s' });
 
 beforeAll(async () => {
   if (!enabled) return;
@@ -69,15 +55,8 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 120_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
+/** Waits for `probe` (the shared helper, probe first, two minutes by default). */
+const waitFor = <T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 120_000) => until(what, probe, timeoutMs);
 
 /** Starts `count` turns on `tollgate` that each charge once, and waits until each waits for its approval. */
 async function chargingTurns(tollgate: TollgateClient, name: string, count: number) {
@@ -88,7 +67,7 @@ async function chargingTurns(tollgate: TollgateClient, name: string, count: numb
   }
   const pending = await Promise.all(
     turns.map((turn) =>
-      until(async () => (await tollgate.state(turn.workflowId)).pendingApprovals[0], `${turn.workflowId} to wait for approval`),
+      waitFor(async () => (await tollgate.state(turn.workflowId)).pendingApprovals[0], `${turn.workflowId} to wait for approval`),
     ),
   );
   return turns.map((turn, index) => ({ workflowId: turn.workflowId, pending: pending[index] }));
@@ -132,13 +111,13 @@ async function chargeThrough(name: string, fault: Fault) {
         approver: 'cluster-test',
         argsDigest: turn.pending.argsDigest,
       };
-      await until(
+      await waitFor(
         async () => (await client!.client.workflow.getHandle(turn.workflowId).signal(approvalSignal, decision), true),
         `the approval of ${turn.workflowId} to be taken`,
       );
     }
   };
-  const results = () => until(() => Promise.all(turns.map((turn) => client!.result(turn.workflowId))), 'every turn to end');
+  const results = () => waitFor(() => Promise.all(turns.map((turn) => client!.result(turn.workflowId))), 'every turn to end');
   await new Promise((resolve) => setTimeout(resolve, 300));
   await fault.begin();
   let ended: AgentTurnResult[] | undefined;
@@ -190,13 +169,13 @@ function shardsMoved(): Fault & { seen: string[] } {
       const before = await historyShards();
       expect(before['history-1']).toBeGreaterThan(0);
       cluster!.processes.get('history-1')!.kill('SIGKILL');
-      await until(async () => ((await historyShards())['history-2'] === 8 ? true : undefined), 'history-2 to hold all 8 shards', 60_000);
+      await waitFor(async () => ((await historyShards())['history-2'] === 8 ? true : undefined), 'history-2 to hold all 8 shards', 60_000);
       await note('moved');
     },
     async end() {
       await note('turns ended');
       await cluster!.restart('history-1');
-      await until(async () => ((await historyShards())['history-1'] > 0 ? true : undefined), 'history-1 to take shards back', 60_000);
+      await waitFor(async () => ((await historyShards())['history-1'] > 0 ? true : undefined), 'history-1 to take shards back', 60_000);
       await note('after restart');
     },
     approvableWhileDown: true,
@@ -277,10 +256,10 @@ describe.skipIf(!enabled)('a deploy by worker versioning while the cluster carri
       // Build v2 starts without taking work and is promoted, as `tollgate deploy promote` does.
       const v2 = await startWorker(v2Bundle, 'v2-worker', 'manual');
       expect(await v2.worker.madeCurrent).toMatchObject({ made: 'not_asked' });
-      await until(async () => (await status()).builds.find((entry) => entry.buildId === v2Id), 'v2 to be listed');
+      await waitFor(async () => (await status()).builds.find((entry) => entry.buildId === v2Id), 'v2 to be listed');
       expect(await promoteBuild(tollgate.client, { deploymentName, buildId: v2Id })).toMatchObject({ previous: v1Id });
       expect(
-        await until(async () => {
+        await waitFor(async () => {
           const v1Status = await build(status(), v1Id);
           return v1Status.state === 'draining' && v1Status.waitingForPerson === 4 ? v1Status : undefined;
         }, 'v1 to drain with its 4 waiting turns'),
@@ -294,7 +273,7 @@ describe.skipIf(!enabled)('a deploy by worker versioning while the cluster carri
       for (const turn of waiting) {
         await tollgate.approve(turn.workflowId, turn.pending.callId, { approver: 'cluster-test', argsDigest: turn.pending.argsDigest });
       }
-      const results = await until(() => Promise.all(waiting.map((turn) => tollgate.result(turn.workflowId))), 'the v1 turns to end');
+      const results = await waitFor(() => Promise.all(waiting.map((turn) => tollgate.result(turn.workflowId))), 'the v1 turns to end');
       const counts = checkCharges(results, before);
       expect(counts).toEqual({ succeeded: 4, unknown: 0, charged: 4 });
       for (const turn of waiting) {
@@ -306,7 +285,7 @@ describe.skipIf(!enabled)('a deploy by worker versioning while the cluster carri
 
       // v1 runs nothing more: drained, safe to stop. The v2 turn finishes on v2.
       expect(
-        await until(async () => {
+        await waitFor(async () => {
           const v1Status = await build(status(), v1Id);
           return v1Status.safeToStop ? v1Status : undefined;
         }, 'v1 to be safe to stop'),

@@ -3,14 +3,13 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { TollgateClient } from '../../client/tollgate-client';
 import { parseConfig, PROJECT_ROOT } from '../../config/load-config';
-import { defineTool } from '../../tools/define-tool';
 import { createWorker } from '../../worker/create-worker';
 import { approvalSignal } from '../../workflows/messages';
 import { bundleWorkflows, startTimeSkippingServer } from '../helpers/servers';
 import { testConfig } from '../helpers/test-config';
+import { countingCharge } from '../helpers/counting-charge';
 import { scripted, waitForState } from '../helpers/turn-runner';
 
 let env: TestWorkflowEnvironment;
@@ -41,17 +40,7 @@ describe('the workflow cache', () => {
   });
 
   it('holds at most its size: five turns wait with two cached, and each evicted turn takes its approval, its charge run once', async () => {
-    const charges = new Map<string, number>();
-    const charge = defineTool({
-      name: 'charge_card',
-      description: 'Charges a card.',
-      input: z.strictObject({ cents: z.number().int() }),
-      effect: 'irreversible_write',
-      handler: async ({ cents }, { idempotencyKey }) => {
-        charges.set(idempotencyKey!, (charges.get(idempotencyKey!) ?? 0) + 1);
-        return `charged ${cents}`;
-      },
-    });
+    const { tool: charge, charges } = countingCharge();
     const base = testConfig();
     const config = { ...base, temporal: { ...base.temporal, taskQueue: 'cache-test', worker: { maxCachedWorkflows: 2 } } };
     const worker = await createWorker({ config, connection: env.nativeConnection, tools: [charge], workflowBundle });
