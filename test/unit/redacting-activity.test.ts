@@ -2,6 +2,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createActivities } from '../../activities';
+import type { BoundaryResult } from '../../common/activity-types';
 import { openSqliteStore } from '../../intents/sqlite-store';
 import type { IdempotencyStore } from '../../intents/intent-store';
 import { defineTool } from '../../tools/define-tool';
@@ -55,5 +56,37 @@ describe('every activity of a worker redacts what it throws', () => {
     expect(JSON.stringify(result)).toContain('[redacted]');
     expect(JSON.stringify(result)).not.toMatch(/pg-secret-pass|db\.internal/);
     await sqlite.close();
+  });
+
+  it('a large result that echoes a worker secret is kept in the store redacted, as the history has it', async () => {
+    const store = openSqliteStore(':memory:');
+    const leak = defineTool({
+      name: 'read_config',
+      description: 'Reads a configuration file that happens to echo a secret.',
+      input: z.strictObject({}),
+      effect: 'read',
+      maxOutputChars: 20_000,
+      handler: () => ToolOutcome.ok(`database: ${POSTGRES_URL}\n${'a line of the configuration file. '.repeat(100)}`),
+    });
+    const activities = createActivities({
+      config: testConfig(),
+      tools: [leak],
+      store,
+      modelEnvironment: { env: { TOLLGATE_POSTGRES_URL: POSTGRES_URL } },
+    });
+    const result: BoundaryResult = await new MockActivityEnvironment().run(activities.runTool, {
+      taskId: 't',
+      callId: 'call-0-0',
+      tool: 'read_config',
+      args: {},
+    });
+    // Over 1,024 characters: kept once by reference, and what the store holds is what the history holds.
+    expect(result.kept).toMatchObject({ $ref: 'result', digest: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    const workflowId = new MockActivityEnvironment().context.info.workflowExecution!.workflowId;
+    const kept = await store.readContent!(`${workflowId}/call-0-0/${result.kept!.digest}`);
+    expect(kept?.content).toBe(JSON.stringify(result.result));
+    expect(kept?.content).toContain('[redacted]');
+    expect(kept?.content).not.toMatch(/pg-secret-pass|db\.internal/);
+    await store.close();
   });
 });
