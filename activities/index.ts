@@ -57,6 +57,7 @@ export function createActivities({
     overrides: config.tools,
     retry: retryBackoffFromConfig(config.retry),
     approvedScheduleToStartMs: toMilliseconds(config.approvals.scheduleToStart),
+    localReads: config.temporal.worker.localReads,
   });
   // One redaction pass for everything the worker shows or stores outside its memory: the config's
   // patterns and the worker's own secrets, read where its keys are read.

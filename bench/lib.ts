@@ -100,3 +100,11 @@ export function cacheSizeFromEnv(name: string): number | undefined {
   if (!Number.isInteger(value) || (value !== 0 && value < 2)) throw new Error(`${name} must be 0 or a whole number ≥ 2, got "${raw}"`);
   return value;
 }
+
+/** BENCH_LOCAL_READS=1: the Tollgate workers run reads as local activities (config temporal.worker.localReads); unset or 0 leaves the config's default. */
+export function localReadsFromEnv(): boolean | undefined {
+  const raw = process.env.BENCH_LOCAL_READS;
+  if (raw === undefined || raw === '') return undefined;
+  if (raw !== '0' && raw !== '1') throw new Error(`BENCH_LOCAL_READS must be 0 or 1, got "${raw}"`);
+  return raw === '1';
+}

@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   const config =
     settings.maxCachedWorkflows === undefined
       ? base
-      : { ...base, temporal: { ...base.temporal, worker: { maxCachedWorkflows: settings.maxCachedWorkflows } } };
+      : { ...base, temporal: { ...base.temporal, worker: { ...base.temporal.worker, maxCachedWorkflows: settings.maxCachedWorkflows } } };
   const connection = await NativeConnection.connect({ address: settings.address });
   const worker = await createWorker({
     config,

@@ -36,6 +36,8 @@ interface Settings {
   cluster?: Pick<Cluster, 'address' | 'namespace' | 'tls'>;
   /** The Tollgate worker's workflow cache, when not the config's default. */
   maxCachedWorkflows?: number;
+  /** The Tollgate worker runs reads as local activities (config temporal.worker.localReads). */
+  localReads?: boolean;
 }
 
 function settingsFrom(argument: string | undefined): Settings {
@@ -64,8 +66,8 @@ async function start(settings: Settings, connection: NativeConnection) {
   const workflowBundle = { code: readFileSync(settings.bundleFile, 'utf8') };
   if (settings.variant === 'tollgate') {
     const plain = settings.cluster ? clusterClientConfig(planConfig(settings), settings.cluster) : planConfig(settings);
-    const cache = settings.maxCachedWorkflows;
-    const config = cache === undefined ? plain : { ...plain, temporal: { ...plain.temporal, worker: { maxCachedWorkflows: cache } } };
+    const { maxCachedWorkflows = plain.temporal.worker.maxCachedWorkflows, localReads = plain.temporal.worker.localReads } = settings;
+    const config = { ...plain, temporal: { ...plain.temporal, worker: { maxCachedWorkflows, localReads } } };
     const worker = await createWorker({ config, connection, workflowBundle });
     return { run: () => worker.run(), shutdown: () => worker.shutdown(), cached: () => worker.worker.getStatus().numCachedWorkflows };
   }

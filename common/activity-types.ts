@@ -91,6 +91,8 @@ export interface ToolPolicy {
   scheduleToStartMs?: number;
   /** The backoff between attempts, from the worker's config. */
   retry: RetryBackoff;
+  /** Reads only (config `temporal.worker.localReads`): the call runs as a local activity. Not in the digest: where a read runs does not change what it runs. */
+  local?: true;
   /** Tools from elsewhere (MCP): the digest of the definition the model saw; only a worker serving the same definition runs the call. */
   definitionDigest?: string;
   /**

@@ -30,12 +30,15 @@ export function createToolRegistry({
   overrides = {},
   retry = DEFAULT_RETRY_BACKOFF,
   approvedScheduleToStartMs = DEFAULT_APPROVED_SCHEDULE_TO_START_MS,
+  localReads = false,
 }: {
   tools: ToolDefinition[];
   overrides?: TollgateConfig['tools'];
   retry?: RetryBackoff;
   /** How long an approved irreversible call may wait for a worker to start it (config `approvals.scheduleToStart`). */
   approvedScheduleToStartMs?: number;
+  /** Reads without a heartbeat timeout run as local activities (config `temporal.worker.localReads`). */
+  localReads?: boolean;
 }): ToolRegistry {
   const byName = new Map<string, ToolDefinition>();
   for (const tool of tools) {
@@ -75,6 +78,7 @@ export function createToolRegistry({
     return {
       ...declared,
       retry,
+      ...(localReads && tool.effect === 'read' && tool.heartbeatTimeoutMs === undefined ? { local: true as const } : {}),
       ...(tool.source ? { definitionDigest: tool.source.definitionDigest } : {}),
       policyDigest: sha256(canonicalJson(digested)),
     };

@@ -14,4 +14,11 @@ export const workerCacheSchema = z.strictObject({
     .int()
     .refine((size) => size === 0 || size >= 2, 'expected 0 (no cache) or a whole number of at least 2 (the fewest a cache holds)')
     .default(500),
+  /**
+   * Read tools run as local activities in the workflow task that asks for them (their retries run
+   * by the worker, within the tool's attempts and the config's backoff), saving the activity
+   * task's trips through the server; reads with a heartbeat timeout stay activities. Off by
+   * default: a local read shows in the history as a marker, not as a pending activity.
+   */
+  localReads: z.boolean().default(false),
 });

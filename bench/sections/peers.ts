@@ -18,7 +18,19 @@ import type { AgentTurnResult } from '../../common/contract/turn';
 import { PROJECT_ROOT } from '../../config/load-config';
 import { clusterClientConfig, type Cluster } from '../../server/cluster/cluster';
 import type { BenchContext } from '../context';
-import { inLanes, judge, median, percentile, rotated, spread, spreadText, table, type SectionResult, type Spread } from '../lib';
+import {
+  inLanes,
+  judge,
+  localReadsFromEnv,
+  median,
+  percentile,
+  rotated,
+  spread,
+  spreadText,
+  table,
+  type SectionResult,
+  type Spread,
+} from '../lib';
 import { PLAN_CORPUS, PLAN_MODEL, PLAN_MODEL_WHOLE, planConfig } from '../plan-config';
 import type { VariantReading } from '../variant-worker';
 
@@ -289,6 +301,7 @@ export async function runPeers(
       folder: path.join(folder, variant),
       baseURL: model.baseURL,
       bundleFile,
+      ...(variant === 'tollgate' ? { localReads: localReadsFromEnv() } : {}),
     });
   const workers: Record<Family, WorkerProcess> = {
     tollgate: new WorkerProcess('tollgate', spawnRoot('tollgate')),

@@ -11,7 +11,7 @@ import { TollgateClient } from '../../client/tollgate-client';
 import type { ScriptStep } from '../../common/contract/turn';
 import { PROJECT_ROOT } from '../../config/load-config';
 import type { BenchContext } from '../context';
-import { cacheSizeFromEnv, inLanes, median, percentile, table, type SectionResult } from '../lib';
+import { cacheSizeFromEnv, inLanes, localReadsFromEnv, median, percentile, table, type SectionResult } from '../lib';
 import { planConfig } from '../plan-config';
 import { clockTicks, processCpuMs, WorkerProcess } from './peers';
 
@@ -64,7 +64,7 @@ export async function scaleSection(context: BenchContext): Promise<SectionResult
       `scale worker ${index}`,
       fork(
         path.join(__dirname, '..', 'variant-worker.ts'),
-        [JSON.stringify({ ...settings, variant: 'tollgate', bundleFile, maxCachedWorkflows: cache })],
+        [JSON.stringify({ ...settings, variant: 'tollgate', bundleFile, maxCachedWorkflows: cache, localReads: localReadsFromEnv() })],
         {
           cwd: PROJECT_ROOT,
           execArgv: ['--expose-gc', '--import', 'tsx'],

@@ -2,34 +2,14 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { builtInTools } from '../../tools/built-in';
-import { defineTool } from '../../tools/define-tool';
 import type { ScriptStep } from '../../common/contract/turn';
 import { approvalSignal } from '../../workflows/messages';
 import { testConfig } from '../helpers/test-config';
 import { scripted, waitForState, useTurnRunner } from '../helpers/turn-runner';
+import { connectionReset, countingRead } from '../helpers/counting-read';
 
 const runTurn = useTurnRunner();
-
-/** A read tool whose handler counts its real executions and fails as told. */
-function countingTool(name: string, behave: (execution: number) => unknown, extra: { timeout?: number; maxAttempts?: number } = {}) {
-  const counter = { executions: 0 };
-  const tool = defineTool({
-    name,
-    description: `${name} for tests`,
-    input: z.strictObject({ q: z.string().describe('what to look up') }),
-    effect: 'read',
-    maxAttempts: extra.maxAttempts ?? 3,
-    timeout: extra.timeout ?? 5_000,
-    handler: async () => behave(++counter.executions),
-  });
-  return { tool, counter };
-}
-
-function connectionReset(): Error {
-  return Object.assign(new Error('socket hang up: read ECONNRESET'), { code: 'ECONNRESET' });
-}
 
 describe('agentTurn', () => {
   it('plays the built-in plan over the corpus: search, read, draft, send after approval, answer', async () => {
@@ -83,7 +63,7 @@ describe('agentTurn', () => {
   });
 
   it('retries a read that fails twice; its handler runs exactly 3 times', async () => {
-    const { tool, counter } = countingTool('flaky_lookup', (execution) => {
+    const { tool, counter } = countingRead('flaky_lookup', (execution) => {
       if (execution <= 2) throw connectionReset();
       return `found on execution ${execution}`;
     });
@@ -97,7 +77,7 @@ describe('agentTurn', () => {
   });
 
   it('stops a read that always fails at maxAttempts; the turn goes on and the model sees transient_failure', async () => {
-    const { tool, counter } = countingTool(
+    const { tool, counter } = countingRead(
       'broken_lookup',
       () => {
         throw connectionReset();
@@ -124,7 +104,7 @@ describe('agentTurn', () => {
   });
 
   it('retries a read that times out, within its bound', async () => {
-    const { tool, counter } = countingTool('slow_lookup', (execution) => (execution === 1 ? new Promise(() => {}) : 'fast now'), {
+    const { tool, counter } = countingRead('slow_lookup', (execution) => (execution === 1 ? new Promise(() => {}) : 'fast now'), {
       timeout: 200,
     });
     const { result } = await runTurn({
@@ -136,7 +116,7 @@ describe('agentTurn', () => {
   });
 
   it('never schedules unknown, invalid or forbidden calls, and the model gets their codes', async () => {
-    const { tool, counter } = countingTool('lookup', () => 'ok');
+    const { tool, counter } = countingRead('lookup', () => 'ok');
     const { result, runToolScheduled, modelInputs } = await runTurn({
       tools: [tool, ...builtInTools(testConfig())],
       input: {
@@ -169,7 +149,7 @@ describe('agentTurn', () => {
   });
 
   it('truncates oversized output and records the original size in the event', async () => {
-    const { tool } = countingTool('big_lookup', () => 'z'.repeat(50_000));
+    const { tool } = countingRead('big_lookup', () => 'z'.repeat(50_000));
     const small = { ...tool, maxOutputChars: 1_000 };
     const { result, modelInputs } = await runTurn({
       tools: [small],

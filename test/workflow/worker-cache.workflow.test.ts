@@ -36,13 +36,17 @@ describe('the workflow cache', () => {
         .worker,
     ).toEqual({
       maxCachedWorkflows: 0,
+      localReads: false,
     });
   });
 
   it('holds at most its size: five turns wait with two cached, and each evicted turn takes its approval, its charge run once', async () => {
     const { tool: charge, charges } = countingCharge();
     const base = testConfig();
-    const config = { ...base, temporal: { ...base.temporal, taskQueue: 'cache-test', worker: { maxCachedWorkflows: 2 } } };
+    const config = {
+      ...base,
+      temporal: { ...base.temporal, taskQueue: 'cache-test', worker: { ...base.temporal.worker, maxCachedWorkflows: 2 } },
+    };
     const worker = await createWorker({ config, connection: env.nativeConnection, tools: [charge], workflowBundle });
     const tollgate = new TollgateClient(env.client, config);
     const settledCacheSize = async () => {
