@@ -90,6 +90,19 @@ export async function approveAtOnce(handle: WorkflowHandle, done: Promise<unknow
   }
 }
 
+/**
+ * Where the bench's dev server keeps its state (BENCH_SERVER_DB): `memory` by default, as
+ * `temporal server start-dev` does on its own; `file`, the SQLite file Tollgate's embedded server
+ * uses, syncs every commit to disk and so doubles the server's cost per turn on this machine. Every
+ * comparison runs its variants on the same server either way.
+ */
+export function benchServerDb(): 'memory' | 'file' {
+  const raw = process.env.BENCH_SERVER_DB;
+  if (raw === undefined || raw === '' || raw === 'memory') return 'memory';
+  if (raw === 'file') return 'file';
+  throw new Error(`BENCH_SERVER_DB must be memory or file, got "${raw}"`);
+}
+
 /** Starts the dev server and the worker, runs `body`, and stops what it started whatever happens. */
 export async function withBenchContext<T>(body: (context: BenchContext) => Promise<T>): Promise<T> {
   quietRuntime();
@@ -97,7 +110,7 @@ export async function withBenchContext<T>(body: (context: BenchContext) => Promi
   const server: DevServer = await startDevServer({
     address: `127.0.0.1:${await freePort()}`,
     namespace: 'default',
-    dbFile: process.env.BENCH_SERVER_DB === 'memory' ? undefined : path.join(folder, 'temporal.db'),
+    dbFile: benchServerDb() === 'memory' ? undefined : path.join(folder, 'temporal.db'),
     logFile: path.join(folder, 'server.log'),
   });
   try {

@@ -2,6 +2,7 @@
 // Tollgate: a turn whose first step asks for one call, minus the same turn whose call is refused
 // (a refused call never leaves the model step, so both turns have the same model steps).
 // Bare: a workflow making one call, minus a workflow making none.
+import Database from 'better-sqlite3';
 import { temporal } from '@temporalio/proto';
 import type { ScriptStep } from '../../common/contract/turn';
 import type { BenchContext } from '../context';
@@ -150,6 +151,11 @@ export async function historySection(context: BenchContext): Promise<SectionResu
  */
 async function historyByStep(context: BenchContext) {
   const rows = [];
+  // What the turn kept in the worker's store (the bench worker's SQLite file), read beside it.
+  const store = new Database(context.config.store.sqliteFile, { readonly: true, fileMustExist: true });
+  const kept = store.prepare<[number, string], { entries: number; bytes: number | null }>(
+    'SELECT count(*) AS entries, sum(length(CAST(content AS BLOB))) AS bytes FROM kept_contents WHERE substr(key, 1, ?) = ?',
+  );
   for (const steps of [2, 4, 8, 16, 32]) {
     const id = `history-steps-${steps}`;
     const script: ScriptStep[] = [
@@ -165,19 +171,37 @@ async function historyByStep(context: BenchContext) {
       if (event.activityTaskScheduledEventAttributes?.activityType?.name === 'modelStep') beforeStep.push(total);
       total += temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
     }
-    rows.push({ steps, bytes: total, perStep: total / steps, lastStepAdded: beforeStep.at(-1)! - beforeStep.at(-2)! });
+    const { entries, bytes: keptBytes } = kept.get(id.length + 1, `${id}/`)!;
+    rows.push({
+      steps,
+      bytes: total,
+      perStep: total / steps,
+      lastStepAdded: beforeStep.at(-1)! - beforeStep.at(-2)!,
+      keptEntries: entries,
+      keptBytes: keptBytes ?? 0,
+    });
   }
+  store.close();
   const markdown = table(
-    ['steps (one 8,000-character read each)', 'history KB', 'KB per step', 'bytes the last read step added'],
+    [
+      'steps (one 8,000-character read each)',
+      'history KB',
+      'KB per step',
+      'bytes the last read step added',
+      'kept in the store: entries / KB',
+      'store KB per step',
+    ],
     rows.map((row) => [
       row.steps,
       (row.bytes / 1024).toFixed(1),
       (row.perStep / 1024).toFixed(1),
       row.lastStepAdded.toLocaleString('en-US'),
+      `${row.keptEntries} / ${(row.keptBytes / 1024).toFixed(1)}`,
+      (row.keptBytes / 1024 / row.steps).toFixed(1),
     ]),
   );
   return {
     rows,
-    markdown: `${markdown}\n\nEach model step is sent the messages added since the previous one and the transcript that step kept in the store, each result over 1,024 characters by reference: the history grows by the same bytes at every step.`,
+    markdown: `${markdown}\n\nEach model step is sent the messages added since the previous one and the transcript that step kept in the store, each result over 1,024 characters by reference: the history grows by the same bytes at every step. The store holds each message once (a link per step, each large result once, as redacted), so it too grows by about the same bytes per step; it is pruned with store.retention.`,
   };
 }

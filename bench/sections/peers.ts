@@ -17,7 +17,7 @@ import { TollgateClient } from '../../client/tollgate-client';
 import type { AgentTurnResult } from '../../common/contract/turn';
 import { PROJECT_ROOT } from '../../config/load-config';
 import { clusterClientConfig, type Cluster } from '../../server/cluster/cluster';
-import type { BenchContext } from '../context';
+import { benchServerDb, type BenchContext } from '../context';
 import {
   inLanes,
   judge,
@@ -454,7 +454,7 @@ export async function peersSection(context: BenchContext): Promise<SectionResult
     name: 'peers',
     title: 'Peers, like against like: the same agent turn as Tollgate, @temporalio/ai-sdk and a bare agent loop, streaming and whole',
     markdown: peerMarkdown(measure, figures, {
-      serverDb: process.env.BENCH_SERVER_DB === 'memory' ? 'in memory' : 'SQLite file',
+      serverDb: benchServerDb() === 'memory' ? 'in memory' : 'SQLite file',
       nodes: `every worker on Node ${process.version.slice(1)}`,
     }),
     data: { ...measure, figures },
