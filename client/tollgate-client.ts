@@ -161,8 +161,16 @@ export class TollgateClient {
     {
       workflowId = newTurnId(input.taskId),
       workflowTaskTimeout,
+      eagerStart = false,
     }: {
       workflowId?: string;
+      /**
+       * Asks the server to hand the turn's first workflow task back with the start (Temporal's eager
+       * workflow start), to a worker in this process: the client must be built on that worker's
+       * NativeConnection (the SDK refuses otherwise). The server falls back to a normal start when it
+       * cannot.
+       */
+      eagerStart?: boolean;
       /**
        * How long a worker may take over one workflow task before the server gives it to another
        * (Temporal's default, 10 s, when left out): how soon a turn goes on after its worker died mid-task.
@@ -173,6 +181,7 @@ export class TollgateClient {
     const handle = await this.client.workflow.start<typeof agentTurn>(AGENT_TURN_WORKFLOW_TYPE, {
       workflowId,
       ...(workflowTaskTimeout === undefined ? {} : { workflowTaskTimeout }),
+      ...(eagerStart ? { requestEagerStart: true } : {}),
       taskQueue: this.config.temporal.taskQueue,
       // The turn asks the worker's config for its limits; the input carries only the caller's own.
       args: [input],

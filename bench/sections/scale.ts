@@ -24,7 +24,7 @@ function scaleTurns(): number {
 }
 
 /** The plan of the peer benchmark, played by the scripted model. */
-function planScript(id: string): ScriptStep[] {
+export function planScript(id: string): ScriptStep[] {
   return [
     { toolCalls: [{ tool: 'search_local_sources', args: { query: 'refund annual plan' } }] },
     {
