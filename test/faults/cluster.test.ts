@@ -194,24 +194,8 @@ function postgresRestart(): Fault {
   return { begin: async () => control('stop'), end: async () => control('start'), approvableWhileDown: false };
 }
 
-describe.skipIf(!enabled)('a real cluster losing a part while turns wait for approval and approved charges run', () => {
-  it(
-    'a history host SIGKILLed: every waiting turn takes its approval after, no charge runs twice',
-    () => chargeThrough('history-kill', killed('history-1')),
-    600_000,
-  );
-
-  it('the frontend SIGKILLed and started again: the same', () => chargeThrough('frontend-kill', killed('frontend')), 600_000);
-
-  it('PostgreSQL stopped and started again: the same', () => chargeThrough('postgres-restart', postgresRestart()), 600_000);
-
-  it('a history host SIGKILLed and kept down: its shards move to the other host, which completes every turn, each charge once', async () => {
-    const fault = shardsMoved();
-    await chargeThrough('shards-moved', fault);
-    console.log(`cluster shards-moved: shards held by each history host: ${fault.seen.join('; ')}`);
-  }, 600_000);
-});
-
+// The deploy runs first, on a cluster no fault has just shaken: after the four faults, one run waited over 120 s
+// for the server to list the new build (the cluster's own deployment bookkeeping still recovering), one did not.
 describe.skipIf(!enabled)('a deploy by worker versioning while the cluster carries waiting turns', () => {
   it('keeps each waiting turn on the build that started it (each charge once), sends new turns to the promoted build, and drains the old one', async () => {
     const deploymentName = `cluster-deploy-${Date.now()}`;
@@ -306,5 +290,23 @@ describe.skipIf(!enabled)('a deploy by worker versioning while the cluster carri
       await Promise.all(workers.map((entry) => entry.done.catch(() => undefined)));
       await tollgate.close();
     }
+  }, 600_000);
+});
+
+describe.skipIf(!enabled)('a real cluster losing a part while turns wait for approval and approved charges run', () => {
+  it(
+    'a history host SIGKILLed: every waiting turn takes its approval after, no charge runs twice',
+    () => chargeThrough('history-kill', killed('history-1')),
+    600_000,
+  );
+
+  it('the frontend SIGKILLed and started again: the same', () => chargeThrough('frontend-kill', killed('frontend')), 600_000);
+
+  it('PostgreSQL stopped and started again: the same', () => chargeThrough('postgres-restart', postgresRestart()), 600_000);
+
+  it('a history host SIGKILLed and kept down: its shards move to the other host, which completes every turn, each charge once', async () => {
+    const fault = shardsMoved();
+    await chargeThrough('shards-moved', fault);
+    console.log(`cluster shards-moved: shards held by each history host: ${fault.seen.join('; ')}`);
   }, 600_000);
 });
