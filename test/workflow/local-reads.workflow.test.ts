@@ -2,7 +2,10 @@
 // backoff, run inside the workflow task that asks for them; writes and reads with a heartbeat
 // timeout stay activities. What an attacker or an outage would try: a read that fails or hangs
 // (retried within its bound, never past it), a worker whose registry differs (refused as before).
+import { CancelledFailure, WorkflowFailedError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineTool } from '../../tools/define-tool';
 import type { TollgateConfig } from '../../config/config-schema';
 import { builtInTools } from '../../tools/built-in';
 import { createToolRegistry } from '../../tools/tool-registry';
@@ -157,6 +160,43 @@ describe('reads as local activities', () => {
     ]);
     expect(dispatch(history)).toEqual({ localRunTools: 2, scheduledRunTools: 0 });
   });
+
+  it('ends a turn cancelled while its local read runs: the read is aborted, runs once, and the turn ends cancelled, not frozen', async () => {
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const aborted = { count: 0 };
+    const executions = { count: 0 };
+    const waiting = defineTool({
+      name: 'waiting_lookup',
+      description: 'waits until it is aborted',
+      input: z.strictObject({ q: z.string().describe('what to look up') }),
+      effect: 'read',
+      timeout: 60_000,
+      maxAttempts: 3,
+      handler: ({ q }, { signal }) =>
+        new Promise((_, reject) => {
+          executions.count++;
+          started();
+          signal.addEventListener('abort', () => {
+            aborted.count++;
+            reject(new Error(`aborted ${q}`));
+          });
+        }),
+    });
+    const outcome = await runTurn({
+      config: localReadsConfig(),
+      tools: [waiting],
+      input: { prompt: 'x', model: scripted([{ toolCalls: [{ tool: 'waiting_lookup', args: { q: 'a' } }] }, { text: 'done' }]) },
+      interact: async (handle) => {
+        await running;
+        await handle.cancel();
+      },
+    }).catch((error: unknown) => error);
+    expect(outcome).toBeInstanceOf(WorkflowFailedError);
+    expect((outcome as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
+    expect(executions.count).toBe(1);
+    expect(aborted.count).toBe(1);
+  }, 60_000);
 
   it('refuses a local read whose worker declares the tool differently, as an activity would be refused', async () => {
     const served = countingRead('versioned_lookup', () => 'new', { timeout: 5_000 });
