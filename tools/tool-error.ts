@@ -1,4 +1,5 @@
 import type { ErrorCode } from '../common/codes';
+import { checkErrorCode } from './error-code-check';
 
 /** A thrown error that says its own code; handlers may throw it instead of returning an outcome. */
 export class ToolError extends Error {
@@ -11,5 +12,6 @@ export class ToolError extends Error {
     readonly options: { retryAfterMs?: number } = {},
   ) {
     super(message);
+    checkErrorCode(code, 'ToolError');
   }
 }

@@ -1,4 +1,5 @@
 import type { ErrorCode } from '../common/codes';
+import { checkErrorCode } from './error-code-check';
 
 const OUTCOME = Symbol.for('tollgate.ToolOutcome');
 
@@ -13,11 +14,12 @@ export const ToolOutcome = {
   ok(data: unknown): ToolOutcome {
     return { [OUTCOME]: true, ok: true, data };
   },
-  /** The call failed; `message` is short and meant for the model. */
+  /** The call failed; `message` is short and meant for the model; a `code` outside `ERROR_CODES` throws, naming them. */
   error(
     message: string,
     { code = 'tool_failure', retryable = false, retryAfterMs }: { code?: ErrorCode; retryable?: boolean; retryAfterMs?: number } = {},
   ): ToolOutcome {
+    code = checkErrorCode(code, 'ToolOutcome.error');
     return { [OUTCOME]: true, ok: false, message, code, retryable, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
   },
   /** Whether a handler's return value is an outcome built here. */
