@@ -3,17 +3,26 @@ import path from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { loadClientConfigProfile, type ClientConfigProfile } from '@temporalio/envconfig';
 import { ConfigError, describeIssue } from './config-error';
+import { CONFIG_FILE_NAMES, findProject, findProjectRoot } from './find-project';
 import { configSchema, type TollgateConfig } from './config-schema';
 import { resolveToolSourcePaths } from '../tools/tool-source-sections';
 import { deploymentSchema } from '../worker/deployment-config';
 
 export { ConfigError } from './config-error';
+export { CONFIG_FILE_NAMES, findProject, findProjectRoot, type ProjectLocation } from './find-project';
 
-/** The config file Tollgate reads when `TOLLGATE_CONFIG` names none. */
+/** The repository's own config file name (a user project may name its file `tollgate.config.yaml`). */
 export const DEFAULT_CONFIG_FILE = 'temporal.config.yaml';
 
-/** Where the project lives: the folder holding Tollgate's package.json (above `dist/` when Tollgate runs built). */
-export const PROJECT_ROOT = packageRoot(__dirname);
+/**
+ * Tollgate's own package: the folder holding its package.json (above `dist/` when it runs built).
+ * Its own files (the example corpus, the setup script) are found here; a user's config and state
+ * never are (see {@link findProject}).
+ */
+export const PACKAGE_ROOT = packageRoot(__dirname);
+
+/** The same folder as {@link PACKAGE_ROOT}, by the name the repository's tests and benchmarks use. */
+export const PROJECT_ROOT = PACKAGE_ROOT;
 
 function packageRoot(from: string): string {
   for (let folder = from; ; folder = path.dirname(folder)) {
@@ -38,10 +47,19 @@ export function loadTemporalProfile(source: string, env: NodeJS.ProcessEnv): Cli
   }
 }
 
-/** Validates config data (as parsed from YAML) and fills in defaults; `source` names it in errors. */
+/**
+ * Validates config data (as parsed from YAML) and fills in defaults; `source` names it in errors,
+ * relative paths are read from `baseDir`, and `projectRoot` (default: the project of the working
+ * directory) is where provider packages are loaded from.
+ */
 export function parseConfig(
   data: unknown,
-  { source, baseDir, env = process.env }: { source: string; baseDir: string; env?: NodeJS.ProcessEnv },
+  {
+    source,
+    baseDir,
+    env = process.env,
+    projectRoot = findProjectRoot(),
+  }: { source: string; baseDir: string; env?: NodeJS.ProcessEnv; projectRoot?: string },
 ): TollgateConfig {
   const result = configSchema.safeParse(data ?? {});
   if (!result.success) {
@@ -66,21 +84,37 @@ export function parseConfig(
   }
   const resolve = (folder: string) => path.resolve(baseDir, folder);
   config.workspace = resolve(config.workspace);
-  config.corpus = resolve(config.corpus);
+  // Without a corpus of its own, the read tools search the example corpus shipped in the package.
+  const writtenCorpus = (data as { corpus?: unknown } | null | undefined)?.corpus;
+  config.corpus = writtenCorpus === undefined ? path.join(PACKAGE_ROOT, 'examples', 'corpus') : resolve(config.corpus);
   config.temporal.devServer.dbFile = resolve(config.temporal.devServer.dbFile);
   config.temporal.devServer.logFile = resolve(config.temporal.devServer.logFile);
   config.store.sqliteFile = resolve(config.store.sqliteFile);
   config.inbox.passkeysFile = resolve(config.inbox.passkeysFile);
   resolveToolSourcePaths(config, resolve);
-  return { ...config, temporalProfile, configFile: source, projectRoot: PROJECT_ROOT };
+  return { ...config, temporalProfile, configFile: source, projectRoot };
 }
 
-/** Reads and validates the config file: `TOLLGATE_CONFIG`, else `temporal.config.yaml` at the project root. */
-export function loadConfig({ file, env = process.env }: { file?: string; env?: NodeJS.ProcessEnv } = {}): TollgateConfig {
-  const configFile = path.resolve(file ?? env.TOLLGATE_CONFIG ?? path.join(PROJECT_ROOT, DEFAULT_CONFIG_FILE));
+/**
+ * Reads and validates the config: `file`, else `TOLLGATE_CONFIG`, else `tollgate.config.yaml` or
+ * `temporal.config.yaml` found from `cwd` up to its project's root (never inside `node_modules`);
+ * with none, the embedded defaults, relative paths (`.tollgate/`) read from the project's root.
+ */
+export function loadConfig({
+  file,
+  env = process.env,
+  cwd = process.cwd(),
+}: { file?: string; env?: NodeJS.ProcessEnv; cwd?: string } = {}): TollgateConfig {
+  const project = file === undefined ? findProject({ cwd, env }) : { root: findProjectRoot(cwd), configFile: path.resolve(cwd, file) };
+  const configFile = project.configFile;
+  if (configFile === undefined) {
+    const source = `the default config (no ${CONFIG_FILE_NAMES.join(' or ')} in ${project.root})`;
+    return { ...parseConfig({}, { source, baseDir: project.root, env, projectRoot: project.root }), configFile: undefined };
+  }
   if (!existsSync(configFile)) {
+    const named = file === undefined ? ' (named by TOLLGATE_CONFIG)' : '';
     throw new ConfigError(
-      `${configFile}: config file not found; set TOLLGATE_CONFIG to an existing file or restore ${DEFAULT_CONFIG_FILE}`,
+      `${configFile}: config file not found${named}; set TOLLGATE_CONFIG to an existing file, or unset it to use the project's own`,
     );
   }
   let data: unknown;
@@ -90,5 +124,5 @@ export function loadConfig({ file, env = process.env }: { file?: string; env?: N
     const where = error instanceof YAMLParseError && error.linePos ? ` (line ${error.linePos[0].line})` : '';
     throw new ConfigError(`${configFile}${where}: not valid YAML: ${(error as Error).message.split('\n')[0]}`);
   }
-  return parseConfig(data, { source: configFile, baseDir: path.dirname(configFile), env });
+  return parseConfig(data, { source: configFile, baseDir: path.dirname(configFile), env, projectRoot: project.root });
 }

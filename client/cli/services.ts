@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { codecFromEnvironment } from '../../codec/aes-gcm-codec';
 import { codecTokenFromEnvironment, startCodecServer } from '../../codec/codec-server';
 import type { TollgateConfig } from '../../config/config-schema';
-import { loadConfig, PROJECT_ROOT } from '../../config/load-config';
+import { loadConfig, PACKAGE_ROOT } from '../../config/load-config';
 import { probeServer } from '../../connection/temporal-connection';
 import { enclosingProject } from '../../server/temporal-binaries';
 import { CliError, json, print } from './context';
@@ -133,9 +133,15 @@ export function registerServiceCommands(program: Command): void {
     .command('setup')
     .description("install the pinned Temporal binaries (dev server, time-skipping test server) into this project's .tollgate/bin")
     .action(() => {
-      const project = enclosingProject() ?? process.cwd();
+      const project = enclosingProject();
       const folder = path.join(project, '.tollgate', 'bin');
-      const args = [path.join(PROJECT_ROOT, 'scripts', 'setup.mjs'), '--binaries-only', '--into', folder, ...(json() ? ['--quiet'] : [])];
+      const args = [
+        path.join(PACKAGE_ROOT, 'scripts', 'setup.mjs'),
+        '--binaries-only',
+        '--project',
+        project,
+        ...(json() ? ['--quiet'] : []),
+      ];
       const setup = spawnSync(process.execPath, args, { stdio: ['ignore', json() ? 'ignore' : 'inherit', 'inherit'] });
       if (setup.status !== 0) throw new CliError('setup failed; see the lines above');
       print({ folder }, () => `The Temporal binaries are in ${path.relative(process.cwd(), folder) || folder}.`);
