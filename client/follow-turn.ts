@@ -19,8 +19,13 @@ async function decide(pending: PendingApproval, mode: ApprovalMode): Promise<{ d
   if (mode === 'approve') return { decision: 'approve', reason: 'approved with --approve' };
   if (mode === 'deny') return { decision: 'deny', reason: 'denied with --deny' };
   if (!process.stdin.isTTY) {
-    console.log('Not on a terminal and neither --approve nor --deny was given: the call is denied.');
-    return { decision: 'deny', reason: 'no terminal to ask; run with --approve to send' };
+    // Said of the call at hand: which tool, and how to let it run (a new turn with --approve, or a decision of its own).
+    const call = `${pending.tool} (${pending.callId})`;
+    console.log(
+      `Not on a terminal and neither --approve nor --deny was given: ${call} is denied and does not run. ` +
+        `To let ${pending.tool} run, run the task again with --approve, or start it with \`tollgate start\` and decide with \`tollgate approve\`.`,
+    );
+    return { decision: 'deny', reason: `no terminal to ask about ${call}; run again with --approve to let ${pending.tool} run` };
   }
   const prompt = createInterface({ input: process.stdin, output: process.stdout });
   const answer = await prompt.question('Approve this call? [y/N] ');
@@ -30,12 +35,16 @@ async function decide(pending: PendingApproval, mode: ApprovalMode): Promise<{ d
     : { decision: 'deny', reason: 'denied at the terminal' };
 }
 
-/** One line for a finished tool call, safe to print. */
+/** One line for a finished tool call, safe to print: `denied by alice, 0 executions`, `error outcome_unknown, 1 execution`. */
 export function describeEvent(event: ToolEvent): string {
   const executions = `${event.executions} execution${event.executions === 1 ? '' : 's'}`;
-  const code = event.code ? ` ${event.code}` : '';
-  const decided = event.approval ? `, ${event.approval.decision === 'approve' ? 'approved' : 'denied'} by ${event.approval.by}` : '';
-  return forTerminal(`[step ${event.step + 1}] ${event.tool} (${event.effect}): ${event.status}${code}, ${executions}${decided}`);
+  const decided = event.approval ? `${event.approval.decision === 'approve' ? 'approved' : 'denied'} by ${event.approval.by}` : '';
+  // A denied call's status and code are the same word: it is said once, with who said it.
+  const outcome =
+    event.status === 'denied'
+      ? `${decided || 'denied'}, ${executions}`
+      : `${event.status}${event.code && event.code !== event.status ? ` ${event.code}` : ''}, ${executions}${decided ? `, ${decided}` : ''}`;
+  return forTerminal(`[step ${event.step + 1}] ${event.tool} (${event.effect}): ${outcome}`);
 }
 
 /** The tokens a turn used, against its budget when it has one: `tokens: 1234 of 5000 (in 1000, out 234)`. */

@@ -289,7 +289,9 @@ describe('the tollgate CLI', () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('[step 1] search_local_sources (read): success, 1 execution');
     expect(run.stdout).toContain('Decision accepted: deny call-3-0.');
-    expect(run.stdout).toMatch(/send_message \(irreversible_write\): denied denied, 0 executions/);
+    // Denied is said once, with who denied it.
+    expect(run.stdout).toMatch(/send_message \(irreversible_write\): denied by [^,\n]+, 0 executions\n/);
+    expect(run.stdout).not.toContain('denied denied');
     // The closing line: the status and the tokens the turn used (it had no budget).
     expect(run.stdout).toMatch(/\ncompleted, tokens: (\d+) \(in \d+, out \d+\)\n/);
     const limited = await tollgate([
@@ -305,6 +307,14 @@ describe('the tollgate CLI', () => {
     ]);
     expect(limited.code).toBe(0);
     expect((JSON.parse(limited.stdout) as AgentTurnResult).toolCalls.map((event) => event.tool)).toEqual(['search_local_sources']);
+    // Without a terminal and without --approve or --deny, the line names the call's tool and how to let it run.
+    const unasked = await tollgate(['run', 'How long are backups kept?', '--task-id', 'cli-5']);
+    expect(unasked.code).toBe(0);
+    expect(unasked.stdout).toContain(
+      'Not on a terminal and neither --approve nor --deny was given: send_message (call-3-0) is denied and does not run. ' +
+        'To let send_message run, run the task again with --approve, or start it with `tollgate start` and decide with `tollgate approve`.',
+    );
+    expect(unasked.stdout).toMatch(/send_message \(irreversible_write\): denied by [^,\n]+, 0 executions\n/);
     const failing = await tollgate(['run', 'x', '--task-id', 'cli-4', '--model', 'gpt-unknown']);
     expect(failing.code).toBe(1);
     expect(failing.stderr).toBe('tollgate: the turn failed: model "gpt-unknown" is not in the config\'s model list (scripted)\n');
