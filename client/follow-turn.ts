@@ -3,6 +3,7 @@ import { createInterface } from 'node:readline/promises';
 import type { PendingApproval } from '../common/contract/decisions';
 import type { ToolEvent } from '../common/contract/tools';
 import type { AgentTurnResult, Usage } from '../common/contract/turn';
+import { displayValue, hiddenWarning } from '../common/display-text';
 import { approvalDigest } from '../tools/canonical-json';
 import { formatTable } from './format-table';
 import { forTerminal } from './terminal-text';
@@ -106,6 +107,9 @@ export function describeApproval(
     ? whole
     : `${whole.slice(0, maxArgsChars)}\n… ${whole.length - maxArgsChars} more characters (the whole arguments: --json)`;
   const lines = [header, ...args.split('\n').map((line) => `  ${line}`)];
+  // Said after the arguments, where the eye ends, by the rules every surface shows a call with.
+  const warning = hiddenWarning(displayValue(pending.args).hidden);
+  if (warning) lines.push(`  ${warning}`);
   if (pending.redactedValues) {
     const values = `${pending.redactedValues} value${pending.redactedValues === 1 ? '' : 's'}`;
     lines.push(`  (${values} redacted: the call runs with the real ones, which this digest binds through the worker's record)`);

@@ -1,6 +1,7 @@
 // The decision commands: the inbox of what waits for a person, and approve, deny, resolve and resume.
 import { Argument, type Command } from 'commander';
 import type { GrantRequest, PendingResolution } from '../../common/contract/decisions';
+import { displayValue, hiddenWarning } from '../../common/display-text';
 import { parseDuration } from '../../common/duration';
 import { grantRequestProblem } from '../../common/grant-request';
 import { decisionDigest, describeApproval, SHOWN_ARGS_CHARS } from '../follow-turn';
@@ -55,6 +56,7 @@ export function describeResolution(entry: PendingResolution & { workflowId: stri
       .split('\n')
       .map((line) => `  ${line}`),
     forTerminal(`  argsDigest ${entry.shownDigest ?? entry.argsDigest}`),
+    ...[hiddenWarning(displayValue(entry.args).hidden)].filter((line) => line !== undefined).map((line) => `  ${line}`),
     `  tollgate resolve ${forTerminal(entry.workflowId)} ${forTerminal(entry.callId)} applied|not_applied [--note <text>]`,
   ].join('\n');
 }

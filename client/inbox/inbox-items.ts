@@ -6,6 +6,7 @@ import type { PendingApproval, PendingResolution, PendingResume } from '../../co
 import type { ToolCatalogue, ToolDescription } from '../../common/contract/tools';
 import type { TurnState } from '../../common/contract/turn';
 import { TOOL_CATALOGUE_WORKFLOW_TYPE } from '../../common/defaults';
+import { displayValue, editableJson, HIDDEN_CHARACTER_PATTERN, hiddenWarning, type ValueDisplay } from '../../common/display-text';
 import { WAITING_FOR_SEARCH_ATTRIBUTE } from '../../common/search-attributes';
 import type { TollgateConfig } from '../../config/config-schema';
 import { createRedactor, type Redactor } from '../../hardened/redact';
@@ -26,11 +27,38 @@ export interface TurnSummary {
   decided: Array<{ callId: string; tool: string; decision: 'approve' | 'deny'; by: string }>;
 }
 
+/**
+ * A call's arguments as the page shows them, by the rules every surface shares
+ * (`common/display-text.ts`): the page renders `root` part by part and computes the digest over the
+ * value those parts stand for, so what it approves is exactly what it rendered.
+ */
+export interface ArgumentsDisplay extends ValueDisplay {
+  /** The warning shown with the item when the arguments hold hidden characters. */
+  warning?: string;
+  /** The arguments as JSON to edit, hidden characters written as JSON escapes. */
+  editText: string;
+}
+
 /** One thing that waits for a person. */
 export type InboxItem =
-  | { id: string; kind: 'approval'; turn: TurnSummary; pending: PendingApproval; tool?: ToolDescription; toolChanged?: boolean }
-  | { id: string; kind: 'resolution'; turn: TurnSummary; pending: PendingResolution; tool?: ToolDescription }
+  | {
+      id: string;
+      kind: 'approval';
+      turn: TurnSummary;
+      pending: PendingApproval;
+      display: ArgumentsDisplay;
+      tool?: ToolDescription;
+      toolChanged?: boolean;
+    }
+  | { id: string; kind: 'resolution'; turn: TurnSummary; pending: PendingResolution; display: ArgumentsDisplay; tool?: ToolDescription }
   | { id: string; kind: 'resume'; turn: TurnSummary; pending: PendingResume };
+
+/** The arguments of a waiting call as the page shows them. */
+export function argumentsDisplay(args: unknown): ArgumentsDisplay {
+  const display = displayValue(args);
+  const warning = hiddenWarning(display.hidden);
+  return { ...display, ...(warning ? { warning } : {}), editText: editableJson(args) };
+}
 
 /** A wait that ended since it was listed: decided here or elsewhere, by whom, or ended with its turn. */
 export interface TakenItem {
@@ -50,6 +78,8 @@ export interface InboxSnapshot {
   taken: TakenItem[];
   /** The approver key names the workers require; none: decisions need no signature (anyone who reaches Temporal may decide). */
   approverKeys: string[] | null;
+  /** The characters the page marks in any text it shows (a regular expression's source, flags `gu`): the rule every surface shares. */
+  hiddenPattern: string;
   at: string;
   /** Why the last look failed (the list shown is the one before it). */
   problem?: string;
@@ -66,7 +96,13 @@ function itemId(kind: string, workflowId: string, subject: string, round: number
 
 /** The inbox's view of the waiting turns, looked up while someone watches. */
 export class InboxItems {
-  private last: InboxSnapshot = { items: [], taken: [], approverKeys: null, at: new Date(0).toISOString() };
+  private last: InboxSnapshot = {
+    items: [],
+    taken: [],
+    approverKeys: null,
+    hiddenPattern: HIDDEN_CHARACTER_PATTERN,
+    at: new Date(0).toISOString(),
+  };
   private readonly watchers = new Set<(snapshot: InboxSnapshot) => void>();
   private timer?: NodeJS.Timeout;
   private looking?: Promise<InboxSnapshot>;
@@ -141,6 +177,7 @@ export class InboxItems {
         items,
         taken,
         approverKeys: catalogue ? (catalogue.approverKeys ?? null) : this.last.approverKeys,
+        hiddenPattern: HIDDEN_CHARACTER_PATTERN,
         at: new Date().toISOString(),
       };
       return this.last;
@@ -183,6 +220,7 @@ export class InboxItems {
         kind: 'approval',
         turn,
         pending,
+        display: argumentsDisplay(pending.args),
         ...(tool ? { tool: tool.description } : {}),
         ...(tool?.changed ? { toolChanged: true } : {}),
       });
@@ -194,6 +232,7 @@ export class InboxItems {
         kind: 'resolution',
         turn,
         pending,
+        display: argumentsDisplay(pending.args),
         ...(tool ? { tool: tool.description } : {}),
       });
     }

@@ -1,12 +1,14 @@
 import type { PendingApproval, PendingResolution, PendingResume } from '../../common/contract/decisions';
 import type { TurnState } from '../../common/contract/turn';
+import { displayText, displayValue, hiddenWarning } from '../../common/display-text';
 
 /** At most this many characters of one waiting call's arguments go into the Web UI's details. */
 export const DETAILS_ARGS_CHARS = 2_000;
 
 /** A waiting call's (already redacted) arguments as pretty JSON for the details, bounded, with no fence breaking out. */
 function shownJson(args: unknown): string {
-  const whole = (JSON.stringify(args, null, 2) ?? 'undefined').replace(/`/g, '\\u0060');
+  // Hidden characters are marked as every surface marks them, so the Web UI shows no text the call does not carry.
+  const whole = displayText(JSON.stringify(args, null, 2) ?? 'undefined').replace(/`/g, '\\u0060');
   if (whole.length <= DETAILS_ARGS_CHARS) return whole;
   return `${whole.slice(0, DETAILS_ARGS_CHARS)}\n… ${whole.length - DETAILS_ARGS_CHARS} more characters (the whole arguments: tollgate status --json)`;
 }
@@ -15,7 +17,7 @@ function shownJson(args: unknown): string {
 function resumeDetails([pending]: PendingResume[]): string[] {
   const round = pending.round > 1 ? { round: pending.round } : {};
   const send = (decision: 'retry' | 'stop') => JSON.stringify({ step: pending.step, decision, ...round });
-  const text = pending.partialText.replace(/`/g, "'");
+  const text = displayText(pending.partialText).replace(/`/g, "'");
   const shown = text.length <= DETAILS_ARGS_CHARS ? text : `…${text.slice(-DETAILS_ARGS_CHARS)}`;
   return [
     '### Waiting for a resume decision',
@@ -32,7 +34,7 @@ function resumeDetails([pending]: PendingResume[]): string[] {
 }
 
 function cell(text: string): string {
-  return text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+  return displayText(text.replace(/\n/g, ' ')).replace(/\|/g, '\\|');
 }
 
 /** The calls waiting for approval: each one's digest, the exact JSON that approves it, and its arguments as shown. */
@@ -40,11 +42,13 @@ function approvalDetails(waiting: PendingApproval[]): string[] {
   const lines = ['### Waiting for approval', ''];
   for (const pending of waiting) {
     const digest = pending.shownDigest ?? pending.argsDigest;
-    lines.push(`- **${pending.callId}** · ${pending.tool} · expires ${pending.expiresAt} · argsDigest \`${digest}\``);
+    lines.push(`- **${cell(pending.callId)}** · ${cell(pending.tool)} · expires ${pending.expiresAt} · argsDigest \`${digest}\``);
     const round = pending.round > 1 ? { round: pending.round } : {};
     const send = JSON.stringify({ callId: pending.callId, decision: 'approve', argsDigest: digest, ...round }).replace(/`/g, '\\u0060');
     lines.push(`  To approve, send the \`approval\` signal with \`${send}\` (\`"deny"\` to deny)`);
     if (pending.policyNote) lines.push(`  No rule or grant decided it: ${cell(pending.policyNote)}`);
+    const warning = hiddenWarning(displayValue(pending.args).hidden);
+    if (warning) lines.push(`  **${warning}**`);
     if (pending.redactedValues)
       lines.push(
         `  ${pending.redactedValues} value${pending.redactedValues === 1 ? '' : 's'} redacted; the digest names the arguments as shown`,
@@ -72,7 +76,7 @@ function resolutionDetails(waiting: PendingResolution[]): string[] {
   const lines = ['### Waiting for a resolution (outcome unknown)', ''];
   for (const pending of waiting) {
     const digest = pending.shownDigest ?? pending.argsDigest;
-    lines.push(`- **${pending.callId}** · ${pending.tool} · expires ${pending.expiresAt} · ${cell(pending.reason)}`, '');
+    lines.push(`- **${cell(pending.callId)}** · ${cell(pending.tool)} · expires ${pending.expiresAt} · ${cell(pending.reason)}`, '');
     const round = pending.round > 1 ? { round: pending.round } : {};
     const json = JSON.stringify({ callId: pending.callId, outcome: 'applied', argsDigest: digest, ...round, note: '…' });
     lines.push(`  Send the \`resolve\` signal with \`${json}\` (or \`"outcome": "not_applied"\`), or \`tollgate resolve\`.`, '');

@@ -1,7 +1,7 @@
 // The inbox page: Preact components written with htm, state in Preact signals. It shows what waits
 // for a person, and signs each decision in this browser with the approver's own key before it is sent.
 import { h, render } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import htm from 'htm';
 import { computed, signal } from '@preact/signals';
 import { startAuthentication, startRegistration } from '@simplewebauthn/browser';
@@ -16,6 +16,7 @@ import {
   publicEntry,
   saveSigningKey,
   signDecision,
+  valueOfShown,
 } from './decisions.js';
 
 const html = htm.bind(h);
@@ -194,31 +195,135 @@ function KeyPanel() {
   </section>`;
 }
 
-/** An argument value, shown whole: long texts and large objects are folded, never cut. */
-function Value({ value, name }) {
-  if (typeof value === 'string') {
-    if (value.length <= 160 && !value.includes('\n')) return html`<code>${JSON.stringify(value)}</code>`;
-    return html`<details>
-      <summary>${name ? html`<span class="key">${name}</span>: ` : ''}${value.length} characters (unfold)</summary>
-      <pre>${value}</pre>
-    </details>`;
+/**
+ * Text as plain runs and marks, by the rule every surface shares (the server sends its pattern):
+ * each hidden character is shown as its mark, `\u{202E}`, as the terminal and the Web UI show it.
+ */
+function partsOf(text) {
+  const value = String(text ?? '');
+  const pattern = snapshot.value.hiddenPattern;
+  if (!pattern) return [value];
+  const parts = [];
+  let from = 0;
+  for (const match of value.matchAll(new RegExp(pattern, 'gu'))) {
+    if (match.index > from) parts.push(value.slice(from, match.index));
+    const codePoint = match[0].codePointAt(0);
+    parts.push({ mark: `\\u{${codePoint.toString(16).toUpperCase()}}`, codePoint });
+    from = match.index + match[0].length;
   }
-  if (value === null || typeof value !== 'object') return html`<code>${JSON.stringify(value)}</code>`;
-  const entries = Array.isArray(value) ? value.map((item, index) => [index, item]) : Object.entries(value);
-  const text = JSON.stringify(value, null, 2);
-  if (text.length <= 240) return html`<pre>${text}</pre>`;
-  return html`<details open=${entries.length <= 8}>
-    <summary>${Array.isArray(value) ? `${entries.length} items` : `${entries.length} fields`}</summary>
-    <ul>
-      ${entries.map(([key, item]) => html`<li><span class="key">${key}</span>: <${Value} value=${item} name=${String(key)} /></li>`)}
-    </ul>
-  </details>`;
+  if (from < value.length) parts.push(value.slice(from));
+  return parts;
 }
 
-/** The digest of what this page shows of a call: it must be the one the call waits under, or the page sends nothing. */
-async function shownDigestMatches(pending) {
-  const digest = await approvalDigest(pending.args, pending.definitionDigest);
-  return { computed: digest, matches: digest === (pending.shownDigest ?? pending.argsDigest) };
+/** Display parts: plain runs as text, each hidden character as a highlighted mark. */
+function Parts({ parts }) {
+  return parts.map((part) =>
+    typeof part === 'string'
+      ? part
+      : html`<mark class="hidden-char" title=${`hidden character U+${part.codePoint.toString(16).toUpperCase().padStart(4, '0')}`}
+          >${part.mark}</mark
+        >`,
+  );
+}
+
+/** Text from a turn (a prompt, the model's text, a reason), its hidden characters marked. */
+function Shown({ text }) {
+  return html`<${Parts} parts=${partsOf(text)} />`;
+}
+
+/**
+ * An argument value as the server's display of it says (common/display-text.ts): never cut; long
+ * texts and objects of many fields folded, each fold named so the page knows when all were shown.
+ */
+function Value({ node, name }) {
+  const label = name ? html`<span class="key"><${Parts} parts=${name} /></span>: ` : '';
+  switch (node.kind) {
+    case 'json':
+      return node.inline ? html`<code><${Parts} parts=${node.parts} /></code>` : html`<pre><${Parts} parts=${node.parts} /></pre>`;
+    case 'text':
+      return html`<details data-fold=${node.fold}>
+        <summary>${label}${node.length} characters (unfold)</summary>
+        <pre><${Parts} parts=${node.parts} /></pre>
+      </details>`;
+    case 'list':
+    case 'fields': {
+      const entries =
+        node.kind === 'list'
+          ? node.items.map((item, index) => [[String(index)], item])
+          : node.fields.map((field) => [field.key, field.value]);
+      return html`<details open=${node.fold === undefined} data-fold=${node.fold}>
+        <summary>
+          ${node.kind === 'list' ? `${entries.length} items` : `${entries.length} fields`}${node.fold === undefined ? '' : ' (unfold)'}
+        </summary>
+        <ul>
+          ${entries.map(
+            ([key, item]) =>
+              html`<li>
+                <span class="key"><${Parts} parts=${key} /></span>: <${Value} node=${item} name=${key} />
+              </li>`,
+          )}
+        </ul>
+      </details>`;
+    }
+    default:
+      return html`<strong class="errors">nested deeper than ${node.depth} levels: not shown here</strong>`;
+  }
+}
+
+/**
+ * The arguments, with how much of them was shown: a fold counts as shown once it is open with every
+ * fold around it open too. `onShown` hears each fold as it comes into view.
+ */
+function Arguments({ display, shown, onShown }) {
+  const container = useRef(undefined);
+  const look = () => {
+    const open = [...container.current.querySelectorAll('details[data-fold][open]')].filter(
+      (element) => !element.parentElement.closest('details:not([open])'),
+    );
+    onShown(open.map((element) => element.dataset.fold));
+  };
+  const unfoldAll = () => {
+    for (const element of container.current.querySelectorAll('details')) element.open = true;
+  };
+  const total = display.folds.length;
+  const seen = display.folds.filter((fold) => shown.has(fold)).length;
+  return html`<div>
+    ${display.warning && html`<p class="warning" role="note" data-testid="hidden-warning">${display.warning}</p>`}
+    <div class="args" data-testid="arguments" ref=${container} onToggleCapture=${look}>
+      <${Value} node=${display.root} />
+    </div>
+    ${
+      !display.complete
+        ? html`<p class="errors" data-testid="unfold-status">
+            Part of these arguments is nested too deeply to be shown here, so the call cannot be approved from this page: see them whole
+            with tollgate approve --all.
+          </p>`
+        : total > 0 &&
+          html`<p class=${seen === total ? 'muted' : 'warning'} data-testid="unfold-status">
+            ${
+              seen === total
+                ? `All ${total} folded part${total === 1 ? ' was' : 's were'} unfolded: everything was shown.`
+                : `${seen} of ${total} folded part${total === 1 ? '' : 's'} unfolded. A call is decided only from a whole view: unfold every part to enable Approve.`
+            }
+            ${seen < total && html` <button class="secondary" onClick=${unfoldAll}>Unfold everything</button>`}
+          </p>`
+    }
+  </div>`;
+}
+
+/** Whether every part of the arguments was shown on the page: nothing folded is left unopened, nothing too deep. */
+function wholyShown(display, shown) {
+  return display.complete && display.folds.every((fold) => shown.has(fold));
+}
+
+/** The digest of what this page rendered of a call: it must be the one the call waits under, or the page sends nothing. */
+async function shownDigestMatches(item) {
+  try {
+    const digest = await approvalDigest(valueOfShown(item.display.root), item.pending.definitionDigest);
+    return { computed: digest, matches: digest === (item.pending.shownDigest ?? item.pending.argsDigest) };
+  } catch {
+    return { computed: undefined, matches: false };
+  }
 }
 
 /** Signs (when a key is here) and sends one decision; the page says what the turn answered. */
@@ -242,15 +347,17 @@ async function send(kind, item, decision, signedFields) {
   }
 }
 
-function ApprovalActions({ item, digest }) {
+function ApprovalActions({ item, digest, allShown }) {
   const [reason, setReason] = useState('');
   const [editing, setEditing] = useState(false);
-  const [text, setText] = useState(() => JSON.stringify(item.pending.args, null, 2));
+  const [text, setText] = useState(() => item.display.editText);
   const [grantHours, setGrantHours] = useState('0');
   const [grantWhen, setGrantWhen] = useState('');
   const approver = session.value.approver;
   const { canDecide } = keyStatus.value;
   const disabled = !canDecide || !digest?.matches || item.pending.redactedValues !== undefined;
+  // Approving (as it is or edited) needs the whole arguments shown; a denial runs nothing, so it does not.
+  const approveDisabled = disabled || !allShown;
   let edited;
   let errors = [];
   if (editing) {
@@ -302,7 +409,7 @@ function ApprovalActions({ item, digest }) {
   };
   return html`<div>
     <div class="actions">
-      <button class="primary" disabled=${disabled || grantError !== undefined} onClick=${() => decide('approve')}>Approve</button>
+      <button class="primary" disabled=${approveDisabled || grantError !== undefined} onClick=${() => decide('approve')}>Approve</button>
       <label>Reason for a denial <input type="text" value=${reason} onInput=${(event) => setReason(event.target.value)} /></label>
       <button class="danger" disabled=${disabled} onClick=${() => decide('deny')}>Deny</button>
       <button class="secondary" disabled=${disabled || !item.tool} aria-expanded=${editing} onClick=${() => setEditing(!editing)}>
@@ -345,6 +452,13 @@ function ApprovalActions({ item, digest }) {
         }
         ${
           edited !== undefined &&
+          partsOf(JSON.stringify(edited)).some((part) => typeof part !== 'string') &&
+          html`<p class="warning" role="note" data-testid="edit-hidden-warning">
+            The edited arguments hold hidden characters (marked \\u{…} in the changes below): they run as marked.
+          </p>`
+        }
+        ${
+          edited !== undefined &&
           errors.length === 0 &&
           !unchanged &&
           html`<h4>What changes</h4>
@@ -352,7 +466,7 @@ function ApprovalActions({ item, digest }) {
         }
         <button
           class="primary"
-          disabled=${disabled || errors.length > 0 || unchanged || edited === undefined}
+          disabled=${approveDisabled || errors.length > 0 || unchanged || edited === undefined}
           onClick=${() => decide('approve', edited)}
         >
           Approve with these arguments
@@ -368,15 +482,16 @@ function Diff({ before, after }) {
 ${parts.map(
       (part) =>
         html`<span class=${part.added ? 'added' : part.removed ? 'removed' : ''}
-          >${part.added ? '+ ' : part.removed ? '- ' : ''}${part.value}</span
-        >`,
+          >${part.added ? '+ ' : part.removed ? '- ' : ''}<${Shown} text=${part.value}
+        /></span>`,
     )}</pre>`;
 }
 
-function ResolutionActions({ item, digest }) {
+function ResolutionActions({ item, digest, allShown }) {
   const [note, setNote] = useState('');
   const { canDecide } = keyStatus.value;
-  const disabled = !canDecide || !digest?.matches;
+  // "Not applied" lets the call run again: it is said only of arguments shown whole, as an approval is.
+  const disabled = !canDecide || !digest?.matches || !allShown;
   const resolve = (outcome) => {
     const decision = { callId: item.pending.callId, outcome, argsDigest: digest.computed, resolver: session.value.approver };
     if (note) decision.note = note;
@@ -404,14 +519,25 @@ function ResumeActions({ item }) {
   </div>`;
 }
 
+/** What the workers do with a call of this tool when an attempt fails, as its effect says (an irreversible write never runs again by itself). */
+function retryPolicy(tool) {
+  const attempts = `${tool.maxAttempts} attempt${tool.maxAttempts === 1 ? '' : 's'} at most`;
+  if (tool.effect === 'irreversible_write') return 'runs once, never again by itself: an unknown outcome is asked of a person';
+  if (tool.effect === 'reversible_write') return `runs again only after its status check finds it did not apply, ${attempts}`;
+  return attempts;
+}
+
 function Detail({ item }) {
   const [digest, setDigest] = useState(undefined);
+  const [shown, setShown] = useState(() => new Set());
   useEffect(() => {
     if (item.kind === 'resume') return undefined;
     let current = true;
-    shownDigestMatches(item.pending).then((found) => current && setDigest(found));
+    shownDigestMatches(item).then((found) => current && setDigest(found));
     return () => (current = false);
   }, [item.id]);
+  const onShown = (folds) => setShown((before) => (folds.every((fold) => before.has(fold)) ? before : new Set([...before, ...folds])));
+  const allShown = item.kind !== 'resume' && wholyShown(item.display, shown);
   const { pending, tool, turn } = item;
   return html`<article aria-labelledby="detail-heading">
     <h2 id="detail-heading">
@@ -432,21 +558,18 @@ function Detail({ item }) {
       ${
         tool &&
         html`<dt>Tool</dt>
-          <dd>${tool.name}: ${tool.description}</dd>
+          <dd>${tool.name}: <${Shown} text=${tool.description} /></dd>
           <dt>Effect</dt>
           <dd>${tool.effectLabel}</dd>
           <dt>Policy</dt>
-          <dd>
-            runs for at most ${duration(tool.timeoutMs)}, ${tool.maxAttempts} attempt${tool.maxAttempts === 1 ? '' : 's'} at most; an
-            approval waits ${duration(tool.approvalTimeoutMs)}
-          </dd>
+          <dd>runs for at most ${duration(tool.timeoutMs)}, ${retryPolicy(tool)}; an approval waits ${duration(tool.approvalTimeoutMs)}</dd>
           <dt>Who may decide</dt>
           <dd>${tool.approvers ? tool.approvers.join(', ') : 'any approver'}</dd>`
       }
       ${
         pending.policyNote &&
         html`<dt>Why no rule decided</dt>
-          <dd data-testid="policy-note">${pending.policyNote}</dd>`
+          <dd data-testid="policy-note"><${Shown} text=${pending.policyNote} /></dd>`
       }
       ${
         item.toolChanged &&
@@ -455,7 +578,7 @@ function Detail({ item }) {
       }
     </dl>
     <h3>The request</h3>
-    <pre>${turn.prompt}</pre>
+    <pre><${Shown} text=${turn.prompt} /></pre>
     ${
       turn.decided.length > 0 &&
       html`<h3>Decided earlier in this turn</h3>
@@ -471,12 +594,12 @@ function Detail({ item }) {
     ${
       turn.modelText &&
       html`<h3>What the model said so far</h3>
-        <pre>${turn.modelText}</pre>`
+        <pre><${Shown} text=${turn.modelText} /></pre>`
     }
     ${
       item.kind === 'resume'
         ? html`<h3>The text that had streamed (${pending.chunks} chunks)</h3>
-            <pre data-testid="partial-text">${pending.partialText}</pre>`
+            <pre data-testid="partial-text"><${Shown} text=${pending.partialText} /></pre>`
         : html`<h3>Arguments</h3>
             ${
               pending.redactedValues !== undefined &&
@@ -485,7 +608,7 @@ function Detail({ item }) {
                 whole.
               </p>`
             }
-            <div class="args" data-testid="arguments"><${Value} value=${pending.args} /></div>
+            <${Arguments} display=${item.display} shown=${shown} onShown=${onShown} />
             <p>
               Digest <code data-testid="digest">${pending.shownDigest ?? pending.argsDigest}</code>
               ${digest === undefined ? ' (checking…)' : digest.matches ? ' — matches what is shown here' : html` <strong class="errors">does not match what is shown here: nothing can be sent</strong>`}
@@ -494,11 +617,11 @@ function Detail({ item }) {
     ${
       item.kind === 'resolution' &&
       html`<h3>What the status check found</h3>
-        <p>${pending.reason}</p>`
+        <p><${Shown} text=${pending.reason} /></p>`
     }
     ${keyStatus.value.why && html`<p class="errors">${keyStatus.value.why}</p>`}
-    ${item.kind === 'approval' && html`<${ApprovalActions} item=${item} digest=${digest} key=${item.id} />`}
-    ${item.kind === 'resolution' && html`<${ResolutionActions} item=${item} digest=${digest} key=${item.id} />`}
+    ${item.kind === 'approval' && html`<${ApprovalActions} item=${item} digest=${digest} allShown=${allShown} key=${item.id} />`}
+    ${item.kind === 'resolution' && html`<${ResolutionActions} item=${item} digest=${digest} allShown=${allShown} key=${item.id} />`}
     ${item.kind === 'resume' && html`<${ResumeActions} item=${item} key=${item.id} />`}
   </article>`;
 }
@@ -532,7 +655,9 @@ function Inbox() {
                   onClick=${() => ((selectedId.value = item.id), (notice.value = undefined))}
                 >
                   <span class="kind">${item.kind}</span><br />
-                  <strong>${item.kind === 'resume' ? 'model stream' : item.pending.tool}</strong> · ${item.turn.taskId}<br />
+                  <strong>${item.kind === 'resume' ? 'model stream' : item.pending.tool}</strong> ·
+                  <${Shown} text=${item.turn.taskId} />
+                  ${item.display?.warning && html` <span class="warning-badge">hidden characters</span>`}<br />
                   <span class="muted"
                     >waiting ${ago(item.pending.requestedAt ?? item.pending.since)}, expires ${until(item.pending.expiresAt)}</span
                   >

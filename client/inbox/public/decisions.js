@@ -23,6 +23,31 @@ export async function sha256(text) {
   return hex(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
 }
 
+/** The text display parts stand for: plain runs as they are, each mark as the character it marks. */
+export function partsText(parts) {
+  return parts.map((part) => (typeof part === 'string' ? part : String.fromCodePoint(part.codePoint))).join('');
+}
+
+/**
+ * The value a display node of the arguments stands for (common/display-text.ts, `valueOfDisplay`):
+ * what the page rendered, part by part, so a digest of it is a digest of what the person was shown.
+ * A part nested too deep to be shown gives no value: nothing can be approved from this view.
+ */
+export function valueOfShown(node) {
+  switch (node.kind) {
+    case 'json':
+      return JSON.parse(partsText(node.parts));
+    case 'text':
+      return partsText(node.parts);
+    case 'list':
+      return node.items.map(valueOfShown);
+    case 'fields':
+      return Object.fromEntries(node.fields.map((field) => [partsText(field.key), valueOfShown(field.value)]));
+    default:
+      throw new Error('part of the arguments is nested too deep to be shown here');
+  }
+}
+
 /** The digest an approval names: of the arguments, bound to the tool's definition when a source describes it. */
 export function approvalDigest(args, definitionDigest) {
   return sha256(canonicalJson(definitionDigest ? { args, definitionDigest } : args));
