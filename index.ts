@@ -18,6 +18,8 @@ export {
 export { ToolOutcome } from './tools/tool-outcome';
 /** A handler's own verdict with a stable code (never retried as a transient failure). */
 export { ToolError } from './tools/tool-error';
+/** The base of every error Tollgate throws: `X.isInstance(value)` recognises one made by another copy of the package, where `instanceof` fails. */
+export { TollgateError } from './common/tollgate-error';
 /** The built-in tools of the embedded default (search, documents, drafts, messages, shell), built from a config. */
 export { builtInTools } from './tools/built-in';
 /** Tools that are not written with `defineTool`: a source opened at worker start, its tools served, closed at shutdown. */

@@ -27,7 +27,7 @@ program.parseAsync(process.argv).catch((error: unknown) => {
   if (error instanceof CommanderError) {
     process.exit(error.exitCode);
   }
-  const exitCode = error instanceof CliError ? error.exitCode : 1;
+  const exitCode = CliError.isInstance(error) ? error.exitCode : 1;
   console.error(forTerminal(`tollgate: ${error instanceof Error ? error.message : String(error)}`));
   process.exit(exitCode);
 });

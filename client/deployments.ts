@@ -3,6 +3,7 @@ import { temporal } from '@temporalio/proto';
 import { WAITING_FOR_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import type { TurnState } from '../common/contract/turn';
 import { stateQuery } from '../workflows/messages';
+import { TollgateError } from '../common/tollgate-error';
 
 const { WorkerDeploymentVersionStatus } = temporal.api.enums.v1;
 
@@ -36,7 +37,8 @@ export interface DeploymentStatus {
 }
 
 /** A deployment that the server does not know (no worker of it has polled yet). */
-export class DeploymentNotFoundError extends Error {
+export class DeploymentNotFoundError extends TollgateError {
+  static override readonly marker = 'tollgate.error.DeploymentNotFoundError';
   override name = 'DeploymentNotFoundError';
 }
 

@@ -27,9 +27,11 @@ import { resumeSigningSubject, signDecisionFields } from '../common/signed-decis
 import { approvalDigest } from '../tools/canonical-json';
 import { canonicalJson } from '../common/canonical-json';
 import { grantRequestProblem } from '../common/grant-request';
+import { TollgateError } from '../common/tollgate-error';
 
 /** A decision was sent to a turn that is no longer running. */
-export class TurnEndedError extends Error {
+export class TurnEndedError extends TollgateError {
+  static override readonly marker = 'tollgate.error.TurnEndedError';
   override name = 'TurnEndedError';
 }
 

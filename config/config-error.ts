@@ -1,7 +1,9 @@
 import type { z } from 'zod';
+import { TollgateError } from '../common/tollgate-error';
 
 /** A config that cannot be used; the message names the file and the key. */
-export class ConfigError extends Error {
+export class ConfigError extends TollgateError {
+  static override readonly marker = 'tollgate.error.ConfigError';
   override name = 'ConfigError';
 }
 

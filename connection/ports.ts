@@ -1,7 +1,9 @@
 import net from 'node:net';
+import { TollgateError } from '../common/tollgate-error';
 
 /** A server or address problem the user can fix; the message is one line naming the cause and the fix. */
-export class ServerError extends Error {
+export class ServerError extends TollgateError {
+  static override readonly marker = 'tollgate.error.ServerError';
   override name = 'ServerError';
 }
 

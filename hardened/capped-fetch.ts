@@ -3,13 +3,12 @@
  * answers): the body is counted while it is read, so an endless or oversized answer stops at the
  * cap instead of growing the worker's memory. Nothing here trusts a Content-Length header.
  */
+import { TollgateError } from '../common/tollgate-error';
 
 /** The marker (global registry, so that it survives package copies) of {@link BodyTooLargeError}. */
-const BODY_TOO_LARGE = Symbol.for('tollgate.body-too-large');
-
 /** The error a capped body raises once more than its cap of bytes arrived; the request had gone out. */
-export class BodyTooLargeError extends Error {
-  readonly [BODY_TOO_LARGE] = true;
+export class BodyTooLargeError extends TollgateError {
+  static override readonly marker = 'tollgate.error.BodyTooLargeError';
   readonly maxBytes: number;
   readonly url: string;
 
@@ -18,11 +17,6 @@ export class BodyTooLargeError extends Error {
     this.name = 'BodyTooLargeError';
     this.maxBytes = maxBytes;
     this.url = url;
-  }
-
-  /** Whether a value is such an error, from any copy of this module. */
-  static isInstance(value: unknown): value is BodyTooLargeError {
-    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BODY_TOO_LARGE] === true;
   }
 }
 

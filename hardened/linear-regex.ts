@@ -11,6 +11,7 @@
  * and counts as not matching, and the scope reports that its budget ran out.
  */
 import { RE2JS } from 're2js';
+import { TollgateError } from '../common/tollgate-error';
 
 /** Instructions × characters one scope may spend: at about 100 ns each at worst, a few hundred milliseconds. */
 export const DEFAULT_REGEX_BUDGET = 3_000_000;
@@ -19,22 +20,15 @@ export const DEFAULT_REGEX_BUDGET = 3_000_000;
 const SHOWN_PATTERN_CHARS = 120;
 
 /** The marker (global registry, so that it survives package copies) of {@link UnsupportedRegexError}. */
-const UNSUPPORTED_REGEX = Symbol.for('tollgate.unsupported-regex');
-
 /** A pattern that cannot be matched in linear time, or that RE2 does not accept; `pattern` is the pattern as given. */
-export class UnsupportedRegexError extends Error {
-  readonly [UNSUPPORTED_REGEX] = true;
+export class UnsupportedRegexError extends TollgateError {
+  static override readonly marker = 'tollgate.error.UnsupportedRegexError';
   readonly pattern: string;
 
   constructor({ pattern, reason }: { pattern: string; reason: string }) {
     super(`the pattern ${showPattern(pattern)} ${reason}`);
     this.name = 'UnsupportedRegexError';
     this.pattern = pattern;
-  }
-
-  /** Whether a value is such an error, from any copy of this module. */
-  static isInstance(value: unknown): value is UnsupportedRegexError {
-    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[UNSUPPORTED_REGEX] === true;
   }
 }
 

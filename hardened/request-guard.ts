@@ -1,11 +1,10 @@
 import type http from 'node:http';
-
-const REFUSAL = Symbol.for('tollgate.RequestRefusal');
+import { TollgateError } from '../common/tollgate-error';
 
 /** A request answered with a 4xx status and a one-line reason: thrown by a handler or the body reader, answered by the guard. */
-export class RequestRefusal extends Error {
+export class RequestRefusal extends TollgateError {
+  static override readonly marker = 'tollgate.error.RequestRefusal';
   override name = 'RequestRefusal';
-  readonly [REFUSAL] = true;
   constructor(
     readonly status: 400 | 404 | 405 | 413 | 415,
     message: string,
@@ -13,11 +12,6 @@ export class RequestRefusal extends Error {
     readonly headers: Record<string, string> = {},
   ) {
     super(message);
-  }
-
-  /** Whether `value` is a refusal, from this copy of the module or another. */
-  static isInstance(value: unknown): value is RequestRefusal {
-    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[REFUSAL] === true;
   }
 }
 

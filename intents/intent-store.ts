@@ -1,5 +1,6 @@
 import type { ToolResult } from '../common/contract/tools';
 import { EFFECT_TRAITS, effectsWhere, isWriteEffect, type WriteEffect } from '../common/effects';
+import { TollgateError } from '../common/tollgate-error';
 
 export type { WriteEffect } from '../common/effects';
 
@@ -94,22 +95,15 @@ export interface IntentStoreOptions {
   inFlightGraceMs?: number;
 }
 
-const INTENT_STORE_ERROR = Symbol.for('tollgate.IntentStoreError');
-
 /** A store call that failed (the store cannot be reached, or answered with an error): the boundary reports it, never guesses. */
-export class IntentStoreError extends Error {
+export class IntentStoreError extends TollgateError {
+  static override readonly marker = 'tollgate.error.IntentStoreError';
   override name = 'IntentStoreError';
-  readonly [INTENT_STORE_ERROR] = true;
   constructor(
     readonly operation: string,
     cause: unknown,
   ) {
     super(`the idempotency store could not ${operation}: ${describeCause(cause)}`, { cause });
-  }
-
-  /** Whether a value is an IntentStoreError, also one made by another copy of this module. */
-  static isInstance(value: unknown): value is IntentStoreError {
-    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[INTENT_STORE_ERROR] === true;
   }
 }
 

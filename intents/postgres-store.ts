@@ -95,7 +95,7 @@ export function openPostgresStore(
       await setup();
       return await work();
     } catch (error) {
-      throw error instanceof IntentStoreError ? error : new IntentStoreError(operation, error);
+      throw IntentStoreError.isInstance(error) ? error : new IntentStoreError(operation, error);
     }
   }
 

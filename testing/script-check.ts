@@ -1,6 +1,7 @@
 import type { ToolEvent } from '../common/contract/tools';
 import type { AgentTurnResult } from '../common/contract/turn';
 import { describeStep, type ScriptStep } from './script';
+import { TollgateError } from '../common/tollgate-error';
 
 /** Codes of calls the boundary refused before any handler ran. */
 const REFUSALS = new Set(['unknown_tool', 'invalid_arguments', 'forbidden']);
@@ -84,7 +85,8 @@ export function formatScriptReport(report: ScriptReport): string {
 }
 
 /** A turn that did not do what its script said. */
-export class ScriptNotFollowedError extends Error {
+export class ScriptNotFollowedError extends TollgateError {
+  static override readonly marker = 'tollgate.error.ScriptNotFollowedError';
   override name = 'ScriptNotFollowedError';
   constructor(readonly report: ScriptReport) {
     super(`turn ${report.workflowId} did not follow its script (status ${report.status}):\n${formatScriptReport(report)}`);

@@ -1,8 +1,10 @@
 import type { ErrorCode } from '../common/codes';
 import { checkErrorCode } from './error-code-check';
+import { TollgateError } from '../common/tollgate-error';
 
 /** A thrown error that says its own code; handlers may throw it instead of returning an outcome. */
-export class ToolError extends Error {
+export class ToolError extends TollgateError {
+  static override readonly marker = 'tollgate.error.ToolError';
   override name = 'ToolError';
   constructor(
     message: string,

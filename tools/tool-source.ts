@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { ConfigError } from '../config/config-error';
 import type { TollgateConfig } from '../config/config-schema';
 import type { ToolDefinition } from './define-tool';
+import { TollgateError } from '../common/tollgate-error';
 
 /**
  * A config section a tool source reads: its key in the config file and its schema. A section left
@@ -48,7 +49,8 @@ export interface ToolSource<Section = unknown> {
 }
 
 /** A source that could not open; its message names the source and what was wrong, in one line. */
-export class ToolSourceError extends Error {
+export class ToolSourceError extends TollgateError {
+  static override readonly marker = 'tollgate.error.ToolSourceError';
   override name = 'ToolSourceError';
 }
 
@@ -79,7 +81,7 @@ export async function openToolSources(
       const section = source.section ? sectionOf(config, source.section) : undefined;
       return await source.open({ config, section, log, env });
     } catch (error) {
-      if (error instanceof ToolSourceError || error instanceof ConfigError) throw error;
+      if (ToolSourceError.isInstance(error) || ConfigError.isInstance(error)) throw error;
       throw new ToolSourceError(`tool source "${source.name}" could not open: ${firstLine(error)}`, { cause: error });
     }
   });

@@ -6,7 +6,7 @@ const FORBIDDEN_CODES = new Set(['EACCES', 'EPERM']);
 
 /** Maps an error a handler threw to a stable code, by its type and system code, never by its text. */
 export function classifyError(error: unknown): { code: ErrorCode; retryable: boolean; message: string; retryAfterMs?: number } {
-  if (error instanceof ToolError)
+  if (ToolError.isInstance(error))
     return { code: error.code, retryable: error.retryable, message: error.message, retryAfterMs: error.options.retryAfterMs };
   const err = error instanceof Error ? error : new Error(String(error));
   const systemCode = systemErrorCode(err);

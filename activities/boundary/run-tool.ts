@@ -153,7 +153,7 @@ export function createRunTool({
       });
       const outcome = ToolOutcome.error(failure.message, failure);
       // A ToolError is the handler's own verdict; anything else cut the handler off at an unknown point.
-      return error instanceof ToolError
+      return ToolError.isInstance(error)
         ? { started: true, outcome, interrupted: false }
         : { started: true, outcome, interrupted: true, error };
     } finally {

@@ -1,6 +1,7 @@
 import { APICallError } from '@ai-sdk/provider';
 import { BodyTooLargeError } from '../../hardened/capped-fetch';
 import { CONNECTION_ERROR_CODES, systemErrorCode } from '../../hardened/network-errors';
+import { TollgateError } from '../../common/tollgate-error';
 
 const RETRYABLE_STATUS = new Set([408, 409, 425, 429, 500, 502, 503, 504, 529]);
 
@@ -10,7 +11,8 @@ const RETRYABLE_STATUS = new Set([408, 409, 425, 429, 500, 502, 503, 504, 529]);
  * so it may be cut short. It is a transient fault like a broken connection: what a step does with
  * it depends on whether a chunk went out (the model step's rule).
  */
-export class IncompleteStreamError extends Error {
+export class IncompleteStreamError extends TollgateError {
+  static override readonly marker = 'tollgate.error.IncompleteStreamError';
   override readonly name = 'IncompleteStreamError';
 
   constructor() {
@@ -64,7 +66,7 @@ export function classifyModelError(error: unknown): ModelFailure {
       message: `the model provider's answer passed ${capped.maxBytes} bytes (maxResponseBytes); the rest was not read`,
     };
   }
-  if (error instanceof IncompleteStreamError) return { retryable: true, message: error.message };
+  if (IncompleteStreamError.isInstance(error)) return { retryable: true, message: error.message };
   if (APICallError.isInstance(error)) {
     const status = error.statusCode;
     const cause = systemErrorCode(error.cause);

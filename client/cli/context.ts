@@ -6,9 +6,11 @@ import { loadConfig } from '../../config/load-config';
 import { probeServer } from '../../connection/temporal-connection';
 import { forTerminal } from '../terminal-text';
 import { TollgateClient, TurnEndedError } from '../tollgate-client';
+import { TollgateError } from '../../common/tollgate-error';
 
 /** A failure the CLI reports as one line, with its exit code. */
-export class CliError extends Error {
+export class CliError extends TollgateError {
+  static override readonly marker = 'tollgate.error.CliError';
   constructor(
     message: string,
     readonly exitCode = 1,
@@ -51,7 +53,7 @@ export async function withClient<T>(work: (client: TollgateClient, config: Tollg
   } catch (error) {
     if (error instanceof WorkflowNotFoundError)
       throw new CliError(`no turn with workflow id ${error.workflowId} in namespace ${config.temporal.namespace}`);
-    if (error instanceof TurnEndedError) throw new CliError(`rejected: ${error.message}`);
+    if (TurnEndedError.isInstance(error)) throw new CliError(`rejected: ${error.message}`);
     if (error instanceof WorkflowUpdateFailedError) throw new CliError(`rejected: ${error.cause?.message ?? error.message}`);
     if (error instanceof WorkflowFailedError) {
       let cause: Error | undefined = error.cause;

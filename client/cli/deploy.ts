@@ -44,7 +44,7 @@ export function registerDeployCommands(program: Command): void {
       const status = await withClient((client, config) =>
         deploymentStatus(client.client, deploymentOption(config, options.deployment)),
       ).catch((error: Error) => {
-        throw error instanceof DeploymentNotFoundError ? new CliError(error.message) : error;
+        throw DeploymentNotFoundError.isInstance(error) ? new CliError(error.message) : error;
       });
       print(status, () => describeBuilds(status));
     });

@@ -4,9 +4,11 @@
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import type { ApprovalDecision, ResolutionDecision, ResumeDecision } from '../../common/contract/decisions';
 import { decideUpdate, resolveUpdate, resumeUpdate } from '../../workflows/messages';
+import { TollgateError } from '../../common/tollgate-error';
 
 /** A decision the inbox or the turn refused, with why, for the person. */
-export class DecisionRefused extends Error {
+export class DecisionRefused extends TollgateError {
+  static override readonly marker = 'tollgate.error.DecisionRefused';
   override name = 'DecisionRefused';
 }
 

@@ -165,7 +165,7 @@ export async function startInboxServer({ config, client, enroll = [], log = cons
     return undefined;
   };
   const failure = (reply: FastifyReply, error: unknown) => {
-    if (error instanceof PasskeyError || error instanceof DecisionRefused) return reply.code(400).send({ error: error.message });
+    if (PasskeyError.isInstance(error) || DecisionRefused.isInstance(error)) return reply.code(400).send({ error: error.message });
     throw error;
   };
 

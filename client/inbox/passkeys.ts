@@ -12,6 +12,7 @@ import type {
   RegistrationResponseJSON,
   WebAuthnCredential,
 } from '@simplewebauthn/server';
+import { TollgateError } from '../../common/tollgate-error';
 
 type WebAuthnServer = typeof import('@simplewebauthn/server');
 
@@ -40,7 +41,8 @@ interface PasskeyFile {
 export const APPROVER_NAME = /^[A-Za-z0-9._@-]{1,64}$/;
 
 /** A sign-in or an enrollment that failed, with what to tell the person. */
-export class PasskeyError extends Error {
+export class PasskeyError extends TollgateError {
+  static override readonly marker = 'tollgate.error.PasskeyError';
   override name = 'PasskeyError';
 }
 

@@ -67,7 +67,7 @@ describe('cappedFetch', () => {
   });
 
   it('knows its errors across copies by their marker, not their class', () => {
-    const lookalike = Object.assign(new Error('x'), { [Symbol.for('tollgate.body-too-large')]: true });
+    const lookalike = Object.assign(new Error('x'), { [Symbol.for('tollgate.error.BodyTooLargeError')]: true });
     expect(BodyTooLargeError.isInstance(lookalike)).toBe(true);
     expect(BodyTooLargeError.isInstance(new Error('x'))).toBe(false);
     expect(BodyTooLargeError.isInstance('text')).toBe(false);

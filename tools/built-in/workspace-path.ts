@@ -319,7 +319,7 @@ export function pathRefusal(workspace: string, segments: string[], relativePath:
     const folder = reachFolder(workspace, [...segments, ...parts.slice(0, -1)], { create: false });
     if (folder) checkEntry(folder, parts[parts.length - 1]);
   } catch (error) {
-    if (error instanceof ToolError) return error.message;
+    if (ToolError.isInstance(error)) return error.message;
     throw error;
   }
   return undefined;

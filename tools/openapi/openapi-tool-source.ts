@@ -294,7 +294,7 @@ export async function startOpenapiTools({
     } catch (error) {
       const line = (error as Error).message.split('\n')[0];
       if (!source.optional || line.startsWith('config '))
-        throw error instanceof ToolSourceError ? error : new ToolSourceError(line, { cause: error });
+        throw ToolSourceError.isInstance(error) ? error : new ToolSourceError(line, { cause: error });
       log(`${line}; it is optional, so its tools are left out`);
     }
   }
