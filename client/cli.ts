@@ -5,6 +5,7 @@ import { CliError, program } from './cli/context';
 import { registerDecisionCommands } from './cli/decisions';
 import { registerDeployCommands } from './cli/deploy';
 import { registerGrantCommands } from './cli/grants';
+import { registerInitCommand } from './cli/init';
 import { registerIntentCommand } from './cli/intents';
 import { registerKeyCommands } from './cli/keys';
 import { registerReplayCommand } from './cli/replay';
@@ -20,6 +21,7 @@ registerHistoryCommand(program);
 registerIntentCommand(program);
 registerGrantCommands(program);
 registerServiceCommands(program);
+registerInitCommand(program);
 registerDeployCommands(program);
 registerReplayCommand(program);
 
