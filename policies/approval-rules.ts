@@ -1,10 +1,11 @@
-import type { Ajv, ValidateFunction } from 'ajv';
+import type { Ajv } from 'ajv';
 import { z } from 'zod';
 import { toolMatches } from '../common/approver-groups';
 import { toMilliseconds } from '../common/duration';
 import { ConfigError } from '../config/config-error';
 import { positiveDuration } from '../config/schema-parts';
-import { LINEAR_REGEX_AJV_OPTIONS, UnsupportedRegexError } from '../hardened/linear-regex';
+import { addWorkKeyword, checkWithinBudget, prepareBoundedSchema, SchemaBudgetError } from '../hardened/bounded-schema';
+import { LINEAR_REGEX_AJV_OPTIONS, UnsupportedRegexError, withRegexBudget } from '../hardened/linear-regex';
 
 // Approval rules (config `approvals.rules`, or `createWorker({ approvalRules })`): an ordered list,
 // first match wins, each naming a tool (or a pattern of tool names), a JSON Schema condition on the
@@ -82,9 +83,17 @@ export interface CompiledRule {
   limits?: RuleLimits;
   /** The JSON Pointer of the argument an amount cap sums. */
   amountPointer?: string;
-  /** Whether the tool and the arguments match. */
+  /** Whether the tool and the arguments match (false when the condition cannot be evaluated). */
   matches(tool: string, args: unknown): boolean;
+  /** Whether the tool and the arguments match, or why the condition cannot be evaluated for them (a person is asked then). */
+  evaluate(tool: string, args: unknown): ConditionOutcome;
 }
+
+/** A condition's verdict on some arguments: they match, they do not, or it cannot be evaluated within its work budget (and why). */
+export type ConditionOutcome = { matches: boolean } | { unevaluable: string };
+
+/** A compiled condition: its verdict on some arguments, never a throw. */
+export type Condition = (args: unknown) => ConditionOutcome;
 
 /** Keywords that constrain only values of one type, and so pass a value of any other type vacuously. */
 const TYPED_KEYWORDS: Array<[string, string[]]> = [
@@ -130,22 +139,45 @@ let conditionAjv: Ajv | undefined;
 /** One validator for every condition: strict about keywords (a typo is an error), patterns on the linear-time engine. */
 function ajv(): Ajv {
   // ajv is loaded when a condition is first compiled (a worker with rules, a grant), not by every reader of the config.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  conditionAjv ??= new (require('ajv') as typeof import('ajv')).Ajv({
-    allErrors: false,
-    strict: true,
-    strictTypes: false,
-    strictTuples: false,
-    ...LINEAR_REGEX_AJV_OPTIONS,
-  });
+  if (!conditionAjv) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    conditionAjv = new (require('ajv') as typeof import('ajv')).Ajv({
+      allErrors: false,
+      strict: true,
+      strictTypes: false,
+      strictTuples: false,
+      ...LINEAR_REGEX_AJV_OPTIONS,
+    });
+    addWorkKeyword(conditionAjv);
+  }
   return conditionAjv;
 }
 
-/** Compiles one condition, or throws a ConfigError that names `where` and the field. */
-export function compileCondition(schema: unknown, where: string, approves: boolean): ValidateFunction {
-  const shaped = approves ? strictCondition(schema) : schema;
+/**
+ * Compiles one condition within the schema work budget (`prepareBoundedSchema`), or throws a
+ * ConfigError that names `where` and the field or the bound it would pass. The condition it
+ * returns says, for arguments it cannot evaluate within the budget, why instead of a verdict.
+ */
+export function compileCondition(schema: unknown, where: string, approves: boolean): Condition {
+  let prepared;
   try {
-    return ajv().compile(shaped as Record<string, unknown>);
+    // Measured as written first: what the strict reading walks is then known to be small and shallow.
+    prepared = prepareBoundedSchema(schema);
+    if (approves) prepared = prepareBoundedSchema(strictCondition(schema));
+  } catch (error) {
+    if (SchemaBudgetError.isInstance(error)) throw new ConfigError(`${where}: the condition is over its work budget: ${error.message}`);
+    throw new ConfigError(`${where}: ${(error as Error).message}`);
+  }
+  const { budget } = prepared;
+  try {
+    const validate = ajv().compile(prepared.schema);
+    return (args) => {
+      const outcome = checkWithinBudget(args, budget, () => withRegexBudget(() => validate(args) === true));
+      if (!outcome.ran) return { unevaluable: outcome.why };
+      // A pattern skipped for its cost decided nothing (inside a `not` it would even pass): the verdict is not known.
+      if (outcome.value.exhausted) return { unevaluable: 'a pattern of it could not be matched within the matching budget' };
+      return { matches: outcome.value.value };
+    };
   } catch (error) {
     if (UnsupportedRegexError.isInstance(error)) throw new ConfigError(`${where}: ${error.message}`);
     const message = (error instanceof Error ? error.message : String(error)).split('\n')[0];
@@ -203,6 +235,8 @@ export function compileRules(rules: unknown, where = 'approvals.rules'): Compile
     const condition = rule.when === undefined ? undefined : compileCondition(rule.when, `${label}.when`, approves);
     const amountPointer = rule.limits?.amount ? pointerOf(rule.limits.amount.argument) : undefined;
     const limits = limitsOf(rule);
+    const evaluate = (tool: string, args: unknown): ConditionOutcome =>
+      !toolMatches(rule.tool, tool) ? { matches: false } : condition === undefined ? { matches: true } : condition(args);
     return {
       name: rule.name,
       tool: rule.tool,
@@ -210,7 +244,11 @@ export function compileRules(rules: unknown, where = 'approvals.rules'): Compile
       ...(rule.reason !== undefined ? { reason: rule.reason } : {}),
       ...(limits ? { limits } : {}),
       ...(amountPointer ? { amountPointer } : {}),
-      matches: (tool: string, args: unknown) => toolMatches(rule.tool, tool) && (condition === undefined || condition(args) === true),
+      matches: (tool: string, args: unknown) => {
+        const outcome = evaluate(tool, args);
+        return 'matches' in outcome && outcome.matches;
+      },
+      evaluate,
     };
   });
 }

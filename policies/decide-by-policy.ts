@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { ValidateFunction } from 'ajv';
 import type { PolicyInput, PolicyVerdict, RecordGrantInput, RecordGrantResult } from '../common/activity-types';
 import { grantRequestProblem } from '../common/grant-request';
-import { atPointer, compileCondition, type CompiledRule } from './approval-rules';
+import { atPointer, compileCondition, type CompiledRule, type Condition } from './approval-rules';
 import type { PolicyStore, UseRequest } from './policy-store';
 
 // The `decideByPolicy` and `recordGrant` local activities. A turn asks `decideByPolicy` once per
@@ -16,6 +15,8 @@ const MAX_CACHED_CONDITIONS = 1_000;
 /** What the policy activities decide with. */
 export interface PolicyDependencies {
   rules: CompiledRule[];
+  /** The rules of a turn's agent, matched before the worker's (none for an agent without rules). */
+  agentRules?: (agent: string) => CompiledRule[];
   /** The store of caps and grants, opened on first use. */
   store: () => PolicyStore;
 }
@@ -38,9 +39,9 @@ function amountOf(rule: CompiledRule, args: unknown): { amount?: number; why?: s
   return { why: `rule ${rule.name} caps the total of ${rule.amountPointer}, and this call gives no number of at least 0 there` };
 }
 
-export function createDecideByPolicy({ rules, store }: PolicyDependencies) {
+export function createDecideByPolicy({ rules: workerRules, agentRules, store }: PolicyDependencies) {
   /** Grant conditions, compiled once per grant (a grant's condition never changes). */
-  const conditions = new Map<string, ValidateFunction | Error>();
+  const conditions = new Map<string, Condition | Error>();
   const conditionOf = (id: string, when: Record<string, unknown>) => {
     let compiled = conditions.get(id);
     if (!compiled) {
@@ -58,13 +59,21 @@ export function createDecideByPolicy({ rules, store }: PolicyDependencies) {
 
   return async function decideByPolicy(input: PolicyInput): Promise<PolicyVerdict> {
     const { tool, args, argsDigest } = input;
+    const rules = input.agent && agentRules ? [...agentRules(input.agent), ...workerRules] : workerRules;
     // What a person denied is never approved by a rule or a grant; a deny rule may still deny it.
     const deniedByPerson = input.deniedDigests.includes(argsDigest);
     const use: Omit<UseRequest, 'amount'> = { workflowId: input.workflowId, callId: input.callId, taskId: input.taskId, at: input.at };
     const notes: string[] = [];
     let asking: string | undefined;
     for (const rule of rules) {
-      if (!rule.matches(tool, args)) continue;
+      const outcome = rule.evaluate(tool, args);
+      // A rule that cannot tell whether these arguments match (past its work budget) might have denied them: a person decides.
+      if ('unevaluable' in outcome)
+        return {
+          decision: 'ask',
+          note: `rule ${rule.name} cannot be evaluated for these arguments (${outcome.unevaluable}); a person decides`,
+        };
+      if (!outcome.matches) continue;
       const by = `rule:${rule.name}`;
       if (rule.decision === 'deny') return { decision: 'deny', via: 'rule', by, argsDigest, reason: rule.reason };
       if (rule.decision === 'ask') {
@@ -89,7 +98,13 @@ export function createDecideByPolicy({ rules, store }: PolicyDependencies) {
     for (const grant of await store().activeGrants({ tool, scopeKeys, at: input.at })) {
       if (grant.when !== undefined) {
         const condition = conditionOf(grant.id, grant.when);
-        if (condition instanceof Error || condition(args) !== true) continue;
+        if (condition instanceof Error) continue;
+        const outcome = condition(args);
+        if ('unevaluable' in outcome) {
+          notes.push(`grant ${grant.id} cannot be evaluated for these arguments (${outcome.unevaluable})`);
+          continue;
+        }
+        if (!outcome.matches) continue;
       }
       const used = await store().useGrant(grant.id, use);
       if (used.taken) return { decision: 'approve', via: 'grant', by: `grant:${grant.id}`, argsDigest };

@@ -142,15 +142,24 @@ describe('compileOutsideSchema', () => {
     });
   });
 
-  it('fails a check whose $ref recurses without end instead of throwing out of it', () => {
-    const schema = compileOutsideSchema({
-      definitions: { loop: { anyOf: [{ $ref: '#/definitions/loop' }, { type: 'string' }] } },
-      $ref: '#/definitions/loop',
+  it('refuses a schema whose $ref recurses without end at once, and fails a check too deep for a tree schema instead of throwing out of it', () => {
+    expect(() =>
+      compileOutsideSchema({
+        definitions: { loop: { anyOf: [{ $ref: '#/definitions/loop' }, { type: 'string' }] } },
+        $ref: '#/definitions/loop',
+      }),
+    ).toThrow(/^the schema is over its work budget: its references lead back to the same subschema without going into the value/);
+    const tree = compileOutsideSchema({
+      definitions: { node: { type: 'array', items: { $ref: '#/definitions/node' } } },
+      $ref: '#/definitions/node',
     });
-    expect(schema.check(1)).toMatchObject({
+    let deep: unknown = [];
+    for (let depth = 0; depth < 5_000; depth++) deep = [deep];
+    expect(tree.check(deep)).toMatchObject({
       valid: false,
-      problems: [{ message: expect.stringMatching(/^could not be checked against the schema: Maximum call stack size exceeded/) }],
+      problems: [{ message: expect.stringMatching(/^could not be checked against the schema: it nests deeper than 1000 levels/) }],
     });
+    expect(tree.check([[[]], []])).toEqual({ valid: true });
   });
 
   it('refuses a schema that references itself at once, and one with a pattern RE2 cannot run, naming the cause', () => {
@@ -160,7 +169,7 @@ describe('compileOutsideSchema', () => {
         $ref: '#/$defs/a',
         $schema: 'https://json-schema.org/draft/2020-12/schema',
       }),
-    ).toThrow(/^the schema does not compile: Maximum call stack size exceeded/);
+    ).toThrow(/^the schema is over its work budget: its references lead back to the same subschema without going into the value/);
     expect(() => compileOutsideSchema({ type: 'string', pattern: 'a(?=b)' })).toThrow(
       'the schema does not compile: the pattern "a(?=b)" uses a lookahead',
     );

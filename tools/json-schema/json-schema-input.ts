@@ -15,7 +15,8 @@ function pointerPath(pointer: string): Array<string | number> {
  * A zod schema that accepts exactly what a server's JSON Schema accepts, checked by a real JSON
  * Schema validator hardened against schemas from outside (see `compileOutsideSchema`), so the
  * boundary refuses a bad call (`invalid_arguments`) before the server sees it, and no schema can
- * stall the event loop doing so. Throws when the schema itself does not compile.
+ * stall the event loop doing so (a check past its work budget refuses the call too). Throws when
+ * the schema itself does not compile or is over its work budget.
  */
 export function jsonSchemaInput(schema: unknown): z.ZodType {
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) throw new Error('the input schema is not a JSON object');
@@ -23,9 +24,8 @@ export function jsonSchemaInput(schema: unknown): z.ZodType {
   try {
     checked = compileOutsideSchema(schema);
   } catch (error) {
-    throw new Error(`the input schema does not compile: ${(error as Error).message.replace(/^the schema does not compile: /, '')}`, {
-      cause: error,
-    });
+    const message = (error as Error).message;
+    throw new Error(message.startsWith('the schema ') ? `the input ${message.slice('the '.length)}` : message, { cause: error });
   }
   return z.unknown().superRefine((value, context) => {
     const outcome = checked.check(value);

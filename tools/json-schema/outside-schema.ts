@@ -2,6 +2,13 @@ import { Ajv, type Options, type ValidateFunction } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019';
 import { Ajv2020 } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
+import {
+  addWorkKeyword,
+  checkWithinBudget,
+  prepareBoundedSchema,
+  SchemaBudgetError,
+  type SchemaBudget,
+} from '../../hardened/bounded-schema';
 import { DEFAULT_REGEX_BUDGET, LINEAR_REGEX_AJV_OPTIONS, withRegexBudget } from '../../hardened/linear-regex';
 import { canonicalJson } from '../canonical-json';
 
@@ -62,6 +69,7 @@ function ajvFor(schema: Record<string, unknown>): AnyAjv {
     ajv = kind === '2020' ? new Ajv2020(options) : kind === '2019' ? new Ajv2019(options) : new Ajv(options);
     addFormats.default(ajv as Ajv);
     addLinearUniqueItems(ajv);
+    addWorkKeyword(ajv);
     validators.set(kind, ajv);
   }
   return ajv;
@@ -74,32 +82,41 @@ function firstLine(error: unknown): string {
 
 /**
  * Compiles a JSON Schema from outside (an MCP tool's input or output schema, an OpenAPI operation's input) with a validator
- * that cannot be made to hang: patterns run on a linear-time engine under one budget per check
- * (a check that would pass it fails, saying so), `uniqueItems` is linear, and a schema whose
- * references recurse without end fails the check instead of throwing out of it. Throws, naming
- * the cause, when the schema does not compile (a pattern RE2 cannot run included).
+ * that cannot be made to hang: the schema is measured first within its work budget (size, depth,
+ * and what its references expand to: see `prepareBoundedSchema`), each check stops once it has
+ * visited `maxCheckWork` subschemas or meets a value nested past `maxValueDepth`, patterns run on a
+ * linear-time engine under one budget per check (a check that would pass it fails, saying so),
+ * `uniqueItems` is linear, and a schema whose references recurse without end fails the check
+ * instead of throwing out of it. Throws, naming the cause, when the schema does not compile (a
+ * pattern RE2 cannot run included) or is over its work budget.
  */
 export function compileOutsideSchema(
   schema: unknown,
-  { regexBudget = DEFAULT_REGEX_BUDGET }: { regexBudget?: number } = {},
+  { regexBudget = DEFAULT_REGEX_BUDGET, schemaBudget = {} }: { regexBudget?: number; schemaBudget?: Partial<SchemaBudget> } = {},
 ): CheckedSchema {
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) throw new Error('the schema is not a JSON object');
+  let prepared;
+  try {
+    prepared = prepareBoundedSchema(schema, schemaBudget);
+  } catch (error) {
+    if (SchemaBudgetError.isInstance(error)) throw new Error(`the schema is over its work budget: ${error.message}`, { cause: error });
+    throw error;
+  }
   let validate: ValidateFunction;
   try {
-    validate = ajvFor(schema as Record<string, unknown>).compile(schema);
+    validate = ajvFor(schema as Record<string, unknown>).compile(prepared.schema);
   } catch (error) {
     throw new Error(`the schema does not compile: ${firstLine(error)}`, { cause: error });
   }
   return {
     check(value) {
-      let outcome: { value: boolean; exhausted: boolean };
-      try {
-        outcome = withRegexBudget(() => validate(value), regexBudget);
-      } catch (error) {
-        // A stack overflow of a recursive `$ref`, say: the value cannot be shown to fit.
-        const message = `could not be checked against the schema: ${firstLine(error)}`;
+      const bounded = checkWithinBudget(value, prepared.budget, () => withRegexBudget(() => validate(value), regexBudget));
+      if (!bounded.ran) {
+        // Too deep, too much work, or a stack overflow of a recursive `$ref`: the value cannot be shown to fit.
+        const message = `could not be checked against the schema: ${bounded.why}`;
         return { valid: false, problems: [{ instancePath: '', keyword: 'schema', message, params: {} }] };
       }
+      const outcome = bounded.value;
       if (outcome.value) return { valid: true };
       const problems = (validate.errors ?? []).map((problem): SchemaProblem => {
         const { instancePath, keyword, params } = problem;
