@@ -44,7 +44,7 @@ export function describeEvent(event: ToolEvent): string {
   const outcome =
     event.status === 'denied'
       ? `${decided || 'denied'}, ${executions}`
-      : `${event.status}${event.code && event.code !== event.status ? ` ${event.code}` : ''}, ${executions}${decided ? `, ${decided}` : ''}`;
+      : `${event.status}${event.code ? ` ${event.code}` : ''}, ${executions}${decided ? `, ${decided}` : ''}`;
   return forTerminal(`[step ${event.step + 1}] ${event.tool} (${event.effect}): ${outcome}`);
 }
 
