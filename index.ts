@@ -31,6 +31,12 @@ export { openapiToolSource } from './tools/openapi/openapi-tool-source';
 /** The tool sources the config's sections open (`mcp`, `openapi`), which `createWorker` uses when given no `toolSources`. */
 export { configuredToolSources } from './tools/tool-sources';
 
+// Declaring agents
+/** Declares an agent once: instructions, model and settings, tools, limits, typed output, approvals; registered with `createWorker({ agents })`. */
+export { defineAgent, type AgentApprovals, type AgentDefinition, type AgentSpec, type InstructionsFunction } from './agents/define-agent';
+/** The type of an agent's typed answer (`AgentOutput<typeof support>`), its model settings, and how a result names its agent. */
+export type { AgentOutput, AgentReference, ModelSettings } from './common/contract/agent';
+
 // Running workers
 /** Builds and runs a worker with the configured tools, models and idempotency store; closes what it opened. */
 export { createWorker, TollgateWorker, type CreateWorkerOptions, type WorkflowCodeSource } from './worker/create-worker';

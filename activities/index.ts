@@ -20,6 +20,11 @@ import { createToolRegistry, retryBackoffFromConfig, type ToolRegistry } from '.
 import { workerRules, type ApprovalRule } from '../policies/approval-rules';
 import { createDecideByPolicy, createRecordGrant } from '../policies/decide-by-policy';
 import { openPolicyStore, type PolicyStore } from '../policies/policy-store';
+import type { AgentDefinition } from '../agents/define-agent';
+import { agentsFromConfig } from '../agents/agent-config';
+import { createAgentRegistry } from '../agents/agent-registry';
+import { createAgentInstructions } from './models/agent-instructions';
+import { agentCheckedRunTool } from './boundary/agent-checked-run-tool';
 
 /** What the activities are built from; tests pass their own tools and store. */
 export interface ActivityDependencies {
@@ -38,6 +43,8 @@ export interface ActivityDependencies {
   policyStore?: PolicyStore;
   /** Approval rules given in code, matched before the config's `approvals.rules`. */
   approvalRules?: ApprovalRule[];
+  /** Agents given in code (`defineAgent`), next to the config's `agents` (a name may not be in both). */
+  agents?: AgentDefinition[];
 }
 
 /** Builds the activities; their export names are their registered names. */
@@ -50,6 +57,7 @@ export function createActivities({
   telemetry,
   policyStore,
   approvalRules,
+  agents: codeAgents,
 }: ActivityDependencies): Activities {
   const models = createConfiguredModels(config, modelEnvironment, codeModels);
   const registry: ToolRegistry = createToolRegistry({
@@ -64,21 +72,30 @@ export function createActivities({
   const redactor = redactorForConfig(config, { ...process.env, ...modelEnvironment?.env });
   // Rules compile now: an invalid one stops the worker at start, naming the rule and the field.
   const rules = workerRules(config.approvals.rules, approvalRules);
+  // Agents are checked now against the tools and models served: one naming another stops the worker at start.
+  const agents = createAgentRegistry({
+    agents: [...(codeAgents ?? []), ...agentsFromConfig(config.agents)],
+    toolNames: registry.list().map((tool) => tool.name),
+    modelNames: [...models.keys()],
+  });
   let policies = policyStore;
-  const policyDependencies = { rules, store: () => (policies ??= openPolicyStore(config)) };
+  const policyDependencies = { rules, agentRules: agents.rules, store: () => (policies ??= openPolicyStore(config)) };
   return {
-    modelStep: createModelStep({ registry, config, models, redactor, telemetry, store }),
+    modelStep: createModelStep({ registry, config, models, redactor, telemetry, store, agents }),
     // Large results are kept once in the store, as redacted, unless payloads are encrypted (the store holds plain JSON).
-    runTool: keepingResults(redactingActivity(createRunTool({ registry, store, secretPatterns: redactor.patterns }), redactor), store, {
-      enabled: keepsContents(config),
-    }),
+    runTool: keepingResults(
+      redactingActivity(agentCheckedRunTool(createRunTool({ registry, store, secretPatterns: redactor.patterns }), agents), redactor),
+      store,
+      { enabled: keepsContents(config) },
+    ),
     lookupStatus: redactingActivity(createLookupStatus({ registry, store, secretPatterns: redactor.patterns }), redactor),
-    turnSettings: redactingActivity(createTurnSettings(config), redactor),
+    turnSettings: redactingActivity(createTurnSettings(config, process.env, agents), redactor),
     resolveIntent: redactingActivity(createResolveIntent({ registry, store }), redactor),
     checkCall: redactingActivity(createCheckCall({ registry, redactor }), redactor),
     describeTools: redactingActivity(createDescribeTools({ registry, config }), redactor),
     decideByPolicy: redactingActivity(createDecideByPolicy(policyDependencies), redactor),
     recordGrant: redactingActivity(createRecordGrant(policyDependencies), redactor),
+    agentInstructions: redactingActivity(createAgentInstructions(agents), redactor),
   };
 }
 

@@ -1,4 +1,6 @@
-import type { TurnSettings } from '../common/activity-types';
+import type { AgentTurnSettings, TurnSettings, TurnSettingsInput } from '../common/activity-types';
+import type { AgentRegistry } from '../agents/agent-registry';
+import type { AgentDefinition } from '../agents/define-agent';
 import { approverPublicKeysFromEnvironment } from '../common/approver-keys';
 import { toMilliseconds } from '../common/duration';
 import type { ResolvedTurnLimits } from '../common/contract/turn';
@@ -11,13 +13,31 @@ export function limitsFromConfig(config: TollgateConfig): ResolvedTurnLimits {
   return { ...counts, deadlineMs: toMilliseconds(deadline), ...(maxTokens === undefined ? {} : { maxTokens }) };
 }
 
+/** What a turn needs of its agent, as data recorded in its settings (the instructions and schema stay on the worker). */
+export function agentTurnSettings(agent: AgentDefinition): AgentTurnSettings {
+  const { name, digest, tools, limits, model, instructions, output, outputRetries, approvals } = agent;
+  return {
+    name,
+    digest,
+    ...(tools ? { tools: [...tools] } : {}),
+    ...(limits ? { limits: { ...limits } } : {}),
+    ...(model ? { model } : {}),
+    instructions: typeof instructions === 'function' ? 'function' : instructions === undefined ? 'none' : 'text',
+    output: output !== undefined,
+    outputRetries,
+    ...(approvals?.groups && Object.keys(approvals.groups).length > 0 ? { groups: approvals.groups } : {}),
+  };
+}
+
 /**
  * The `turnSettings` local activity: what the worker's config says a turn runs under. A turn asks
  * once at its start, so the answer is recorded in its history and config limits apply to turns
  * started by any client (the Temporal CLI, another SDK), not only by TollgateClient. Approver public
  * keys travel with the settings (they are not secret), so each turn keeps the keys it started with.
+ * A turn that names an agent gets the agent as this worker declares it (its name, digest, tools,
+ * limits, model and output bound), or the names of the agents it knows when it declares none such.
  */
-export function createTurnSettings(config: TollgateConfig, env: NodeJS.ProcessEnv = process.env) {
+export function createTurnSettings(config: TollgateConfig, env: NodeJS.ProcessEnv = process.env, agents?: AgentRegistry) {
   // Read once, when the worker starts: a missing or malformed key list stops the worker with its error.
   const publicKeys = approverPublicKeysFromEnvironment(config.approvals.publicKeysEnv, env);
   const signing = publicKeys ? { publicKeys, signatureMaxAgeMs: toMilliseconds(config.approvals.signatureMaxAge) } : {};
@@ -38,7 +58,11 @@ export function createTurnSettings(config: TollgateConfig, env: NodeJS.ProcessEn
     ...(config.telemetry.prometheus ? { telemetry: { metrics: true } } : {}),
     outcomes: { onUnknown: config.outcomes.onUnknown, resolveTimeoutMs: toMilliseconds(config.outcomes.resolveTimeout) },
   };
-  return async function turnSettings(): Promise<TurnSettings> {
-    return settings;
+  return async function turnSettings(input?: TurnSettingsInput): Promise<TurnSettings> {
+    const name = input?.agent;
+    if (name === undefined) return settings;
+    const agent = agents?.get(name);
+    if (!agent) return { ...settings, unknownAgent: { name, known: agents?.names() ?? [] } };
+    return { ...settings, agent: agentTurnSettings(agent) };
   };
 }

@@ -100,7 +100,8 @@ export function describeApproval(
 ): ApprovalView {
   const digest = decisionDigest(pending);
   const matches = approvalDigest(pending.args, pending.definitionDigest) === digest;
-  const header = `Approval needed for ${pending.callId}: ${pending.tool} (expires ${pending.expiresAt})\n  argsDigest ${digest}`;
+  const asker = pending.agent ? `, asked by agent ${forTerminal(pending.agent.name)}` : '';
+  const header = `Approval needed for ${pending.callId}: ${pending.tool}${asker} (expires ${pending.expiresAt})\n  argsDigest ${digest}`;
   const whole = JSON.stringify(pending.args, null, 2) ?? 'undefined';
   const complete = whole.length <= maxArgsChars;
   const args = complete

@@ -196,6 +196,7 @@ export class TollgateClient {
       staticSummary: this.redactor.text(firstLine(input.prompt)),
       staticDetails: [
         `**Task** \`${input.taskId}\``,
+        ...(input.agent ? [`**Agent** ${this.redactor.text(input.agent)}`] : []),
         `**Model** ${typeof input.model === 'string' ? input.model : input.model ? 'scripted (given script)' : this.config.model.default}`,
         `**Tools** ${input.tools ? input.tools.join(', ') : 'all registered'}`,
       ].join('  \n'),
@@ -204,9 +205,9 @@ export class TollgateClient {
     return { workflowId, runId: handle.firstExecutionRunId };
   }
 
-  /** Waits for a turn's result. */
-  async result(workflowId: string): Promise<AgentTurnResult> {
-    return this.client.workflow.getHandle<typeof agentTurn>(workflowId).result();
+  /** Waits for a turn's result; `Output` types its agent's answer (`client.result<AgentOutput<typeof support>>(id)`). */
+  async result<Output = unknown>(workflowId: string): Promise<AgentTurnResult<Output>> {
+    return (await this.client.workflow.getHandle<typeof agentTurn>(workflowId).result()) as AgentTurnResult<Output>;
   }
 
   /** The turn's current state, from the `state` query. */

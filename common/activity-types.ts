@@ -8,7 +8,8 @@ import type { IdempotencyOutcome, StatusLookupAnswer } from './telemetry';
 import type { ResultReference, StepMessage, TranscriptReference } from './kept-results';
 import type { Grant, GrantRequest } from './contract/decisions';
 import type { ApprovalRecord, CallEdit, ToolCallRequest, ToolCatalogue, ToolResult } from './contract/tools';
-import type { ModelSelection, ResolvedTurnLimits, Usage } from './contract/turn';
+import type { AgentTurnInput, ModelSelection, ResolvedTurnLimits, TurnLimits, Usage } from './contract/turn';
+import type { AgentReference } from './contract/agent';
 
 /** The registered names of the activities, as both sides spell them. */
 export const ACTIVITY_NAMES = {
@@ -21,6 +22,7 @@ export const ACTIVITY_NAMES = {
   describeTools: 'describeTools',
   decideByPolicy: 'decideByPolicy',
   recordGrant: 'recordGrant',
+  agentInstructions: 'agentInstructions',
 } as const;
 
 /**
@@ -31,12 +33,13 @@ export interface Activities {
   modelStep(input: ModelStepInput): Promise<ModelStepResult>;
   runTool(input: RunToolInput): Promise<BoundaryResult>;
   lookupStatus(input: LookupStatusInput): Promise<StatusLookup>;
-  turnSettings(): Promise<TurnSettings>;
+  turnSettings(input?: TurnSettingsInput): Promise<TurnSettings>;
   resolveIntent(input: ResolveIntentInput): Promise<ResolveIntentResult>;
   checkCall(input: CheckCallInput): Promise<CheckedToolCall>;
   describeTools(): Promise<ToolCatalogue>;
   decideByPolicy(input: PolicyInput): Promise<PolicyVerdict>;
   recordGrant(input: RecordGrantInput): Promise<RecordGrantResult>;
+  agentInstructions(input: AgentInstructionsInput): Promise<string>;
 }
 
 /** Room an activity gets beyond the tool's own timeout, so the boundary's timer fires first. */
@@ -118,6 +121,8 @@ export type CheckedToolCall = ToolCallRequest & {
   /** SHA-256 of the canonical JSON of `shownArgs`: a decision may name it instead of `argsDigest` (docs/security.md, Redaction). */
   shownDigest?: string;
   redactedValues?: number;
+  /** The turn's agent (set by the workflow before the call runs): `runTool` checks the executing worker declares it alike. */
+  agent?: AgentReference;
 } & ({ policy: ToolPolicy; refusal?: undefined } | { policy?: ToolPolicy; refusal: { code: ErrorCode; message: string } });
 
 /** The input of the `modelStep` activity. */
@@ -134,6 +139,12 @@ export interface ModelStepInput {
   earlier?: TranscriptReference;
   /** The tools this turn may call; all registered tools when left out. */
   allowedTools?: string[];
+  /**
+   * The turn's agent (left out for the default agent): the step runs only on a worker that declares
+   * it with the same digest, under its instructions, model settings and output schema.
+   * `instructions` carries what the agent's instructions function returned at the turn's start.
+   */
+  agent?: AgentReference & { instructions?: string };
 }
 
 /** What one model step produced, its tool calls already checked against schema and authorization. */
@@ -143,6 +154,11 @@ export interface ModelStepResult {
   usage: Usage;
   /** The messages this step was sent, kept once in the store (left out when the store cannot keep them). */
   transcript?: TranscriptReference;
+  /**
+   * An agent with an output schema, on a reply without tool calls: the answer parsed and checked
+   * against the schema (`value`), or what did not fit (`problems`, one line each).
+   */
+  output?: { valid: true; value: unknown } | { valid: false; problems: string };
 }
 
 /** The input of the `runTool` activity. */
@@ -162,6 +178,8 @@ export interface RunToolInput {
   definitionDigest?: string;
   /** The policy digest from the call's recorded policy; must equal the executing worker's. */
   policyDigest?: string;
+  /** The turn's agent: the executing worker refuses the call when it declares the agent differently. */
+  agent?: AgentReference;
 }
 
 /**
@@ -204,6 +222,8 @@ export interface PolicyInput {
   at: number;
   /** Digests of arguments a person denied in this turn: no rule or grant approves them again. */
   deniedDigests: string[];
+  /** The turn's agent: its approval rules are matched before the worker's. */
+  agent?: string;
 }
 
 /** What the rules and grants decided on a call: approve or deny by one of them, or ask a person. */
@@ -260,8 +280,40 @@ export type StatusLookup =
 /** What a turn does with a stream cut off after chunks went out (config `model.onInterruptedStream`). */
 export type InterruptedStreamPolicy = 'ask' | 'stop' | 'fresh_step';
 
+/** The input of the `turnSettings` local activity: the agent a turn names (left out for the default agent). */
+export interface TurnSettingsInput {
+  agent?: string;
+}
+
+/** What a turn needs of its agent, as the worker declares it: recorded once in the turn's settings. */
+export interface AgentTurnSettings extends AgentReference {
+  /** The agent's tools (all registered tools when left out); a turn's `tools` narrow them further. */
+  tools?: string[];
+  /** The agent's limits: over the config's, and a turn's own may only lower them. */
+  limits?: TurnLimits;
+  /** The model the agent's steps use when the turn names none. */
+  model?: string;
+  /** Where the system message comes from: the agent's text, a function run once per turn (`agentInstructions`), or Tollgate's own. */
+  instructions: 'text' | 'function' | 'none';
+  /** Whether the final answer must fit an output schema, and how many answers that do not fit are sent back before `output_invalid`. */
+  output: boolean;
+  outputRetries: number;
+  /** The agent's approver groups, on top of the worker's: a call its groups name needs an approver both allow. */
+  groups?: ApproverGroups;
+}
+
+/** The input of the `agentInstructions` activity: the agent whose instructions function runs, on the turn's input. */
+export interface AgentInstructionsInput {
+  agent: AgentReference;
+  input: AgentTurnInput;
+}
+
 /** What the `turnSettings` local activity returns at a turn's start: the worker's configured limits, recorded once in history. */
 export interface TurnSettings {
+  /** The agent the turn named, as this worker declares it. */
+  agent?: AgentTurnSettings;
+  /** The agent the turn named when this worker declares no such agent, and those it declares. */
+  unknownAgent?: { name: string; known: string[] };
   limits: ResolvedTurnLimits;
   /** Config `limits.maxConversationTokens`: a conversation's token budget when its input sets none (left out when unset). */
   conversationMaxTokens?: number;

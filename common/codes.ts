@@ -20,7 +20,8 @@ export type ToolCallStatus = 'success' | 'error' | 'denied';
 
 /**
  * How a turn ended; `history_limit` when its history neared Temporal's limits (see HISTORY_LIMITS),
- * `token_budget_exhausted` when its next model step would have spent more tokens than its budget allows.
+ * `token_budget_exhausted` when its next model step would have spent more tokens than its budget allows,
+ * `output_invalid` when an agent's final answer still did not fit its output schema after the answers it was sent back for.
  */
 export type TurnStatus =
   | 'completed'
@@ -30,4 +31,5 @@ export type TurnStatus =
   | 'deadline_exceeded'
   | 'model_failed'
   | 'history_limit'
-  | 'token_budget_exhausted';
+  | 'token_budget_exhausted'
+  | 'output_invalid';

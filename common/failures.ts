@@ -50,6 +50,8 @@ export const FAILURE_CATALOGUE = {
   model_unavailable: { source: 'model_step', retry: 'retried' },
   /** The input names no usable model. */
   invalid_model: { source: 'model_step', retry: 'final' },
+  /** The worker running the step declares the turn's agent differently (its digest differs) or not at all: it refuses the step. */
+  agent_mismatch: { source: 'model_step', retry: 'final' },
   /** The stream broke after chunks went out: never replayed automatically. */
   stream_interrupted: { source: 'model_step', retry: 'final' },
   /** Anything else the provider refused: retrying cannot help. */

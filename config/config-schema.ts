@@ -11,6 +11,7 @@ import { retrySchema, toolOverrideSchema } from '../tools/tool-config';
 import { toolSourceSectionsShape } from '../tools/tool-source-sections';
 import { telemetrySchema } from '../worker/telemetry/telemetry-config';
 import { inboxSchema } from '../client/inbox/inbox-config';
+import { agentsSchema } from '../agents/agent-config';
 
 /**
  * The whole `temporal.config.yaml`: one key per section, each section's schema beside the code
@@ -33,6 +34,8 @@ export const configSchema = z.strictObject({
   ...toolSourceSectionsShape(),
   telemetry: telemetrySchema.prefault({}),
   inbox: inboxSchema.prefault({}),
+  // Agents declared in the file, beside those given to createWorker({ agents }) (agents/agent-config.ts).
+  agents: agentsSchema.default({}),
 });
 
 /** The config as written in the file (every key optional). */

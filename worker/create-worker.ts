@@ -12,6 +12,7 @@ import type { IdempotencyStore } from '../intents/intent-store';
 import { startRetention, type RetentionPass } from '../intents/retention';
 import { toMilliseconds } from '../common/duration';
 import type { ToolDefinition } from '../tools/define-tool';
+import type { AgentDefinition } from '../agents/define-agent';
 import type { TollgateConfig } from '../config/config-schema';
 import { connectWorker } from '../connection/temporal-connection';
 import { openToolSources, type ToolSource } from '../tools/tool-source';
@@ -43,6 +44,12 @@ export interface CreateWorkerOptions {
   connection?: NativeConnection;
   /** Replaces the built-in tools. */
   tools?: ToolDefinition[];
+  /**
+   * Agents (`defineAgent`) a turn may name, next to the config's `agents` section; each is checked
+   * against the tools and models served, and a turn naming another fails with `invalid_input`.
+   */
+  // The element type is widened: an agent's typed output plays no part in serving it.
+  agents?: Array<AgentDefinition<any>>; // eslint-disable-line @typescript-eslint/no-explicit-any
   /**
    * Sources whose tools are served next to `tools` (`mcpToolSource(…)`, one of your own); they
    * replace the ones the config's sections open (`configuredToolSources()`: the `mcp` servers).
@@ -188,6 +195,9 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Tollga
     if (activities && options.models) {
       throw new Error('createWorker: give models or activities, not both (activities already carry their models)');
     }
+    if (activities && options.agents) {
+      throw new Error('createWorker: give agents or activities, not both (activities already carry their agents)');
+    }
     // Tool sources open first: one that cannot open stops the worker before anything else is opened.
     // What they write (a server's stderr) reaches the log redacted, like every other line a worker writes.
     const redactor = redactorForConfig(config);
@@ -217,6 +227,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Tollga
         telemetry: telemetry.activities,
         policyStore,
         approvalRules: options.approvalRules,
+        agents: options.agents,
       });
       telemetry.metrics?.knowTools(servedTools);
       const unsigned = unsignedApprovalsWarning(config, servedTools);

@@ -1,4 +1,6 @@
-import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../common/activity-types';
+import { narrowTools } from '../common/contract/agent';
 import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
 import type { AgentTurnInput, AgentTurnResult } from '../common/contract/turn';
 import type { TurnStatus } from '../common/codes';
@@ -24,9 +26,16 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   return telemetry.turnSpan(input.taskId, () => runTurn(input, telemetry));
 }
 
+const { agentInstructions } = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  summary: 'agent instructions',
+  retry: { maximumAttempts: 3, initialInterval: '1 second' },
+});
+
 /** The turn as a loop of phases: its decisions and settings, then per step the model phase and the tool phase. */
 async function runTurn(input: AgentTurnInput, telemetry: TurnTelemetry): Promise<AgentTurnResult> {
   const run = await startRun(input, telemetry);
+  if (run.settings.agent?.instructions === 'function') await instructAgent(run);
   for (let step = 0; step < run.settings.limits.maxSteps && !run.status; step++) {
     const reply = await modelPhase(run, step);
     if (reply === 'same_step') step--;
@@ -51,11 +60,15 @@ async function startRun(input: AgentTurnInput, telemetry: TurnTelemetry): Promis
   const decisions = new TurnDecisions(state, telemetry);
   takeTurnMessages(state, decisions);
 
-  const settings = await settingsFor(input.limits);
+  const settings = await settingsFor({ limits: input.limits, agent: input.agent });
+  const { agent } = settings;
+  // The agent's tools narrow the turn's list: the model step, the approval's check of an edit and runTool all take this one.
+  const allowedTools = narrowTools(input.tools, agent?.tools);
+  if (agent) state.agent = { name: agent.name, digest: agent.digest };
   const { limits, outcomes } = settings;
   const { requireDigest, signing, groups, policies } = settings;
   Object.assign(decisions.record, { requireDigest, signing, groups, policies });
-  Object.assign(decisions.approvals, { allowedTools: input.tools, historyFull: () => historyReached(limits) });
+  Object.assign(decisions.approvals, { allowedTools, historyFull: () => historyReached(limits) });
   Object.assign(decisions.resolutions, { mode: outcomes.onUnknown, timeoutMs: outcomes.resolveTimeoutMs });
   telemetry.metrics = settings.metrics;
   const budget = tokenBudgetOf(limits, input.tokenAllowance);
@@ -74,7 +87,29 @@ async function startRun(input: AgentTurnInput, telemetry: TurnTelemetry): Promis
     lastInputTokens: 0,
     errors: 0,
     startedAt: Date.now(),
+    outputRetries: 0,
+    ...(allowedTools ? { allowedTools } : {}),
+    ...(agent ? { agent: { name: agent.name, digest: agent.digest } } : {}),
   };
+}
+
+/**
+ * Runs the agent's instructions function once, in an activity: its text is recorded in the history
+ * (a replay reads it there) and sent with each model step. When it fails, the turn ends `model_failed`.
+ */
+async function instructAgent(run: TurnRun): Promise<void> {
+  const { agent, input } = run;
+  if (!agent) return;
+  try {
+    agent.instructions = await agentInstructions({ agent: { name: agent.name, digest: agent.digest }, input });
+  } catch (failure) {
+    const cause = failure instanceof ActivityFailure ? failure.cause : undefined;
+    const type = cause instanceof ApplicationFailure && cause.type ? cause.type : 'model_error';
+    Object.assign(run, {
+      status: 'model_failed',
+      error: { type, message: `the instructions of agent ${agent.name}: ${cause?.message ?? String(failure)}` },
+    });
+  }
 }
 
 /** A turn's end: its state final and shown, and its result. */
@@ -91,6 +126,8 @@ function finish(run: TurnRun): AgentTurnResult {
     ...(partialText !== undefined ? { partialText } : {}),
     modelInterruptions: state.modelInterruptions,
     answer: run.answer,
+    ...(run.agent ? { agent: { name: run.agent.name, digest: run.agent.digest } } : {}),
+    ...(run.output !== undefined ? { output: run.output } : {}),
     steps: state.step + 1,
     toolCalls: run.events,
     usage: run.usage,

@@ -3,11 +3,16 @@ import { describeReference, isArgumentsReference } from '../../common/call-argum
 import type { TurnMessage } from '../../common/contract/conversation';
 import type { ToolCallRequest, ToolResult } from '../../common/contract/tools';
 
-/** The system message every model step starts with: how to work with the tools' results. */
-export const SYSTEM_MESSAGE = [
-  'You are an agent working for a person. Use the tools to find facts before you answer; answer from what the tools returned.',
+/** Tollgate's rules on tool results, which every system message ends with (an agent's instructions come before them). */
+export const TOOL_RESULT_RULES = [
   'A tool result has a status; on an error it has a stable code and a short message. Correct invalid_arguments and try again; do not repeat a call that was denied.',
   'Large arguments of a call that already ran are shown as omitted, with their size and digest; do not repeat the call for that reason.',
+].join('\n');
+
+/** The system message of the default agent's model steps: how to work with the tools' results. */
+export const SYSTEM_MESSAGE = [
+  'You are an agent working for a person. Use the tools to find facts before you answer; answer from what the tools returned.',
+  TOOL_RESULT_RULES,
 ].join('\n');
 
 function toolOutput(result: ToolResult): { type: 'json'; value: JSONValue } {
@@ -19,9 +24,9 @@ function toolInput(call: ToolCallRequest): unknown {
   return isArgumentsReference(call.args) ? { omitted: describeReference(call.callId, call.args) } : call.args;
 }
 
-/** A turn's messages in the AI SDK's provider prompt format. */
-export function toModelPrompt(messages: TurnMessage[]): LanguageModelV4Prompt {
-  const prompt: LanguageModelV4Prompt = [{ role: 'system', content: SYSTEM_MESSAGE }];
+/** A turn's messages in the AI SDK's provider prompt format, after the system message (the default agent's when none is given). */
+export function toModelPrompt(messages: TurnMessage[], system: string = SYSTEM_MESSAGE): LanguageModelV4Prompt {
+  const prompt: LanguageModelV4Prompt = [{ role: 'system', content: system }];
   for (const message of messages) {
     if (message.role === 'user') prompt.push({ role: 'user', content: [{ type: 'text', text: message.content }] });
     else if (message.role === 'assistant') {

@@ -33,6 +33,8 @@ import type { ToolRegistry } from '../../tools/tool-registry';
 import type { TurnMessage } from '../../common/contract/conversation';
 import type { IdempotencyStore } from '../../intents/intent-store';
 import { currentWorkflowId, keepsContents, keepTranscript, resolveKeptResults, stepMessages, storeName } from '../kept-results';
+import type { AgentRegistry } from '../../agents/agent-registry';
+import { agentStep } from './agent-step';
 
 const LIVE_TEXT_CHARS = 8_000;
 const KEEP_ALIVE_MS = 5_000;
@@ -168,8 +170,11 @@ export function createModelStep({
   redactor = redactorForConfig(config),
   telemetry = NO_TELEMETRY,
   store,
+  agents,
 }: {
   registry: ToolRegistry;
+  /** The agents this worker declares: a step of a turn's agent runs only when its digest matches. */
+  agents?: AgentRegistry;
   config: TollgateConfig;
   models: Map<string, { model: LanguageModelV4; entry?: ModelEntry }>;
   /** The worker's redaction pass: applied to the live text, the step's text, summaries, shown arguments, refusals, failures and spans. */
@@ -180,7 +185,7 @@ export function createModelStep({
   telemetry?: ActivityTelemetry;
 }) {
   const maxRetryDelayMs = toMilliseconds(config.model.maxRetryDelay);
-  const step = streamStep({ registry, config, models, redactor, telemetry, maxRetryDelayMs });
+  const step = streamStep({ registry, config, models, redactor, telemetry, maxRetryDelayMs, agents });
   const where = storeName(config.store);
   const keeps = keepsContents(config);
   return async function modelStep(input: ModelStepInput): Promise<ModelStepResult> {
@@ -209,6 +214,7 @@ function streamStep({
   redactor,
   telemetry,
   maxRetryDelayMs,
+  agents,
 }: {
   registry: ToolRegistry;
   config: TollgateConfig;
@@ -216,6 +222,7 @@ function streamStep({
   redactor: Redactor;
   telemetry: ActivityTelemetry;
   maxRetryDelayMs: number;
+  agents?: AgentRegistry;
 }) {
   return async (input: ResolvedStepInput): Promise<ModelStepResult> => {
     const context = Context.current();
@@ -226,10 +233,15 @@ function streamStep({
         { chunks: earlier.chunks, text: earlier.text ?? '' },
       );
     }
-    const { model, maxOutputTokens, stream: streaming } = resolveModel(input.model, config, models);
+    // The turn's agent, as this worker declares it (another declaration refuses the step): its instructions, settings and tools.
+    const agent = agentStep(agents, input);
+    const allowedTools = agent ? agent.allowedTools : input.allowedTools;
+    const resolved = resolveModel(input.model, config, models);
+    const { model, stream: streaming } = resolved;
+    const maxOutputTokens = agent?.callOptions.maxOutputTokens ?? resolved.maxOutputTokens;
     const tools: LanguageModelV4FunctionTool[] = registry
       .list()
-      .filter((tool) => !input.allowedTools || input.allowedTools.includes(tool.name))
+      .filter((tool) => !allowedTools || allowedTools.includes(tool.name))
       .map((tool) => ({
         type: 'function',
         name: tool.name,
@@ -269,11 +281,12 @@ function streamStep({
     let responseId: string | undefined;
     try {
       const options = {
-        prompt: toModelPrompt(input.messages),
+        ...agent?.callOptions,
+        prompt: toModelPrompt(input.messages, agent?.system),
         tools,
         maxOutputTokens,
         // The task id travels as data; the scripted model reads it here, providers ignore a namespace that is not theirs.
-        providerOptions: { tollgate: { taskId: input.taskId } },
+        providerOptions: { ...agent?.callOptions.providerOptions, tollgate: { taskId: input.taskId } },
         abortSignal: context.cancellationSignal,
       };
       if (!streaming) {
@@ -367,7 +380,7 @@ function streamStep({
       const checked = checkToolCall({
         registry,
         request: { callId, tool: toolName, args },
-        allowedTools: input.allowedTools,
+        allowedTools,
         taskId: input.taskId,
         redactor,
       });
@@ -390,6 +403,8 @@ function streamStep({
       responseId: responseId && redactor.text(responseId),
     });
     observe(telemetry, { model: model.modelId, usage, startedAt, firstChunkAt });
-    return { text, toolCalls, usage: total };
+    // A final answer of an agent with an output schema is parsed and checked here, where the schema is.
+    const output = agent?.checkAnswer && toolCalls.length === 0 ? { output: agent.checkAnswer(text) } : {};
+    return { text, toolCalls, usage: total, ...output };
   };
 }

@@ -25,6 +25,8 @@ export interface TurnSummary {
   webUiLink: string;
   /** The irreversible calls of the turn decided so far: by a person, a rule (`rule:<name>`) or a grant (`grant:<id>`). */
   decided: Array<{ callId: string; tool: string; decision: 'approve' | 'deny'; by: string }>;
+  /** The agent that runs the turn, as its settings recorded it (left out for the default agent). */
+  agent?: TurnState['agent'];
 }
 
 /**
@@ -207,6 +209,7 @@ export class InboxItems {
       taskId: state.taskId,
       prompt: await this.promptOf(workflowId, runId),
       modelText: this.redactor.text(state.modelText ?? ''),
+      ...(state.agent ? { agent: state.agent } : {}),
       decided: state.toolCalls.flatMap((event) =>
         event.approval ? [{ callId: event.callId, tool: event.tool, decision: event.approval.decision, by: event.approval.by }] : [],
       ),

@@ -1,3 +1,5 @@
+import type { AgentReference } from './agent';
+
 /**
  * The waits for a person and their decisions: approvals (an irreversible call), resolutions (a write
  * whose outcome is unknown) and resume decisions (a model stream cut off after chunks went out).
@@ -54,6 +56,8 @@ export interface PendingApproval extends PendingWait {
   requestedAt: string;
   /** Why no rule or grant decided it, when one came close (a rule past its cap, a grant revoked or used up). */
   policyNote?: string;
+  /** The agent whose turn asks (left out for the default agent). */
+  agent?: AgentReference;
 }
 
 /** A human decision on one pending call: the `approval` signal's and the `decide` update's argument. */

@@ -9,6 +9,7 @@ import type {
   ResolutionDecision,
 } from './decisions';
 import type { ToolEvent } from './tools';
+import type { AgentReference } from './agent';
 
 /** One step of a scripted model: either tool calls or a final text. */
 export type ScriptStep = { toolCalls: Array<{ tool: string; args: unknown }>; text?: string } | { text: string };
@@ -55,6 +56,12 @@ export interface AgentTurnInput {
    * budget is the smaller of this and `limits.maxTokens`.
    */
   tokenAllowance?: number;
+  /**
+   * The agent that runs the turn, by name (`createWorker({ agents })` or the config's `agents.<name>`):
+   * its instructions, model settings, tools, limits and typed output. Left out: the default agent
+   * (Tollgate's own system message, every registered tool).
+   */
+  agent?: string;
 }
 
 /** Token counts, summed per turn. */
@@ -63,12 +70,16 @@ export interface Usage {
   outputTokens: number;
 }
 
-/** The result of the `agentTurn` workflow. */
-export interface AgentTurnResult {
+/** The result of the `agentTurn` workflow; `Output` is the type of the agent's typed answer (`AgentOutput<typeof agent>`). */
+export interface AgentTurnResult<Output = unknown> {
   taskId: string;
   status: TurnStatus;
-  /** Why the model failed, when status is `model_failed`. */
+  /** Why the model failed, when status is `model_failed`; why the last answer did not fit the agent's output schema, when `output_invalid`. */
   error?: { type: string; message: string };
+  /** The agent that ran the turn (left out for the default agent). */
+  agent?: AgentReference;
+  /** The agent's typed answer, parsed from `answer` and checked against its output schema (status `completed` only). */
+  output?: Output;
   /** Model steps whose stream broke after chunks went out; none was replayed unasked (see each one's `decision`). */
   modelInterruptions: ModelInterruption[];
   /** When the turn stopped on a stream cut off after chunks went out: the text that had streamed (redacted, its last 8,000 characters). */
@@ -112,6 +123,8 @@ export interface TurnState {
   tokenBudget?: number;
   /** Set while the turn waits in phase `interrupted` for a `resume` decision. */
   pendingResume?: PendingResume;
+  /** The agent that runs the turn, as its settings recorded it (left out for the default agent): who asks, for the people who decide. */
+  agent?: AgentReference;
 }
 
 /** A model step whose stream broke after chunks had gone out; it was never replayed unasked. */

@@ -33,7 +33,7 @@ describe('the failure catalogue', () => {
       invalidModel: 'invalid_model',
       keptContentMissing: 'kept_content_missing',
     });
-    expect(MODEL_STEP_NON_RETRYABLE).toEqual(['invalid_model', 'stream_interrupted', 'model_error']);
+    expect(MODEL_STEP_NON_RETRYABLE).toEqual(['invalid_model', 'agent_mismatch', 'stream_interrupted', 'model_error']);
     expect(WRITE_INTERRUPTED).toBe('write_interrupted');
     expect(failureTypes('workflow')).toEqual(['invalid_input', 'invalid_edit', 'token_budget_exhausted']);
   });

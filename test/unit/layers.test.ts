@@ -74,6 +74,7 @@ describe('the layers', () => {
     ['tools', ['activities', 'worker', 'client', 'workflows', 'intents', 'testing']],
     ['hardened', ['activities', 'worker', 'client', 'workflows', 'intents', 'tools', 'testing']],
     ['activities', ['worker', 'client', 'workflows', 'testing']],
+    ['agents', ['activities', 'worker', 'client', 'workflows', 'intents', 'testing']],
   ])('%s/ imports none of the layers above it', (folder, above) => {
     expect(shown(importsOf(folder).filter((found) => above.includes(topFolder(found.target))))).toEqual([]);
   });

@@ -19,6 +19,7 @@ const TURN_STATUSES: readonly string[] = Object.keys({
   model_failed: true,
   history_limit: true,
   token_budget_exhausted: true,
+  output_invalid: true,
 } satisfies Record<TurnStatus, true>);
 
 // The buckets the OpenTelemetry GenAI semantic conventions advise for these two histograms.

@@ -54,7 +54,8 @@ export const APPROVAL: DecisionKind<'approval'> = {
   subject: (decision) => decision.callId!,
   pendingSubject: (pending) => pending.callId,
   waiting: (state) => state.pendingApprovals,
-  add: (state, pending) => void state.pendingApprovals.push(pending),
+  // Which agent asks goes with each waiting call, for the people who decide (the CLI's inbox, the web inbox, the Web UI).
+  add: (state, pending) => void state.pendingApprovals.push(state.agent ? { ...pending, agent: state.agent } : pending),
   remove(state, callId) {
     const index = state.pendingApprovals.findIndex((entry) => entry.callId === callId);
     if (index >= 0) state.pendingApprovals.splice(index, 1);

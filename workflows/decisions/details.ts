@@ -97,6 +97,8 @@ export function renderDetails(state: TurnState): string {
     `**Task** \`${cell(state.taskId)}\` · **status** ${state.status} · **phase** ${state.phase} · **step** ${state.step + 1}`,
     '',
   ];
+  // Which agent asks: a person deciding on its calls sees whose turn it is, and which definition of it.
+  if (state.agent) lines.splice(1, 0, `**Agent** ${cell(state.agent.name)} · definition \`${state.agent.digest.slice(0, 12)}\``);
   for (const section of SECTIONS) lines.push(...section(state));
   if (state.toolCalls.length > 0) {
     lines.push('### Tool calls', '');

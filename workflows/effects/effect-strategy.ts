@@ -32,5 +32,7 @@ export function runToolInput({ taskId, call, allowedTools }: Pick<EffectContext,
     effect: policy.effect,
     definitionDigest: policy.definitionDigest,
     policyDigest: policy.policyDigest,
+    // The turn's agent rides on the call: the executing worker refuses it when it declares the agent differently.
+    ...(call.agent ? { agent: call.agent } : {}),
   };
 }

@@ -17,7 +17,7 @@ function isWholeNumber(value: unknown): value is number {
 export function checkInput(input: unknown): asserts input is AgentTurnInput {
   if (!input || typeof input !== 'object') throw invalidInput('expected an object { taskId, prompt, model?, tools?, limits? }');
   if (unencryptedMode(input) === 'all') throw invalidInput('the input arrived unencrypted; encryption.requireEncrypted is "all"');
-  const { taskId, prompt, tools, limits, history, tokenAllowance } = input as Record<string, unknown>;
+  const { taskId, prompt, tools, limits, history, tokenAllowance, agent } = input as Record<string, unknown>;
   if (history !== undefined && !Array.isArray(history)) throw invalidInput('history must be a list of messages');
   // A history is carried into every model step's input: past this bound the steps would pass Temporal's payload limit.
   const historyBytes = history === undefined ? 0 : jsonBytes(history);
@@ -37,4 +37,10 @@ export function checkInput(input: unknown): asserts input is AgentTurnInput {
     }
   }
   if (tokenAllowance !== undefined && !isWholeNumber(tokenAllowance)) throw invalidInput('tokenAllowance must be a whole number');
+  // Whether the worker declares the agent is asked with the turn's settings; here only its form.
+  if (agent !== undefined && (typeof agent !== 'string' || !/^[a-z][a-z0-9_-]{0,63}$/.test(agent))) {
+    throw invalidInput(
+      `agent must be the name of an agent (lowercase letters, digits, _ and -), got ${JSON.stringify(agent)?.slice(0, 80)}`,
+    );
+  }
 }

@@ -77,13 +77,17 @@ export async function modelPhase(run: TurnRun, step: number): Promise<ModelPhase
   state.phase = 'model';
   run.status = stopBeforeStep(run);
   if (run.status) return 'ended';
-  const { taskId, model, tools: allowedTools } = input;
+  const { taskId } = input;
+  // The turn's model, else its agent's, else the config's default (the step resolves that one).
+  const model = input.model ?? settings.agent?.model;
+  const { allowedTools, agent } = run;
+  const named = { ...(model !== undefined ? { model } : {}), ...(allowedTools ? { allowedTools } : {}), ...(agent ? { agent } : {}) };
   let reply: Awaited<ReturnType<Activities['modelStep']>>;
   try {
     // The messages the last step kept are sent by reference: each step records only what was added since.
     const { transcript } = run;
     const sent = transcript ? { messages: messages.slice(transcript.count), earlier: transcript } : { messages };
-    reply = await modelStepActivity(settings.streams.heartbeatTimeoutMs)({ taskId, step, model, ...sent, allowedTools });
+    reply = await modelStepActivity(settings.streams.heartbeatTimeoutMs)({ taskId, step, ...sent, ...named });
   } catch (failure) {
     const problem = modelFailure(failure);
     if (!problem) throw failure;
@@ -111,15 +115,42 @@ export async function modelPhase(run: TurnRun, step: number): Promise<ModelPhase
   const kept = reply.toolCalls.map(({ callId, tool, args, argsDigest }) => ({ callId, tool, args: keptArguments(args, argsDigest) }));
   messages.push({ role: 'assistant', text: reply.text, toolCalls: kept });
   if (reply.text) showModelText(run.state, reply.text);
-  if (reply.toolCalls.length === 0) {
-    Object.assign(run, { answer: reply.text, status: 'completed' });
-    return 'ended';
-  }
+  if (reply.toolCalls.length === 0) return finalAnswer(run, reply);
   if (run.events.length + reply.toolCalls.length > settings.limits.maxToolCalls) {
     run.status = 'tool_call_limit';
     return 'ended';
   }
   return { calls: reply.toolCalls };
+}
+
+/** How many characters of what did not fit are sent back to the model, and kept in the turn's error. */
+const OUTPUT_PROBLEMS_CHARS = 2_000;
+
+/**
+ * A reply without tool calls: the turn's answer. An agent with an output schema has it checked (by
+ * the model step, where the schema is): one that fits is the turn's `output`; one that does not is
+ * sent back with what was wrong, at most `outputRetries` times, then the turn ends `output_invalid`
+ * with the last answer kept.
+ */
+function finalAnswer(run: TurnRun, reply: Awaited<ReturnType<Activities['modelStep']>>): ModelPhaseOutcome {
+  run.answer = reply.text;
+  const checked = run.settings.agent?.output ? reply.output : undefined;
+  if (!checked || checked.valid) {
+    if (checked) run.output = checked.value;
+    run.status = 'completed';
+    return 'ended';
+  }
+  const problems = checked.problems.slice(0, OUTPUT_PROBLEMS_CHARS);
+  if (run.outputRetries < run.settings.agent!.outputRetries) {
+    run.outputRetries++;
+    run.messages.push({
+      role: 'user',
+      content: `Your answer does not fit the output schema:\n${problems}\nAnswer again with only the JSON value that fits it.`,
+    });
+    return 'next_step';
+  }
+  Object.assign(run, { status: 'output_invalid', error: { type: 'output_invalid', message: problems } });
+  return 'ended';
 }
 
 /**

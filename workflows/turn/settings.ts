@@ -1,8 +1,9 @@
-import { proxyLocalActivities } from '@temporalio/workflow';
-import type { Activities } from '../../common/activity-types';
+import { ApplicationFailure, proxyLocalActivities } from '@temporalio/workflow';
+import type { Activities, AgentTurnSettings } from '../../common/activity-types';
 import type { TurnSettings } from '../../common/activity-types';
 import type { ResolvedTurnLimits, TurnLimits } from '../../common/contract/turn';
-import type { ApproverGroups } from '../../common/approver-groups';
+import { approversOf, type ApproverGroups } from '../../common/approver-groups';
+import { FAILURE_TYPE } from '../../common/failures';
 import type { Signing } from '../decisions/desk';
 
 /** What a turn does with a stream cut off after chunks went out. */
@@ -26,20 +27,68 @@ export interface TurnRunSettings {
   streams: StreamSettings;
   metrics: boolean;
   outcomes: TurnSettings['outcomes'];
+  /** The turn's agent as the worker declared it at the turn's start (left out for the default agent). */
+  agent?: AgentTurnSettings;
 }
 
 /**
  * What a turn runs under: the worker's config (asked once at the turn's start, so it is recorded in
  * history), its limits lowered or raised by the turn's own, and whether decisions must name their
- * digest and be signed.
+ * digest and be signed. A turn naming an agent gets the agent's limits over the config's (its own
+ * may only lower those) and the agent's approver groups on top of the worker's; an agent the worker
+ * does not declare fails the turn at once with `invalid_input`, naming the agents it does.
  */
-export async function settingsFor(own: TurnLimits | undefined): Promise<TurnRunSettings> {
-  const settings = await turnSettings();
-  const { requireDigest, publicKeys, signatureMaxAgeMs, groups, policies = false } = settings.approvals;
+export async function settingsFor({ limits: own, agent: named }: { limits?: TurnLimits; agent?: string }): Promise<TurnRunSettings> {
+  // The default agent asks as turns always did, so their recorded histories replay unchanged.
+  const settings = named === undefined ? await turnSettings() : await turnSettings({ agent: named });
+  if (settings.unknownAgent) {
+    const { name, known } = settings.unknownAgent;
+    throw ApplicationFailure.create({
+      type: FAILURE_TYPE.invalid_input,
+      message: `agentTurn input: agent "${name}" is not declared on the worker (${known.length > 0 ? `known: ${known.join(', ')}` : 'it declares no agents'})`,
+      nonRetryable: true,
+    });
+  }
+  const { agent } = settings;
+  const { requireDigest, publicKeys, signatureMaxAgeMs, policies = false } = settings.approvals;
   const signing = publicKeys ? { publicKeys, maxAgeMs: signatureMaxAgeMs ?? 0 } : undefined;
-  const limits = { ...settings.limits, ...own };
+  const limits = agent ? agentLimits(settings.limits, agent.limits, own) : { ...settings.limits, ...own };
+  const groups = agent?.groups ? withAgentGroups(settings.approvals.groups, agent.groups) : settings.approvals.groups;
   const metrics = settings.telemetry?.metrics ?? false;
-  return { limits, requireDigest, signing, groups, policies, streams: settings.interruptedStreams, metrics, outcomes: settings.outcomes };
+  return {
+    limits,
+    requireDigest,
+    signing,
+    groups,
+    policies,
+    streams: settings.interruptedStreams,
+    metrics,
+    outcomes: settings.outcomes,
+    ...(agent ? { agent } : {}),
+  };
+}
+
+/** An agent's limits over the config's; a turn's own limit lowers the agent's, never raises it past it. */
+function agentLimits(config: ResolvedTurnLimits, agent: TurnLimits = {}, own: TurnLimits = {}): ResolvedTurnLimits {
+  const limits: ResolvedTurnLimits = { ...config, ...agent };
+  for (const [key, value] of Object.entries(own) as Array<[keyof TurnLimits, number]>) {
+    const bound = agent[key];
+    limits[key] = bound === undefined ? value : Math.min(bound, value);
+  }
+  return limits;
+}
+
+/**
+ * The worker's approver groups with an agent's on top: a tool the agent's groups name may be decided
+ * only by approvers its entry lists and the worker's groups also allow for that tool.
+ */
+export function withAgentGroups(worker: ApproverGroups | undefined, agent: ApproverGroups): ApproverGroups {
+  const merged: ApproverGroups = { ...worker };
+  for (const [tool, approvers] of Object.entries(agent)) {
+    const allowed = approversOf(worker, tool);
+    merged[tool] = allowed === undefined ? [...approvers] : approvers.filter((approver) => allowed.includes(approver));
+  }
+  return merged;
 }
 
 /** The turn's token budget: the smaller of its limit and its conversation's allowance, when either is set. */

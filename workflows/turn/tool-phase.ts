@@ -18,10 +18,12 @@ function executeCall(run: TurnRun, step: number, call: CheckedToolCall): Promise
   return run.telemetry.toolSpan(call, () => runCall(run, step, call));
 }
 
-async function runCall({ input, decisions }: TurnRun, step: number, call: CheckedToolCall): Promise<Executed> {
-  const { taskId, tools: allowedTools } = input;
+async function runCall({ input, decisions, allowedTools, agent }: TurnRun, step: number, checked: CheckedToolCall): Promise<Executed> {
+  const { taskId } = input;
   const { approvals, resolutions } = decisions;
   const startedAt = Date.now();
+  // The agent goes with the call to the worker that runs it, which refuses it when it declares the agent differently.
+  const call = agent && !checked.refusal ? { ...checked, agent: { name: agent.name, digest: agent.digest } } : checked;
   const outcome = call.refusal
     ? BoundaryResults.refused(call.refusal.code, call.refusal.message)
     : await EFFECT_STRATEGIES[call.policy.effect].run({ taskId, call, allowedTools, approvals, resolutions });

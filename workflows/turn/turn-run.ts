@@ -5,6 +5,7 @@ import type { AgentTurnInput, AgentTurnResult, TurnState, Usage } from '../../co
 import type { TurnDecisions } from '../decisions/turn-decisions';
 import type { TurnTelemetry } from '../turn-telemetry';
 import type { TurnRunSettings } from './settings';
+import type { AgentReference } from '../../common/contract/agent';
 
 /** What the phases of one turn share: its input and settings, its state and decisions, the messages so far, and how it ends. */
 export interface TurnRun {
@@ -32,6 +33,14 @@ export interface TurnRun {
   error?: AgentTurnResult['error'];
   partialText?: string;
   answer?: string;
+  /** The tools the turn may call: its own list narrowed to its agent's (all registered tools when neither names any). */
+  allowedTools?: string[];
+  /** The turn's agent, as its model steps name it; `instructions` is what its instructions function returned. */
+  agent?: AgentReference & { instructions?: string };
+  /** Final answers sent back to the model because they did not fit the agent's output schema. */
+  outputRetries: number;
+  /** The agent's typed answer, once one fitted its output schema. */
+  output?: unknown;
 }
 
 /** The state of a turn at its start: running its first model step, nothing waiting, decided or called yet. */

@@ -1,0 +1,53 @@
+import { compileRules, type CompiledRule } from '../policies/approval-rules';
+import type { AgentDefinition } from './define-agent';
+
+/** The agents one worker serves, checked against its tools and models once, at worker start. */
+export interface AgentRegistry {
+  get(name: string): AgentDefinition | undefined;
+  /** The names of the agents served, for errors that list them. */
+  names(): string[];
+  /** The agent's approval rules, compiled, named `<agent>.<rule>`; none when it has none. */
+  rules(name: string): CompiledRule[];
+}
+
+/**
+ * Builds the registry from the agents given in code and the config's: a name declared twice, a
+ * tool or a model the worker does not serve, or a rule that does not compile stops the worker
+ * here, naming the agent.
+ */
+export function createAgentRegistry({
+  agents,
+  toolNames,
+  modelNames,
+}: {
+  agents: AgentDefinition[];
+  /** The tools the worker serves. */
+  toolNames: string[];
+  /** The models a turn may name (left out: not checked). */
+  modelNames?: string[];
+}): AgentRegistry {
+  const byName = new Map<string, AgentDefinition>();
+  const rules = new Map<string, CompiledRule[]>();
+  for (const agent of agents) {
+    if (!agent || typeof agent !== 'object' || typeof agent.digest !== 'string')
+      throw new Error('agents: each agent comes from defineAgent (or the config’s agents section)');
+    if (byName.has(agent.name)) throw new Error(`agent "${agent.name}" is declared twice; agent names must be unique on a worker`);
+    for (const tool of agent.tools ?? []) {
+      if (!toolNames.includes(tool))
+        throw new Error(`agent ${agent.name}: tool "${tool}" is not served by this worker (served: ${toolNames.join(', ')})`);
+    }
+    if (agent.model !== undefined && modelNames && !modelNames.includes(agent.model))
+      throw new Error(`agent ${agent.name}: model "${agent.model}" is not one of the worker's models (${modelNames.join(', ')})`);
+    const compiled = compileRules(agent.approvals?.rules ?? [], `agents.${agent.name}.approvals.rules`);
+    rules.set(
+      agent.name,
+      compiled.map((rule) => ({ ...rule, name: `${agent.name}.${rule.name}` })),
+    );
+    byName.set(agent.name, agent);
+  }
+  return {
+    get: (name) => byName.get(name),
+    names: () => [...byName.keys()],
+    rules: (name) => rules.get(name) ?? [],
+  };
+}

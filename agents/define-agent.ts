@@ -1,0 +1,242 @@
+import { z } from 'zod';
+import type { ApproverGroups } from '../common/approver-groups';
+import type { ModelSettings } from '../common/contract/agent';
+import type { AgentTurnInput, TurnLimits } from '../common/contract/turn';
+import { TURN_LIMIT_NAMES } from '../common/defaults';
+import type { ApprovalRule } from '../policies/approval-rules';
+import { canonicalJson, sha256 } from '../tools/canonical-json';
+import type { ToolDefinition } from '../tools/define-tool';
+import { compileOutsideSchema } from '../tools/json-schema/outside-schema';
+
+/** An agent's instructions computed from the turn's input; it runs in an activity once per turn and its result is recorded. */
+export type InstructionsFunction = (input: AgentTurnInput) => string | Promise<string>;
+
+/** What an agent adds to the worker's approvals: approver groups and rules (the shapes of config `approvals.groups` and `approvals.rules`). */
+export interface AgentApprovals {
+  /** Who may decide on which tool's calls of this agent, on top of the worker's groups: an approver must be allowed by both. */
+  groups?: ApproverGroups;
+  /** Rules matched before the worker's on this agent's irreversible calls; recorded as `rule:<agent>.<rule>`. */
+  rules?: ApprovalRule[];
+}
+
+/** How many answers that do not fit the output schema are sent back to the model before the turn ends `output_invalid`. */
+export const DEFAULT_OUTPUT_RETRIES = 2;
+
+/** An agent as written in code: `defineAgent({ name, instructions, tools, output, … })`. */
+export interface AgentSpec<Output extends z.ZodType | undefined = undefined> {
+  /** How turns name the agent (`"agent": "support"`): lowercase letters, digits, `_` and `-`, starting with a letter. */
+  name: string;
+  description?: string;
+  /** The system message the model receives, before Tollgate's rules on tool results; or a function of the turn's input. */
+  instructions?: string | InstructionsFunction;
+  /** A model of the config's `model.models` (or `createWorker({ models })`) used when the turn names none. */
+  model?: string;
+  modelSettings?: ModelSettings;
+  /** The agent's tools: definitions or names. The model is offered only these, and a call outside them is `forbidden`. */
+  tools?: Array<ToolDefinition | string>;
+  /** The agent's limits, over the config's; a turn's own limits may only lower them. */
+  limits?: TurnLimits;
+  /** A zod schema the final answer must fit, as JSON: the turn's `output` is the parsed value. */
+  output?: Output;
+  /** Answers that do not fit `output` sent back with what was wrong, before the turn ends `output_invalid` (default 2). */
+  outputRetries?: number;
+  approvals?: AgentApprovals;
+}
+
+/** How an agent checks its final answer: the schema the model is told, and the check of a parsed value. */
+export interface OutputCheck {
+  jsonSchema: Record<string, unknown>;
+  check(value: unknown): { valid: true; value: unknown } | { valid: false; problems: string[] };
+}
+
+/** A declared agent, as `createWorker({ agents })` and the config's `agents.<name>` give it; its digest covers everything it declares. */
+export interface AgentDefinition<Output = unknown> {
+  readonly name: string;
+  readonly description?: string;
+  readonly instructions?: string | InstructionsFunction;
+  readonly model?: string;
+  readonly modelSettings?: ModelSettings;
+  /** Tool names; all registered tools when left out. */
+  readonly tools?: string[];
+  readonly limits?: TurnLimits;
+  readonly output?: OutputCheck;
+  readonly outputRetries: number;
+  readonly approvals?: AgentApprovals;
+  /** SHA-256 of the canonical definition (an instructions function by its source text). */
+  readonly digest: string;
+  /** The type of the parsed output, for `AgentOutput<typeof agent>` (no value at run time). */
+  readonly outputType?: Output;
+}
+
+const AGENT_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
+
+/** Throws, naming the agent and the field, when a definition is malformed. */
+function fail(where: string, message: string): never {
+  throw new Error(`${where}: ${message}`);
+}
+
+function checkNumber(where: string, value: unknown, { integer = false, min }: { integer?: boolean; min?: number } = {}): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number' || !Number.isFinite(value) || (integer && !Number.isInteger(value)) || (min !== undefined && value < min))
+    fail(where, `must be a${integer ? ' whole' : ''} number${min !== undefined ? ` of at least ${min}` : ''}`);
+}
+
+/** Checks model settings field by field, so a typo or a wrong type names itself. */
+export function checkModelSettings(where: string, settings: unknown): ModelSettings | undefined {
+  if (settings === undefined) return undefined;
+  if (!settings || typeof settings !== 'object' || Array.isArray(settings)) fail(where, 'must be an object');
+  const known = [
+    'temperature',
+    'topP',
+    'topK',
+    'maxOutputTokens',
+    'seed',
+    'stopSequences',
+    'presencePenalty',
+    'frequencyPenalty',
+    'providerOptions',
+  ];
+  const record = settings as Record<string, unknown>;
+  for (const key of Object.keys(record)) if (!known.includes(key)) fail(`${where}.${key}`, `is not a model setting (${known.join(', ')})`);
+  for (const key of ['temperature', 'topP', 'presencePenalty', 'frequencyPenalty']) checkNumber(`${where}.${key}`, record[key]);
+  checkNumber(`${where}.topK`, record.topK, { integer: true, min: 1 });
+  checkNumber(`${where}.maxOutputTokens`, record.maxOutputTokens, { integer: true, min: 1 });
+  checkNumber(`${where}.seed`, record.seed, { integer: true });
+  const stops = record.stopSequences;
+  if (stops !== undefined && (!Array.isArray(stops) || stops.some((stop) => typeof stop !== 'string')))
+    fail(`${where}.stopSequences`, 'must be a list of strings');
+  const options = record.providerOptions;
+  if (options !== undefined) {
+    if (!options || typeof options !== 'object' || Array.isArray(options))
+      fail(`${where}.providerOptions`, 'must be an object of provider namespaces');
+    for (const [namespace, value] of Object.entries(options)) {
+      if (!value || typeof value !== 'object' || Array.isArray(value)) fail(`${where}.providerOptions.${namespace}`, 'must be an object');
+      if (namespace === 'tollgate') fail(`${where}.providerOptions.tollgate`, 'is Tollgate’s own namespace');
+    }
+  }
+  return record as ModelSettings;
+}
+
+function checkLimits(where: string, limits: unknown): TurnLimits | undefined {
+  if (limits === undefined) return undefined;
+  if (!limits || typeof limits !== 'object' || Array.isArray(limits)) fail(where, 'must be an object');
+  for (const [key, value] of Object.entries(limits)) {
+    if (!TURN_LIMIT_NAMES.includes(key)) fail(`${where}.${key}`, `is not a limit (${TURN_LIMIT_NAMES.join(', ')})`);
+    checkNumber(`${where}.${key}`, value, { integer: true, min: key === 'errorBudget' ? 0 : 1 });
+  }
+  return limits as TurnLimits;
+}
+
+function problemsOf(issues: z.core.$ZodIssue[]): string[] {
+  return issues.slice(0, 10).map((issue) => `${issue.path.length > 0 ? issue.path.map(String).join('.') : '(answer)'}: ${issue.message}`);
+}
+
+/** The check of an output given as a zod schema: the model is told its JSON Schema, a value is parsed by zod itself. */
+function zodOutput(where: string, schema: z.ZodType): OutputCheck {
+  if (!(schema instanceof z.ZodType)) fail(where, 'must be a zod schema (or a JSON Schema in the config)');
+  let jsonSchema: Record<string, unknown>;
+  try {
+    jsonSchema = z.toJSONSchema(schema, { io: 'output' }) as Record<string, unknown>;
+  } catch (error) {
+    fail(where, `cannot be described as JSON Schema: ${(error as Error).message}`);
+  }
+  return {
+    jsonSchema,
+    check(value) {
+      const parsed = schema.safeParse(value);
+      return parsed.success ? { valid: true, value: parsed.data } : { valid: false, problems: problemsOf(parsed.error.issues) };
+    },
+  };
+}
+
+/** The check of an output given as a JSON Schema (the config's form), on the hardened validator. */
+export function jsonSchemaOutput(where: string, schema: unknown): OutputCheck {
+  let checked;
+  try {
+    checked = compileOutsideSchema(schema);
+  } catch (error) {
+    fail(where, (error as Error).message);
+  }
+  return {
+    jsonSchema: schema as Record<string, unknown>,
+    check(value) {
+      const outcome = checked.check(value);
+      if (outcome.valid) return { valid: true, value };
+      return {
+        valid: false,
+        problems: outcome.problems.slice(0, 10).map((problem) => {
+          const extra = problem.keyword === 'required' ? `/${String(problem.params.missingProperty)}` : '';
+          const at = `${problem.instancePath}${extra}`.replace(/^\//, '').replace(/\//g, '.') || '(answer)';
+          return `${at}: ${problem.message}`;
+        }),
+      };
+    },
+  };
+}
+
+/** What an agent declares, without its digest: the parts of a definition both forms (code and config) share. */
+export type AgentParts = Omit<AgentDefinition, 'digest' | 'outputType' | 'outputRetries'> & { outputRetries?: number };
+
+/** Checks an agent's parts and adds its digest; `where` names it in errors (`defineAgent(support)`, `agents.support`). */
+export function completeAgent(where: string, parts: AgentParts): AgentDefinition {
+  const { name, instructions, tools, outputRetries = DEFAULT_OUTPUT_RETRIES } = parts;
+  if (typeof name !== 'string' || !AGENT_NAME.test(name))
+    fail(where, `name ${JSON.stringify(name)} must start with a lowercase letter, then lowercase letters, digits, _ or - (at most 64)`);
+  if (parts.description !== undefined && typeof parts.description !== 'string') fail(`${where}.description`, 'must be a string');
+  if (instructions !== undefined && typeof instructions !== 'string' && typeof instructions !== 'function')
+    fail(`${where}.instructions`, 'must be a string or a function of the turn input');
+  if (parts.model !== undefined && (typeof parts.model !== 'string' || parts.model === '')) fail(`${where}.model`, 'must be a model name');
+  if (tools !== undefined) {
+    if (!Array.isArray(tools)) fail(`${where}.tools`, 'must be a list of tools or tool names');
+    const seen = new Set<string>();
+    for (const tool of tools) {
+      if (typeof tool !== 'string' || tool === '') fail(`${where}.tools`, `holds ${JSON.stringify(tool)}, not a tool or a tool name`);
+      if (seen.has(tool)) fail(`${where}.tools`, `names ${tool} twice`);
+      seen.add(tool);
+    }
+  }
+  checkModelSettings(`${where}.modelSettings`, parts.modelSettings);
+  checkLimits(`${where}.limits`, parts.limits);
+  checkNumber(`${where}.outputRetries`, outputRetries, { integer: true, min: 0 });
+  if (parts.approvals !== undefined && (!parts.approvals || typeof parts.approvals !== 'object'))
+    fail(`${where}.approvals`, 'must be an object { groups?, rules? }');
+  const described = {
+    name,
+    description: parts.description ?? null,
+    // A function is declared by its source: a worker whose function differs declares another agent.
+    instructions: typeof instructions === 'function' ? { function: instructions.toString() } : (instructions ?? null),
+    model: parts.model ?? null,
+    modelSettings: parts.modelSettings ?? null,
+    tools: tools ? [...tools].sort() : null,
+    limits: parts.limits ?? null,
+    output: parts.output?.jsonSchema ?? null,
+    outputRetries,
+    approvals: parts.approvals ?? null,
+  };
+  return { ...parts, outputRetries, digest: sha256(canonicalJson(described)) };
+}
+
+/**
+ * Declares an agent once: its instructions, model and settings, tools, limits, typed output and
+ * approvals. Register it with `createWorker({ agents })`; a turn names it (`"agent": "support"`).
+ */
+export function defineAgent<Output extends z.ZodType | undefined = undefined>(
+  spec: AgentSpec<Output>,
+): AgentDefinition<Output extends z.ZodType ? z.output<Output> : unknown> {
+  if (!spec || typeof spec !== 'object') throw new Error('defineAgent: expected an object { name, instructions, tools, … }');
+  const where = `defineAgent(${typeof spec.name === 'string' ? spec.name : '?'})`;
+  const tools = spec.tools?.map((tool) => (tool && typeof tool === 'object' && 'name' in tool ? tool.name : tool));
+  const output = spec.output === undefined ? undefined : zodOutput(`${where}.output`, spec.output);
+  return completeAgent(where, {
+    name: spec.name,
+    ...(spec.description !== undefined ? { description: spec.description } : {}),
+    ...(spec.instructions !== undefined ? { instructions: spec.instructions } : {}),
+    ...(spec.model !== undefined ? { model: spec.model } : {}),
+    ...(spec.modelSettings !== undefined ? { modelSettings: spec.modelSettings } : {}),
+    ...(tools !== undefined ? { tools: tools as string[] } : {}),
+    ...(spec.limits !== undefined ? { limits: spec.limits } : {}),
+    ...(output ? { output } : {}),
+    ...(spec.outputRetries !== undefined ? { outputRetries: spec.outputRetries } : {}),
+    ...(spec.approvals !== undefined ? { approvals: spec.approvals } : {}),
+  }) as AgentDefinition<Output extends z.ZodType ? z.output<Output> : unknown>;
+}
