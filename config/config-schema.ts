@@ -11,14 +11,25 @@ import { retrySchema, toolOverrideSchema } from '../tools/tool-config';
 import { toolSourceSectionsShape } from '../tools/tool-source-sections';
 import { telemetrySchema } from '../worker/telemetry/telemetry-config';
 import { inboxSchema } from '../client/inbox/inbox-config';
+import { devServerSchema } from '../server/dev-server-config';
+import { deploymentSchema } from '../worker/deployment-config';
+import { workerCacheSchema } from '../worker/cache-config';
 import { agentsSchema } from '../agents/agent-config';
+
+/** Config `temporal`: the connection's keys, and beside them the dev server's, the deployment's and the worker cache's. */
+const temporalSectionSchema = z.strictObject({
+  ...temporalSchema.shape,
+  devServer: devServerSchema.prefault({}),
+  deployment: deploymentSchema.prefault({}),
+  worker: workerCacheSchema.prefault({}),
+});
 
 /**
  * The whole `temporal.config.yaml`: one key per section, each section's schema beside the code
  * that reads it. A section left out of the file is its defaults.
  */
 export const configSchema = z.strictObject({
-  temporal: temporalSchema.prefault({}),
+  temporal: temporalSectionSchema.prefault({}),
   model: modelSchema.prefault({}),
   workspace: workspaceSchema,
   corpus: corpusSchema,

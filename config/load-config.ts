@@ -4,33 +4,17 @@ import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { loadClientConfigProfile, type ClientConfigProfile } from '@temporalio/envconfig';
 import { ConfigError, describeIssue } from './config-error';
 import { CONFIG_FILE_NAMES, findProject, findProjectRoot } from './find-project';
+import { PACKAGE_ROOT } from './package-root';
 import { configSchema, type TollgateConfig } from './config-schema';
 import { resolveToolSourcePaths } from '../tools/tool-source-sections';
 import { deploymentSchema } from '../worker/deployment-config';
 
 export { ConfigError } from './config-error';
 export { CONFIG_FILE_NAMES, findProject, findProjectRoot, type ProjectLocation } from './find-project';
+export { PACKAGE_ROOT, PROJECT_ROOT } from './package-root';
 
 /** The repository's own config file name (a user project may name its file `tollgate.config.yaml`). */
 export const DEFAULT_CONFIG_FILE = 'temporal.config.yaml';
-
-/**
- * Tollgate's own package: the folder holding its package.json (above `dist/` when it runs built).
- * Its own files (the example corpus, the setup script) are found here; a user's config and state
- * never are (see {@link findProject}).
- */
-export const PACKAGE_ROOT = packageRoot(__dirname);
-
-/** The same folder as {@link PACKAGE_ROOT}, by the name the repository's tests and benchmarks use. */
-export const PROJECT_ROOT = PACKAGE_ROOT;
-
-function packageRoot(from: string): string {
-  for (let folder = from; ; folder = path.dirname(folder)) {
-    if (existsSync(path.join(folder, 'package.json'))) return folder;
-    if (path.dirname(folder) === folder)
-      throw new Error(`no package.json at or above ${from}: Tollgate's files are not where its package put them`);
-  }
-}
 
 /**
  * The Temporal client profile as Temporal's other tools read it: `TEMPORAL_PROFILE` (default

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { DEFAULT_TASK_QUEUE } from '../common/defaults';
-import { devServerSchema } from '../server/dev-server-config';
-import { deploymentSchema } from '../worker/deployment-config';
-import { workerCacheSchema } from '../worker/cache-config';
 
-/** Where the Temporal server is and which names the turns use on it (config `temporal`). */
+/**
+ * Where the Temporal server is and which names the turns use on it: the keys of config `temporal`
+ * the connection reads. The section's other keys (`devServer`, `deployment`, `worker`) belong to
+ * the dev server and the worker, above this folder; the config's schema puts them beside these.
+ */
 export const temporalSchema = z.strictObject({
   address: z
     .string()
@@ -12,7 +13,4 @@ export const temporalSchema = z.strictObject({
     .default('127.0.0.1:7233'),
   namespace: z.string().min(1).default('default'),
   taskQueue: z.string().min(1).default(DEFAULT_TASK_QUEUE),
-  devServer: devServerSchema.prefault({}),
-  deployment: deploymentSchema.prefault({}),
-  worker: workerCacheSchema.prefault({}),
 });

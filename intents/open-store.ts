@@ -1,5 +1,5 @@
 import type { TollgateConfig } from '../config/config-schema';
-import { ConfigError } from '../config/load-config';
+import { ConfigError } from '../config/config-error';
 import { openPostgresStore } from './postgres-store';
 import type { IdempotencyStore } from './intent-store';
 import { openSqliteStore } from './sqlite-store';

@@ -78,7 +78,10 @@ export function createToolRegistry({
     return {
       ...declared,
       retry,
-      ...(localReads && tool.effect === 'read' && tool.heartbeatTimeoutMs === undefined ? { local: true as const } : {}),
+      // A local activity runs again when its workflow task fails before the result is recorded: only for an effect any attempt of which may run again.
+      ...(localReads && EFFECT_TRAITS[tool.effect].retry === 'bounded' && tool.heartbeatTimeoutMs === undefined
+        ? { local: true as const }
+        : {}),
       ...(tool.source ? { definitionDigest: tool.source.definitionDigest } : {}),
       policyDigest: sha256(canonicalJson(digested)),
     };

@@ -4,7 +4,8 @@ import path from 'node:path';
 import type { ScriptStep } from '../../common/contract/turn';
 import type { TollgateConfig } from '../../config/config-schema';
 import { BUILT_IN_PROVIDERS, type ModelEntry, type PackageModelEntry } from './model-config';
-import { ConfigError, PROJECT_ROOT } from '../../config/load-config';
+import { ConfigError } from '../../config/config-error';
+import { PROJECT_ROOT } from '../../config/package-root';
 import { ScriptedLanguageModel } from './scripted-language-model';
 import { cappedFetch } from '../../hardened/capped-fetch';
 

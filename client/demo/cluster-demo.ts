@@ -1,16 +1,16 @@
 // `npm run cluster [-- --keep]`: builds (once) and starts a Temporal cluster of separate service
-// processes on PostgreSQL with TLS on its frontend (server/cluster/cluster.ts), runs one agent turn
+// processes on PostgreSQL with TLS on its frontend (server/cluster/), runs one agent turn
 // through it with Tollgate unchanged (a worker and a client connecting over TLS, the send approved),
 // prints the turn, and stops what it started — unless --keep, which leaves the cluster running
 // until Ctrl-C.
 import { parseArgs } from 'node:util';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { followTurn } from '../../client/follow-turn';
-import { formatTable } from '../../client/format-table';
-import { TollgateClient } from '../../client/tollgate-client';
+import { followTurn } from '../follow-turn';
+import { formatTable } from '../format-table';
+import { TollgateClient } from '../tollgate-client';
 import { loadConfig } from '../../config/load-config';
 import { createWorker } from '../../worker/create-worker';
-import { clusterClientConfig, startCluster } from './cluster';
+import { clusterClientConfig, startCluster } from '../../server/cluster/cluster';
 
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { keep: { type: 'boolean', default: false } } });
