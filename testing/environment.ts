@@ -18,6 +18,7 @@ import type {
 import type { AgentTurnResult, TurnLimits, TurnState } from '../common/contract/turn';
 import type { TollgateConfig } from '../config/config-schema';
 import type { ToolDefinition } from '../tools/define-tool';
+import type { AgentDefinition } from '../agents/define-agent';
 import { createWorker } from '../worker/create-worker';
 import { decideUpdate, resolveUpdate, resumeUpdate, stateQuery } from '../workflows/messages';
 import { testConfig } from './config';
@@ -34,6 +35,9 @@ export const KIT_MODEL = 'kit';
 export interface TestEnvironmentOptions {
   /** The tools the worker serves; their real handler executions are counted ({@link TestEnvironment.executions}). */
   tools: ToolDefinition[];
+  /** Agents (`defineAgent`) the worker serves; a turn names one with `agent`. */
+  // The element type is widened: an agent's typed output plays no part in serving it.
+  agents?: Array<AgentDefinition<any>>; // eslint-disable-line @typescript-eslint/no-explicit-any
   /** Config keys as in temporal.config.yaml (`retry`, `approvals`, `tools`, `limits`…), over the defaults. */
   config?: Record<string, unknown>;
   /** `time-skipping` (default): timers such as a 24-hour approval expiry pass in milliseconds. `dev-server`: Temporal's dev server, real time. */
@@ -46,6 +50,8 @@ export interface TurnOptions {
   taskId?: string;
   /** The tools this turn may call (default: all). */
   tools?: string[];
+  /** The agent that runs the turn (one of the environment's `agents`); the default agent when left out. */
+  agent?: string;
   limits?: TurnLimits;
   /** `false` returns the result even when the turn did not follow its script (default: such a turn fails the test). */
   followScript?: boolean;
@@ -226,7 +232,7 @@ export async function createTestEnvironment(options: TestEnvironmentOptions): Pr
     stops.push(() => env.teardown());
     const store = openConfiguredStore(config);
     stops.push(() => store.close());
-    const activities = createActivities({ config, tools, store, modelEnvironment: { fetch: turnRoutedFetch() } });
+    const activities = createActivities({ config, tools, store, modelEnvironment: { fetch: turnRoutedFetch() }, agents: options.agents });
     const worker = await createWorker({ config, connection: env.nativeConnection, activities, workflowBundle: bundle });
     const running = worker.run();
     stops.push(async () => {
@@ -268,6 +274,7 @@ function kitEnvironment({
           prompt,
           model: KIT_MODEL,
           ...(turnOptions.tools ? { tools: turnOptions.tools } : {}),
+          ...(turnOptions.agent ? { agent: turnOptions.agent } : {}),
           ...(turnOptions.limits ? { limits: turnOptions.limits } : {}),
         },
       ],

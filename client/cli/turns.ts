@@ -6,10 +6,11 @@ import { forTerminal } from '../terminal-text';
 import { json, print, withClient } from './context';
 import { describeResolution } from './decisions';
 
-function turnInput(task: string, options: { taskId?: string; model?: string; tools?: string }): AgentTurnInput {
+function turnInput(task: string, options: { taskId?: string; model?: string; tools?: string; agent?: string }): AgentTurnInput {
   return {
     taskId: options.taskId ?? `task-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')}`,
     prompt: task,
+    ...(options.agent ? { agent: options.agent } : {}),
     ...(options.model ? { model: options.model } : {}),
     ...(options.tools
       ? {
@@ -53,7 +54,8 @@ function describeState(workflowId: string, state: TurnState): string {
 const turnOptions = (command: Command) =>
   command
     .option('--task-id <id>', 'the business task the turn belongs to (idempotency keys derive from it)')
-    .option('--model <name>', 'a model of the config (default: model.default)')
+    .option('--agent <name>', 'the agent that runs the turn (createWorker agents or config agents.<name>; default: the default agent)')
+    .option('--model <name>', 'a model of the config (default: the agent’s, else model.default)')
     .option('--tools <list>', 'comma-separated tools the turn may call (default: all)');
 
 /** `run`, `start`, `status` and `follow`. */

@@ -3,7 +3,7 @@
 // the agent's instructions and settings are in them, its tools are the only ones offered and run,
 // its typed output is checked and sent back, and a worker declaring it differently refuses it.
 import { randomUUID } from 'node:crypto';
-import { WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createActivities } from '../../activities';
@@ -14,7 +14,8 @@ import type { TollgateConfig } from '../../config/config-schema';
 import { openSqliteStore } from '../../intents/sqlite-store';
 import { defineTool, type ToolDefinition } from '../../tools/define-tool';
 import { createWorker } from '../../worker/create-worker';
-import { stateQuery } from '../../workflows/messages';
+import { decideUpdate, stateQuery } from '../../workflows/messages';
+import { waitForState } from '../helpers/turn-runner';
 import { openaiStream, startFakeProvider, type FakeProvider, type FakeReply } from '../helpers/fake-provider';
 import { testConfig } from '../helpers/test-config';
 import { useTimeSkippingEnvironment } from '../helpers/turn-runner';
@@ -99,6 +100,7 @@ async function runTurn({
   runToolAgents,
   config = configFor(),
   workerOptions,
+  interact,
 }: {
   input: Omit<AgentTurnInput, 'taskId'>;
   replies: FakeReply[];
@@ -107,6 +109,8 @@ async function runTurn({
   runToolAgents?: AgentDefinition<unknown>[];
   config?: TollgateConfig;
   workerOptions?: Parameters<typeof createWorker>[0]['workerOptions'];
+  /** Runs after the start, before the result is awaited (decisions are sent here). */
+  interact?: (handle: WorkflowHandle) => Promise<void>;
 }) {
   const { env, workflowBundle } = environment;
   const store = openSqliteStore(':memory:');
@@ -127,6 +131,7 @@ async function runTurn({
         taskQueue: config.temporal.taskQueue,
         args: [{ taskId: `task-${randomUUID()}`, ...input }],
       });
+      await interact?.(handle);
       const outcome = await handle.result().then(
         (result) => ({ result: result as AgentTurnResult }),
         (error: unknown) => ({ failure: error }),
@@ -348,5 +353,80 @@ describe('agents in the config', () => {
     expect(String((requests[1].messages as Array<{ content: unknown }>).at(-1)!.content)).toMatch(
       /queue: must be equal to one of the allowed values/,
     );
+  });
+});
+
+describe("an agent's approvals", () => {
+  const refunder = defineAgent({
+    ...agentSpec(),
+    name: 'refunder',
+    tools: [lookupOrder, refundOrder],
+    approvals: {
+      groups: { refund_order: ['finance', 'ada'] },
+      rules: [
+        {
+          name: 'small',
+          tool: 'refund_order',
+          when: { properties: { orderId: { type: 'string' }, cents: { maximum: 500 } }, required: ['cents'] },
+          decision: 'approve',
+        },
+      ],
+    },
+  });
+  const done = text(JSON.stringify({ refunded: true, message: 'Refunded.' }));
+
+  it('decides by its own rules before the worker’s, recorded as rule:<agent>.<rule>', async () => {
+    const before = ran('refund_order');
+    const { result, state } = await runTurn({
+      input: { prompt: 'Refund 3 EUR of order 7.', agent: 'refunder' },
+      replies: [toolCall('refund_order', { orderId: '7', cents: 300 }), done],
+      agents: [refunder],
+    });
+    expect(result!.toolCalls).toEqual([
+      expect.objectContaining({
+        tool: 'refund_order',
+        status: 'success',
+        executions: 1,
+        approval: expect.objectContaining({ by: 'rule:refunder.small' }),
+      }),
+    ]);
+    expect(state.decisions).toEqual([expect.objectContaining({ approver: 'rule:refunder.small' })]);
+    expect(ran('refund_order')).toBe(before + 1);
+  });
+
+  it('asks a person past its rules, shows which agent asks, and takes only an approver its groups and the worker’s both allow', async () => {
+    const before = ran('refund_order');
+    const config = configFor({ approvals: { groups: { refund_order: ['finance', 'bob'] } } });
+    const refused: string[] = [];
+    const { result } = await runTurn({
+      input: { prompt: 'Refund 12 EUR of order 7.', agent: 'refunder' },
+      replies: [toolCall('refund_order', { orderId: '7', cents: 1200 }), done],
+      agents: [refunder],
+      config,
+      interact: async (handle) => {
+        const state = await waitForState(handle, (current) => current.pendingApprovals.length > 0);
+        const [pending] = state.pendingApprovals;
+        expect(pending.agent).toEqual({ name: 'refunder', digest: refunder.digest });
+        const decide = (approver: string) =>
+          handle.executeUpdate(decideUpdate, {
+            args: [{ callId: pending.callId, decision: 'approve', argsDigest: pending.argsDigest, approver }],
+          });
+        // ada is in the agent's group, not the worker's; bob in the worker's, not the agent's.
+        for (const approver of ['ada', 'bob'])
+          await decide(approver).catch((error: Error) => refused.push(`${approver}: ${(error.cause as Error | undefined)?.message}`));
+        expect(ran('refund_order')).toBe(before);
+        await decide('finance');
+      },
+    });
+    expect(refused).toEqual([expect.stringMatching(/^ada: .*finance/), expect.stringMatching(/^bob: .*finance/)]);
+    expect(result!.toolCalls).toEqual([
+      expect.objectContaining({
+        tool: 'refund_order',
+        status: 'success',
+        executions: 1,
+        approval: expect.objectContaining({ by: 'finance' }),
+      }),
+    ]);
+    expect(ran('refund_order')).toBe(before + 1);
   });
 });
