@@ -33,7 +33,6 @@ export const refundOrder = defineTool({
   input: z.strictObject({ orderId: z.string(), cents: z.number().int().positive(), reason: z.string() }),
   effect: 'irreversible_write',
   approvalTimeout: '24h',
-  summaryFields: ['orderId', 'cents'],
   handler: ({ orderId, cents }) => {
     refunds.push({ orderId, cents });
     return { refundedCents: cents };
