@@ -3,6 +3,7 @@
 // the agent's instructions and settings are in them, its tools are the only ones offered and run,
 // its typed output is checked and sent back, and a worker declaring it differently refuses it.
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -18,6 +19,11 @@ import { decideUpdate, stateQuery } from '../../workflows/messages';
 import { waitForState } from '../helpers/turn-runner';
 import { openaiStream, startFakeProvider, type FakeProvider, type FakeReply } from '../helpers/fake-provider';
 import { testConfig } from '../helpers/test-config';
+import { HISTORY_FOLDER, keepHistory } from '../helpers/histories';
+
+/** Recorded agent turns, replayed by test/workflow/replay.test.ts with the others (TOLLGATE_RECORD_HISTORIES=1 writes them). */
+const OUTPUT_SENT_BACK_HISTORY = path.join(HISTORY_FOLDER, 'agent-output-sent-back.json');
+const INSTRUCTIONS_FUNCTION_HISTORY = path.join(HISTORY_FOLDER, 'agent-instructions-function.json');
 import { useTimeSkippingEnvironment } from '../helpers/turn-runner';
 
 const environment = useTimeSkippingEnvironment();
@@ -212,11 +218,12 @@ describe('an agent turn', () => {
   });
 
   it('sends an answer that does not fit the output schema back with what was wrong, and completes once one fits', async () => {
-    const { result, requests } = await runTurn({
+    const { result, requests, history } = await runTurn({
       input: { prompt: 'Refund?', agent: 'support' },
       replies: [text('Sure, refunded.'), text(JSON.stringify({ refunded: true, message: 'Refunded 12 EUR.' }))],
       agents: [support],
     });
+    keepHistory(OUTPUT_SENT_BACK_HISTORY, history);
     expect(result).toMatchObject({ status: 'completed', output: { refunded: true, message: 'Refunded 12 EUR.' }, steps: 2 });
     const retry = (requests[1].messages as Array<{ role: string; content: unknown }>).at(-1)!;
     expect(retry.role).toBe('user');
@@ -319,6 +326,7 @@ describe("an agent's instructions function", () => {
       workerOptions: { maxCachedWorkflows: 0 },
     });
     expect(result).toMatchObject({ status: 'completed', answer: 'Delivered.' });
+    keepHistory(INSTRUCTIONS_FUNCTION_HISTORY, history);
     expect(calls).toBe(1);
     expect(requests).toHaveLength(2);
     for (const body of requests) expect(systemOf(body).content).toMatch(/^You answer customer questions\. Ticket: Where is order 9\?/);
