@@ -110,14 +110,10 @@ const LAYERS: Record<string, string[]> = {
   examples: ['index', 'testing'],
 };
 
-/** Top-level folders outside the layers, each with why. */
+/** Top-level folders outside the layers, each with why (besides those git ignores: the build output, the dependencies, what a run writes). */
 const OUTSIDE_THE_LAYERS: Record<string, string> = {
   test: 'the tests reach any module they test',
   docs: 'pages, no code',
-  dist: 'the build output of the folders above',
-  node_modules: 'the dependencies',
-  'test-output': 'what a test run writes',
-  coverage: 'what a coverage run writes',
 };
 
 /**
@@ -150,10 +146,19 @@ function allowed(found: Import): boolean {
   return from === 'config' && SECTIONS_ABOVE_CONFIG.has(found.target);
 }
 
-/** The folders at the top of the project that hold source files of any kind. */
+/** Whether git ignores a top-level folder (what a build, an install or a test run writes, such as a test's copy of workflows/). */
+function ignoredByGit(folder: string): boolean {
+  return readFileSync(path.join(ROOT, '.gitignore'), 'utf8')
+    .split('\n')
+    .map((line) => line.trim().replace(/^\/|\/$/g, ''))
+    .filter((pattern) => pattern && !pattern.startsWith('#') && !pattern.includes('/'))
+    .some((pattern) => (pattern.endsWith('*') ? folder.startsWith(pattern.slice(0, -1)) : folder === pattern));
+}
+
+/** The folders at the top of the project, but for hidden ones and those git ignores. */
 function topFolders(): string[] {
   return readdirSync(ROOT, { withFileTypes: true })
-    .filter((entry) => entry.isDirectory() && !entry.name.startsWith('.'))
+    .filter((entry) => entry.isDirectory() && !entry.name.startsWith('.') && !ignoredByGit(entry.name))
     .map((entry) => entry.name);
 }
 
