@@ -4,8 +4,17 @@ import type { TollgateError } from '../../common/tollgate-error';
 
 const ROOT = path.join(__dirname, '..', '..');
 
-/** Folders that are not the package's source. */
+/** Folders that are not the package's source (besides those git ignores, such as a test's copy of workflows/). */
 const NOT_SOURCE = new Set(['node_modules', 'dist', 'test', 'docs', 'coverage', 'test-output']);
+
+/** Whether git ignores a top-level entry: the build output, the dependencies, what a run writes. */
+function ignoredByGit(name: string): boolean {
+  return readFileSync(path.join(ROOT, '.gitignore'), 'utf8')
+    .split('\n')
+    .map((line) => line.trim().replace(/^\/|\/$/g, ''))
+    .filter((pattern) => pattern && !pattern.startsWith('#') && !pattern.includes('/'))
+    .some((pattern) => (pattern.endsWith('*') ? name.startsWith(pattern.slice(0, -1)) : name === pattern));
+}
 
 /** A class of the error family as its source declares it. */
 export interface FamilyClass {
@@ -22,7 +31,9 @@ export type LoadedFamilyClass = FamilyClass & { type: typeof TollgateError & (ne
 /** Every TypeScript source file of the package, relative to the project root. */
 export function packageSourceFiles(): string[] {
   // Folder by folder, so that node_modules is never walked.
-  const top = readdirSync(ROOT, { withFileTypes: true }).filter((entry) => !NOT_SOURCE.has(entry.name) && !entry.name.startsWith('.'));
+  const top = readdirSync(ROOT, { withFileTypes: true }).filter(
+    (entry) => !NOT_SOURCE.has(entry.name) && !entry.name.startsWith('.') && !ignoredByGit(entry.name),
+  );
   return top
     .flatMap((entry) =>
       entry.isDirectory() ? readdirSync(path.join(ROOT, entry.name), { withFileTypes: true, recursive: true }) : [entry],
