@@ -41,7 +41,7 @@ export const DEFAULT_SCHEMA_BUDGET: Readonly<SchemaBudget> = Object.freeze({
   maxNodes: 20_000,
   maxDepth: 64,
   maxExpandedWork: 100_000,
-  maxCheckWork: 1_000_000,
+  maxCheckWork: 250_000,
   maxValueDepth: 1_000,
 });
 
@@ -112,7 +112,6 @@ function walk(schema: Json, budget: SchemaBudget): SchemaGraph {
     const { value, depth, role, owner, here } = stack.pop()!;
     if (++nodes > budget.maxNodes) throw new SchemaBudgetError(`it holds more than ${budget.maxNodes} nodes (maxNodes)`, 'maxNodes');
     if (depth > budget.maxDepth) throw new SchemaBudgetError(`it nests deeper than ${budget.maxDepth} levels (maxDepth)`, 'maxDepth');
-    if (typeof value !== 'object' || value === null) continue;
     // A subschema: it charges for itself, and what it holds is read by keyword.
     if (role === 'schema' && isObject(value)) {
       if (value !== owner) {
@@ -138,7 +137,9 @@ function walk(schema: Json, budget: SchemaBudget): SchemaGraph {
       }
       continue;
     }
+    // Anything else (a keyword's value, an `enum`'s entries, a map of subschemas) adds to its subschema's cost.
     weights.set(owner, weights.get(owner)! + 1);
+    if (typeof value !== 'object' || value === null) continue;
     const childRole = role === 'data' ? 'data' : 'schema';
     const children = Array.isArray(value) ? value : Object.values(value);
     for (const item of children) stack.push({ value: item, depth: depth + 1, role: childRole, owner, here });

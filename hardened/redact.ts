@@ -24,14 +24,54 @@ export function redactText(text: string, patterns: readonly RegExp[] = DEFAULT_S
   return patterns.reduce((current, pattern) => current.replace(pattern, REDACTED), text);
 }
 
+/** The text that stands where a value contains itself (it has no JSON form). */
+export const CIRCULAR = '[circular]';
+
+/**
+ * A copy of a JSON-like value with `replace` applied to every string in it, keys included (objects
+ * become plain objects, as JSON would give them). Written without recursion, so a tool's answer
+ * nested thousands of levels deep is copied, not a stack overflow; a value that contains itself
+ * gets {@link CIRCULAR} where it recurs.
+ */
+function mapStrings(value: unknown, replace: (text: string) => string): unknown {
+  if (typeof value === 'string') return replace(value);
+  if (!value || typeof value !== 'object') return value;
+  interface Frame {
+    source: object;
+    keys?: string[];
+    items: unknown[];
+    built: unknown[];
+  }
+  const frame = (source: object): Frame =>
+    Array.isArray(source)
+      ? { source, items: source, built: [] }
+      : { source, keys: Object.keys(source), items: Object.values(source), built: [] };
+  const open = new Set<object>([value]);
+  const stack: Frame[] = [frame(value)];
+  for (;;) {
+    const top = stack[stack.length - 1];
+    if (top.built.length < top.items.length) {
+      const item = top.items[top.built.length];
+      if (typeof item === 'string') top.built.push(replace(item));
+      else if (!item || typeof item !== 'object') top.built.push(item);
+      else if (open.has(item)) top.built.push(CIRCULAR);
+      else {
+        open.add(item);
+        stack.push(frame(item));
+      }
+      continue;
+    }
+    stack.pop();
+    open.delete(top.source);
+    const copy = top.keys ? Object.fromEntries(top.keys.map((key, index) => [replace(key), top.built[index]])) : top.built;
+    if (stack.length === 0) return copy;
+    stack[stack.length - 1].built.push(copy);
+  }
+}
+
 /** Replaces every secret in every string of a JSON-like value, keys included. */
 export function redactValue(value: unknown, patterns: readonly RegExp[] = DEFAULT_SECRET_PATTERNS): unknown {
-  if (typeof value === 'string') return redactText(value, patterns);
-  if (Array.isArray(value)) return value.map((item) => redactValue(item, patterns));
-  if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [redactText(key, patterns), redactValue(item, patterns)]));
-  }
-  return value;
+  return mapStrings(value, (text) => redactText(text, patterns));
 }
 
 /** What a redaction of a JSON-like value gave: the copy to show, and how many strings in it had a secret replaced. */
@@ -80,18 +120,11 @@ export function createRedactor(configPatterns: readonly string[] = [], { secrets
   const text = (input: string) => redactText(input, patterns);
   const value = (input: unknown): RedactedValue => {
     let redactedValues = 0;
-    const visit = (item: unknown): unknown => {
-      if (typeof item === 'string') {
-        const replaced = text(item);
-        if (replaced !== item) redactedValues++;
-        return replaced;
-      }
-      if (Array.isArray(item)) return item.map(visit);
-      if (item && typeof item === 'object')
-        return Object.fromEntries(Object.entries(item).map(([key, entry]) => [visit(key) as string, visit(entry)]));
-      return item;
-    };
-    const copy = visit(input);
+    const copy = mapStrings(input, (item) => {
+      const replaced = text(item);
+      if (replaced !== item) redactedValues++;
+      return replaced;
+    });
     return { value: copy, redactedValues };
   };
   return { patterns, text, value };

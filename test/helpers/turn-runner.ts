@@ -43,6 +43,11 @@ export interface TurnOptions {
   historyConnection?: Connection;
 }
 
+/** A copy of a JSON value (what a step takes and gives): by JSON, which nests without limit where structuredClone overflows its stack. */
+function jsonCopy<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
 /**
  * Runs one turn on a fresh worker and task queue; returns its result, final state, the model's inputs
  * and outputs (of the steps that returned) and the count of scheduled runTool activities.
@@ -65,15 +70,15 @@ export async function runTurn(options: TurnOptions) {
   const observed = {
     ...activities,
     modelStep: async (stepInput: ModelStepInput) => {
-      sentInputs.push(structuredClone(stepInput));
+      sentInputs.push(jsonCopy(stepInput));
       // Recorded as the model saw them; a reference the store cannot answer is left to the step itself to fail on.
       const source = { store: store ?? ownStore!, storeName: 'the test store', workflowId: currentWorkflowId() ?? '' };
       const messages = await stepMessages(stepInput, source)
         .then((sent) => resolveKeptResults(sent, source))
         .catch(() => stepInput.messages as TurnMessage[]);
-      modelInputs.push(structuredClone({ ...stepInput, earlier: undefined, messages }));
+      modelInputs.push(jsonCopy({ ...stepInput, earlier: undefined, messages }));
       const output = await modelStep(stepInput);
-      modelOutputs.push(structuredClone(output));
+      modelOutputs.push(jsonCopy(output));
       return output;
     },
   };

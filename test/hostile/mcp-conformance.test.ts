@@ -6,17 +6,20 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../../intents/sqlite-store';
 import { createRunTool } from '../../activities/boundary/run-tool';
 import { WRITE_INTERRUPTED } from '../../common/activity-types';
 import type { McpConfigInput } from '../../tools/mcp/mcp-config';
 import { createToolRegistry } from '../../tools/tool-registry';
+import { compileOutsideSchema } from '../../tools/json-schema/outside-schema';
 import { mcpToolSource, type McpToolSource } from '../../tools/mcp/mcp-tool-source';
 import { openToolSources } from '../../tools/tool-source';
 import type { ToolDefinition } from '../../tools/define-tool';
 import { approvalSignal } from '../../workflows/messages';
 import { eventLoopProbe } from '../helpers/event-loop-probe';
+import { eventLoopWorkProbe, expectLive } from '../helpers/event-loop-work-probe';
+import { nestedArrays } from '../helpers/schema-probes';
 import { runToolOnce } from '../helpers/run-tool-once';
 import { testConfig } from '../helpers/test-config';
 import { scripted, useTurnRunner, waitForState } from '../helpers/turn-runner';
@@ -52,11 +55,11 @@ function executions(record: string, tool: string): number {
 }
 
 /** The config of the hostile server over stdio (a fresh process per connection). */
-function stdioServer(record: string, list = 'normal') {
+function stdioServer(record: string, list = 'normal', schemas = '') {
   return {
     command: process.execPath,
     args: ['--import', 'tsx', FIXTURE],
-    env: { HOSTILE_TRANSPORT: 'stdio', HOSTILE_RECORD: record, HOSTILE_LIST: list },
+    env: { HOSTILE_TRANSPORT: 'stdio', HOSTILE_RECORD: record, HOSTILE_LIST: list, HOSTILE_SCHEMAS: schemas },
   };
 }
 
@@ -379,5 +382,116 @@ describe('an MCP stdio server that dies or goes silent mid-call', () => {
     await expect(call('hostile__hang', {})).rejects.toMatchObject({ type: 'transient_failure' });
     expect(executions(record, 'hang')).toBe(1);
     expect(await call('hostile__probe', {})).toMatchObject({ status: 'success', data: 'alive' });
+  });
+});
+
+describe('an MCP server whose schemas make a validator work without end (the DAG probe)', () => {
+  // The validator's first compile in a process loads it and its meta-schema (about 125 ms, whatever the schema): paid
+  // once per worker at start, it is not what these cases measure.
+  beforeAll(() => void compileOutsideSchema({ type: 'object' }));
+
+  for (const depth of [20, 30, 40]) {
+    it(`refuses an input schema of ${depth} levels at start, naming the server, the tool and the bound, the event loop live`, async () => {
+      const probe = eventLoopWorkProbe();
+      const started = openServers({ dag: stdioServer(recordFile(), 'normal', `dag-input:${depth}`) }, () => undefined);
+      await expect(started).rejects.toThrow(
+        'mcp server "dag" could not start: tool "dag": the input schema is over its work budget: applying it once follows its references to more than 100000 nodes (maxExpandedWork)',
+      );
+      expectLive(probe.stop());
+    });
+  }
+
+  it('leaves out an optional server whose output schema is the probe (30 levels), and a turn on the same worker is served by the others', async () => {
+    const record = recordFile();
+    const probe = eventLoopWorkProbe();
+    const { tools, lines } = await hostileTools({
+      dag: { ...stdioServer(recordFile(), 'normal', 'dag-output:30'), optional: true },
+      hostile: { ...stdioServer(record), trustAnnotations: true },
+    });
+    expectLive(probe.stop());
+    expect(lines).toContain(
+      'mcp server "dag" could not start: tool "dag": the output schema: the schema is over its work budget: applying it once follows its references to more than 100000 nodes (maxExpandedWork); it is optional, so its tools are left out',
+    );
+    const { result } = await runTurn({ tools, input: { prompt: 'x', model: scripted([probeCall, done]) } });
+    expect(result.toolCalls.map((event) => [event.tool, event.status, event.executions])).toEqual([['hostile__probe', 'success', 1]]);
+    expect(executions(record, 'probe')).toBe(1);
+  });
+
+  it('checks a tree against the probe folded into one recursive level at every depth up to 40 within the work budget: refused past it, never stalled', async () => {
+    const record = recordFile();
+    const { byName } = await hostileTools({ hostile: stdioServer(record, 'normal', 'nested') });
+    const input = byName('hostile__nest').input;
+    const verdicts: Array<[number, boolean]> = [];
+    const probe = eventLoopWorkProbe();
+    for (let depth = 1; depth <= 40; depth++) {
+      verdicts.push([depth, input.safeParse({ tree: nestedArrays(depth) }).success]);
+      // A turn between two checks: the event loop serves timers between them.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expectLive(probe.stop());
+    // Shallow trees fit (the check is real); deep ones cost more than the budget and are refused, saying so.
+    expect(verdicts.slice(0, 10).every(([, fits]) => fits)).toBe(true);
+    expect(verdicts.slice(30).every(([, fits]) => !fits)).toBe(true);
+    const refused = input.safeParse({ tree: nestedArrays(40) });
+    expect(refused.error?.issues[0].message).toBe(
+      'could not be checked against the schema: checking it would visit more than 250000 schema nodes (maxCheckWork)',
+    );
+    expect(input.safeParse({ tree: [[['x']]] }).success).toBe(false);
+    expect(executions(record, 'nest')).toBe(0);
+  });
+
+  it('answers a real turn calling it with a tree 40 deep: invalid_arguments with 0 executions, and the next call of the turn is served', async () => {
+    const record = recordFile();
+    const { tools } = await hostileTools({ hostile: { ...stdioServer(record, 'normal', 'nested'), trustAnnotations: true } });
+    const nestCall = { toolCalls: [{ tool: 'hostile__nest', args: { tree: nestedArrays(40) } }] };
+    const probe = eventLoopWorkProbe();
+    const { result, runToolScheduled } = await runTurn({ tools, input: { prompt: 'x', model: scripted([nestCall, probeCall, done]) } });
+    // A whole turn on a fresh worker stalls its event loop about 120 ms without any schema (the workflow sandbox is made);
+    // the check's own stall is measured above, here the turn's liveness.
+    expectLive(probe.stop(), MAX_STALL_MS);
+    expect(result.status).toBe('completed');
+    expect(result.toolCalls.map((event) => [event.tool, event.status, event.code, event.executions])).toEqual([
+      ['hostile__nest', 'error', 'invalid_arguments', 0],
+      ['hostile__probe', 'success', undefined, 1],
+    ]);
+    expect(runToolScheduled).toBe(1);
+    expect(executions(record, 'nest')).toBe(0);
+    expect(executions(record, 'probe')).toBe(1);
+  });
+});
+
+describe('an MCP server that answers 5,000 levels deep', () => {
+  it('through the real boundary: a stable outcome (redacted, cut to the output bound), not a stack overflow; the next call served', async () => {
+    const record = recordFile();
+    const { tools } = await hostileTools({ hostile: { ...stdioServer(record, 'normal', 'deep'), trustAnnotations: true } });
+    const { call } = boundary(tools);
+    const probe = eventLoopWorkProbe();
+    const outcome = await call('hostile__deep_answer', {});
+    expectLive(probe.stop());
+    expect(outcome).toMatchObject({ status: 'success', executions: 1, truncated: true });
+    const shown = outcome.status === 'success' ? JSON.stringify(outcome.data) : '';
+    expect(shown).toMatch(/^"\{\\"structuredContent\\":\{\\"answer\\":\{\\"next\\":\{/);
+    expect(outcome.originalSize).toBeGreaterThan(5_000 * 9);
+    expect(executions(record, 'deep_answer')).toBe(1);
+    expect(await call('hostile__probe', {})).toMatchObject({ status: 'success', data: 'alive' });
+  });
+
+  it('in a real turn: the deep answer reaches the model as a result and the secret at its bottom never does', async () => {
+    const record = recordFile();
+    const { tools } = await hostileTools({
+      hostile: { ...stdioServer(record, 'normal', 'deep'), trustAnnotations: true, tools: { deep_answer: { maxOutputChars: 200_000 } } },
+    });
+    const deepCall = { toolCalls: [{ tool: 'hostile__deep_answer', args: {} }] };
+    const { result, modelInputs } = await runTurn({ tools, input: { prompt: 'x', model: scripted([deepCall, probeCall, done]) } });
+    expect(result.status).toBe('completed');
+    const seen = JSON.stringify(modelInputs);
+    expect(seen).toContain('[redacted]');
+    expect(result.toolCalls.map((event) => [event.tool, event.status, event.executions, event.truncated])).toEqual([
+      ['hostile__deep_answer', 'success', 1, false],
+      ['hostile__probe', 'success', 1, false],
+    ]);
+    expect(seen).not.toContain('sk-hostile0123456789abcdef');
+    expect(executions(record, 'deep_answer')).toBe(1);
   });
 });

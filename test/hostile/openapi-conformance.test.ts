@@ -16,7 +16,10 @@ import { openapiToolSource } from '../../tools/openapi/openapi-tool-source';
 import { createToolRegistry } from '../../tools/tool-registry';
 import { openToolSources } from '../../tools/tool-source';
 import { startShopFixture, type ShopFixture } from '../fixtures/openapi-shop-server';
+import { compileOutsideSchema } from '../../tools/json-schema/outside-schema';
 import { eventLoopProbe } from '../helpers/event-loop-probe';
+import { eventLoopWorkProbe, expectLive } from '../helpers/event-loop-work-probe';
+import { dagLevels, deepObject, nestedArrays } from '../helpers/schema-probes';
 import { runToolOnce } from '../helpers/run-tool-once';
 import { testConfig } from '../helpers/test-config';
 
@@ -194,6 +197,85 @@ describe('hostile OpenAPI documents', () => {
       'bomb.yaml',
     );
     await expect(openApis({ bomb: { document: yamlBomb } })).rejects.toThrow(/it is neither JSON nor YAML: .*alias/i);
+  });
+});
+
+describe('OpenAPI documents whose schemas make a validator work without end (the DAG probe in components.schemas)', () => {
+  // The validators' first use in a process loads them and their meta-schemas: a cost of the worker's start, whatever the document.
+  beforeAll(async () => {
+    compileOutsideSchema({ type: 'object' });
+    await openApis({ warm: { document: documentFile(api({ '/x': getWith('x', { type: 'string' }) })) } });
+  });
+  const postBody = (operationId: string, ref: string) => ({
+    post: {
+      operationId,
+      requestBody: { required: true, content: { 'application/json': { schema: { $ref: ref } } } },
+      responses: { '200': { description: 'ok' } },
+    },
+  });
+
+  for (const depth of [18, 23, 30, 40]) {
+    it(`stops the start at ${depth} levels (${depth <= 23 ? 'before: seconds to minutes' : 'a 2.5 KB document'}), naming the source, the operation and the bound, the event loop live`, async () => {
+      const document = documentFile(
+        api({ '/dag': postBody('postDag', '#/components/schemas/L0') }, dagLevels(depth, '#/components/schemas/')),
+      );
+      const probe = eventLoopWorkProbe();
+      await expect(openApis({ dag: { document } })).rejects.toThrow(
+        'openapi source "dag": operation postDag: the input schema is over its work budget: applying it once follows its references to more than 100000 nodes (maxExpandedWork)',
+      );
+      expectLive(probe.stop());
+    });
+  }
+
+  it('reads a document holding the probe (40 levels) that no served operation uses in no time, and serves the others', async () => {
+    const document = documentFile(
+      api(
+        { '/dag': postBody('postDag', '#/components/schemas/L0'), '/fine': getWith('getFine', { type: 'string' }) },
+        dagLevels(40, '#/components/schemas/'),
+      ),
+    );
+    const probe = eventLoopWorkProbe();
+    const { tools } = await openApis({ dag: { document, exclude: ['postDag'] } });
+    expectLive(probe.stop());
+    expect(tools.map((tool) => tool.name)).toEqual(['dag__getFine']);
+  });
+
+  it('refuses a document nested 5,000 levels deep, or whose own reference names nothing, with one line and no stack overflow', async () => {
+    const deep = documentFile({ ...api({ '/x': getWith('x', { type: 'string' }) }), 'x-deep': deepObject(5_000) });
+    await expect(openApis({ deep: { document: deep } })).rejects.toThrow(
+      /openapi source "deep": the document .*: it is over the bounds of a document: it nests deeper than 128 levels/,
+    );
+    const dangling = documentFile(api({ '/x': getWith('x', { $ref: '#/components/schemas/Missing' }) }));
+    await expect(openApis({ dangling: { document: dangling } })).rejects.toThrow(
+      'its $ref "#/components/schemas/Missing" names nothing in the document',
+    );
+  });
+
+  it('checks a body against the probe folded into one recursive level: a tree 40 deep is invalid_arguments with no request sent, the next call is sent', async () => {
+    const document = documentFile(
+      api(
+        { '/tree': postBody('postTree', '#/components/schemas/Tree'), '/fine': getWith('getFine', { type: 'string' }) },
+        { Tree: { type: 'array', items: { allOf: [{ $ref: '#/components/schemas/Tree' }, { $ref: '#/components/schemas/Tree' }] } } },
+      ),
+    );
+    const { tools, byName } = await openApis({ tree: { document, baseURL: shop.url } });
+    const { call } = boundary(tools);
+    const probe = eventLoopWorkProbe();
+    const verdicts: boolean[] = [];
+    for (let depth = 1; depth <= 40; depth++) {
+      verdicts.push(byName('tree__postTree').input.safeParse({ body: nestedArrays(depth) }).success);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const refused = await call('tree__postTree', { body: nestedArrays(40) });
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expectLive(probe.stop());
+    expect(verdicts.slice(0, 10).every(Boolean)).toBe(true);
+    expect(verdicts.slice(30).some(Boolean)).toBe(false);
+    expect(refused).toMatchObject({ status: 'error', code: 'invalid_arguments', executions: 0 });
+    expect(refused.status === 'error' && refused.message).toMatch(/checking it would visit more than 250000 schema nodes \(maxCheckWork\)/);
+    expect(shop.requests).toHaveLength(0);
+    expect(await call('tree__getFine', { q: 'x' })).toMatchObject({ executions: 1 });
+    expect(shop.requests).toHaveLength(1);
   });
 });
 

@@ -4,7 +4,7 @@
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PolicyInput } from '../../common/activity-types';
 import { canonicalJson } from '../../common/canonical-json';
 import type { TurnState } from '../../common/contract/turn';
@@ -18,7 +18,9 @@ import { parseConfig } from '../../config/load-config';
 import { compileRules, workerRules, type ApprovalRule } from '../../policies/approval-rules';
 import { createDecideByPolicy, createRecordGrant, grantId } from '../../policies/decide-by-policy';
 import { openPostgresPolicyStore, openSqlitePolicyStore, type PolicyStore } from '../../policies/policy-store';
+import { eventLoopWorkProbe, expectLive } from '../helpers/event-loop-work-probe';
 import { postgresUrl } from '../helpers/postgres';
+import { dagLevels, deepObject, nestedArrays } from '../helpers/schema-probes';
 import { testConfig } from '../helpers/test-config';
 import { createActivities } from '../../activities';
 import { openSqliteStore } from '../../intents/sqlite-store';
@@ -474,5 +476,110 @@ describe('the metric of decisions', () => {
       'tollgate_approval_decisions_total{decision="deny",by="rule"} 1',
       'tollgate_approval_decisions_total{decision="deny",by="person"} 1',
     ]);
+  });
+});
+
+describe('rules and grants whose condition makes a validator work without end (the DAG probe)', () => {
+  /** An approve rule on sends whose condition is the probe, or its recursive fold, under `to`. */
+  const dagRule = (when: Record<string, unknown>): ApprovalRule => ({ name: 'dag', tool: 'send_message', when, decision: 'approve' });
+  const dagCondition = (depth: number) => ({ properties: { to: { $ref: '#/$defs/L0' } }, $defs: dagLevels(depth) });
+  const treeCondition = () => ({
+    properties: { to: { type: 'string' }, tree: { $ref: '#/$defs/tree' } },
+    $defs: { tree: { type: 'array', items: { allOf: [{ $ref: '#/$defs/tree' }, { $ref: '#/$defs/tree' }] } } },
+  });
+  // ajv's first compile in a process loads its meta-schema (a cost of the worker's start, whatever the condition).
+  beforeAll(() => void compileRules([dagRule({ properties: { to: { type: 'string' } } })]));
+
+  it('refuses a rule whose condition is the probe at every depth from 20 to 40, naming the rule and the bound, without stalling', () => {
+    const probe = eventLoopWorkProbe();
+    for (let depth = 20; depth <= 40; depth++) {
+      expect(() => compileRules([dagRule(dagCondition(depth))])).toThrow(
+        'approvals.rules[0] ("dag").when: the condition is over its work budget: applying it once follows its references to more than 100000 nodes (maxExpandedWork)',
+      );
+    }
+    expectLive(probe.stop());
+    // Nested 5,000 levels deep: refused by its depth, not by a stack overflow.
+    expect(() => compileRules([dagRule(deepObject(5_000, {}) as Record<string, unknown>)])).toThrow(
+      'approvals.rules[0] ("dag").when: the condition is over its work budget: it nests deeper than 64 levels (maxDepth)',
+    );
+  });
+
+  it('asks a person when a rule cannot evaluate a call within the budget (a tree 40 deep), and decides the next call by the rule', async () => {
+    const opened = store();
+    const decide = createDecideByPolicy({ rules: compileRules([dagRule(treeCondition())]), store: () => opened });
+    const probe = eventLoopWorkProbe();
+    const verdicts = [];
+    for (let depth = 20; depth <= 40; depth += 5) {
+      verdicts.push(await decide(input('send_message', { to: 'bob@example.com', tree: nestedArrays(depth) })));
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expectLive(probe.stop());
+    for (const verdict of verdicts)
+      expect(verdict).toEqual({
+        decision: 'ask',
+        note: 'rule dag cannot be evaluated for these arguments (checking it would visit more than 250000 schema nodes (maxCheckWork)); a person decides',
+      });
+    expect(await decide(input('send_message', { to: 'bob@example.com', tree: nestedArrays(3) }))).toMatchObject({
+      decision: 'approve',
+      by: 'rule:dag',
+    });
+  });
+
+  it('asks a person, never denies or approves by guess, when a deny rule cannot be evaluated', async () => {
+    const deny: ApprovalRule = { name: 'deny-trees', tool: 'send_message', when: treeCondition(), decision: 'deny', reason: 'no trees' };
+    const decide = createDecideByPolicy({ rules: compileRules([deny, ROUTINE_SEND]), store: () => store() });
+    expect(await decide(input('send_message', { to: 'bob@example.com', tree: nestedArrays(40) }))).toMatchObject({ decision: 'ask' });
+  });
+
+  it('does not record a grant whose condition is the probe (30 levels, under 2,000 characters), naming the bound', async () => {
+    const recordGrant = createRecordGrant({ store: () => store() });
+    const when = dagCondition(30);
+    expect(JSON.stringify(when).length).toBeLessThan(2_000);
+    const probe = eventLoopWorkProbe();
+    const recorded = await recordGrant({
+      workflowId: 'turn-1',
+      taskId: 'task-1',
+      callId: 'call-0',
+      round: 1,
+      tool: 'send_message',
+      grant: { forMs: 60_000, when },
+      grantedBy: 'alice',
+      at: Date.parse('2026-06-01T12:00:00Z'),
+    });
+    expectLive(probe.stop());
+    expect(recorded).toEqual({
+      recorded: false,
+      why: 'grant.when: the condition is over its work budget: applying it once follows its references to more than 100000 nodes (maxExpandedWork)',
+    });
+  });
+
+  it('leaves a grant out, saying why, when its condition cannot evaluate a call within the budget; it still approves the next call it can', async () => {
+    const opened = store();
+    const at = Date.parse('2026-06-01T12:00:00Z');
+    const recorded = await createRecordGrant({ store: () => opened })({
+      workflowId: 'turn-1',
+      taskId: 'task-1',
+      callId: 'call-0',
+      round: 1,
+      tool: 'send_message',
+      grant: { forMs: 60_000, when: treeCondition() },
+      grantedBy: 'alice',
+      at,
+    });
+    if (!recorded.recorded) throw new Error(recorded.why);
+    const decide = createDecideByPolicy({ rules: [], store: () => opened });
+    const probe = eventLoopWorkProbe();
+    const deep = await decide(input('send_message', { to: 'bob@example.com', tree: nestedArrays(40) }, { at: at + 1 }));
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expectLive(probe.stop());
+    expect(deep).toEqual({
+      decision: 'ask',
+      note: `grant ${recorded.grant.id} cannot be evaluated for these arguments (checking it would visit more than 250000 schema nodes (maxCheckWork))`,
+    });
+    expect(await decide(input('send_message', { to: 'bob@example.com', tree: [[]] }, { at: at + 2 }))).toMatchObject({
+      decision: 'approve',
+      by: `grant:${recorded.grant.id}`,
+    });
   });
 });

@@ -1,7 +1,8 @@
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { createRedactor, redactorForConfig, workerSecrets } from '../../hardened/redact';
+import { CIRCULAR, createRedactor, redactorForConfig, redactValue, workerSecrets } from '../../hardened/redact';
 import { redactFailure } from '../../hardened/redact-failure';
+import { deepObject } from '../helpers/schema-probes';
 import { testConfig } from '../helpers/test-config';
 
 const ENV = {
@@ -87,5 +88,36 @@ describe('a failure as it leaves an activity', () => {
     expect(redacted.stack).not.toContain('mk_9a8b');
     const cancelled = new CancelledFailure('cancelled');
     expect(redactFailure(cancelled, redactor)).toBe(cancelled);
+  });
+});
+
+describe('redaction of untrusted trees', () => {
+  const SECRET = 'sk-deep0123456789abcdefgh';
+
+  it('copies a value 100,000 levels deep with the secret at its bottom replaced, where a recursive walk overflowed its stack', () => {
+    const deep = deepObject(100_000, { [SECRET]: SECRET });
+    const text = JSON.stringify(redactValue(deep));
+    expect(text).not.toContain(SECRET);
+    expect(text.endsWith('{"[redacted]":"[redacted]"}' + '}'.repeat(100_000))).toBe(true);
+    const counted = createRedactor().value(deep);
+    expect(counted.redactedValues).toBe(2);
+    expect(JSON.stringify(counted.value)).toBe(text);
+  });
+
+  it('gives what the recursive walk gave for ordinary values: keys and strings redacted, everything else as it is', () => {
+    const value = { [SECRET]: [`Bearer abcdefghijkl`, 1, null, true, { x: 'ok', nested: [[SECRET]] }], n: 2, gone: undefined };
+    expect(redactValue(value)).toEqual({ '[redacted]': ['[redacted]', 1, null, true, { x: 'ok', nested: [['[redacted]']] }], n: 2 });
+    expect(redactValue(SECRET)).toBe('[redacted]');
+    expect(redactValue(7)).toBe(7);
+    expect(redactValue(null)).toBe(null);
+  });
+
+  it('marks a value that contains itself instead of walking it for ever; a shared value is copied at each place', () => {
+    const loop: Record<string, unknown> = { name: SECRET };
+    loop.self = loop;
+    loop.list = [loop];
+    expect(redactValue(loop)).toEqual({ name: '[redacted]', self: CIRCULAR, list: [CIRCULAR] });
+    const shared = { a: SECRET };
+    expect(redactValue({ one: shared, two: [shared] })).toEqual({ one: { a: '[redacted]' }, two: [{ a: '[redacted]' }] });
   });
 });
