@@ -1,30 +1,12 @@
 import type { ToolResult } from '../common/contract/tools';
-import { EFFECT_TRAITS, effectsWhere, isWriteEffect, type WriteEffect } from '../common/effects';
+import type { IntentRecord } from '../common/write-intent/intent-record';
+import { claimRule } from '../common/write-intent/claim-rule';
+import { effectsWhere, isWriteEffect, type WriteEffect } from '../common/effects';
 import { TollgateError } from '../common/tollgate-error';
 
 export type { WriteEffect } from '../common/effects';
 
-/** One write intent as the store knows it. */
-export interface IntentRecord {
-  key: string;
-  taskId: string;
-  tool: string;
-  /** The call that holds (or last held) the attempt. */
-  callId: string;
-  /** The effect the intent was claimed under; `unknown` for rows written before effects were recorded (never claimable again while started). */
-  effect: WriteEffect | 'unknown';
-  /** SHA-256 of the canonical arguments, when the claimant gave it. */
-  argsDigest?: string;
-  /** The claim token of the attempt that holds (or last held) the intent; commit and release name it. */
-  owner?: string;
-  /** `started` is written before the side effect, `committed` with its receipt after it. */
-  state: 'started' | 'committed';
-  receipt?: ToolResult;
-  startedAt: string;
-  /** Until when a started attempt may still be applying (its timeout plus a grace); after it, a reversible intent may be claimed again. */
-  leaseExpiresAt?: string;
-  committedAt?: string;
-}
+export type { IntentRecord } from '../common/write-intent/intent-record';
 
 /** What a claimant asks for: the attempt at one intent, for at most `leaseMs`. */
 export interface ClaimRequest {
@@ -38,7 +20,8 @@ export interface ClaimRequest {
   leaseMs: number;
   /**
    * The owner of a committed record that the tool's own status check proved stale (the world no
-   * longer holds what it recorded): the claim replaces exactly that record, and no newer one.
+   * longer holds what it recorded): the claim replaces exactly that record, and no newer one, and
+   * only under an effect whose receipts are rechecked (an irreversible write's receipt stands).
    */
   supersede?: string;
   /**
@@ -131,7 +114,8 @@ export interface IdempotencyStore {
    * Claims the attempt at an intent, atomically: exactly one of any number of concurrent claimants
    * gets `claimed: true`. An absent intent is claimable; a started reversible one only after its
    * lease expired; a started irreversible one never again; a committed one only by `supersede`. A
-   * started one whose claim token is the request's `owner` is the claimant's own: claimed again, unchanged.
+   * started one whose claim token is the request's `owner` is the claimant's own: claimed again,
+   * unchanged while its lease holds, renewed once it ran out (so nobody takes it over meanwhile).
    */
   claim(request: ClaimRequest): Promise<ClaimResult>;
   /**
@@ -252,18 +236,9 @@ export function checkClaimRequest(request: ClaimRequest): void {
 
 /**
  * What a claim does with the record that holds its intent (both stores decide alike, inside their
- * lock): `own` when it is the claimant's own started claim (same token), `take_over` when it is a
- * reversible attempt whose lease expired or the stale committed record the request supersedes,
- * `refuse` otherwise.
+ * lock): the write protocol's claim rule (`common/write-intent/claim-rule.ts`) on the stored row.
  */
 export function claimDecision(existing: IntentRow, request: ClaimRequest, now: number): 'own' | 'take_over' | 'refuse' {
-  if (existing.state === 'started' && request.owner !== undefined && existing.owner === request.owner) return 'own';
-  const leaseExpired =
-    existing.state === 'started' &&
-    isWriteEffect(existing.effect) &&
-    EFFECT_TRAITS[existing.effect].leaseTakeover &&
-    existing.lease_until !== null &&
-    Number(existing.lease_until) <= now;
-  const stale = existing.state === 'committed' && request.supersede !== undefined && request.supersede === existing.owner;
-  return leaseExpired || stale ? 'take_over' : 'refuse';
+  const leaseUntilMs = existing.lease_until === null ? null : Number(existing.lease_until);
+  return claimRule({ state: existing.state, effect: existing.effect, owner: existing.owner, leaseUntilMs }, request, now);
 }

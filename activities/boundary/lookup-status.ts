@@ -4,16 +4,12 @@ import type { LookupStatusInput, StatusLookup } from '../../common/activity-type
 import { guardStore } from '../../intents/guard-store';
 import { IntentStoreError, type IdempotencyStore, type IntentRecord } from '../../intents/intent-store';
 import { retryStoreCall } from './retry-store-call';
+import { inFlight } from '../../common/write-intent/claim-rule';
 import { argsDigest } from '../../tools/canonical-json';
 import type { ToolDefinition } from '../../tools/define-tool';
 import { intentKey } from '../../tools/intent-key';
 import type { ToolRegistry } from '../../tools/tool-registry';
 import { DEFAULT_SECRET_PATTERNS, redactText } from './redact';
-
-/** Whether a started attempt may still be applying: its lease (the call's timeout plus the store's grace) has not run out. */
-export function inFlight(record: IntentRecord | undefined, now = Date.now()): boolean {
-  return record?.state === 'started' && record.leaseExpiresAt !== undefined && Date.parse(record.leaseExpiresAt) > now;
-}
 
 /** The tool's own status check, asked once: a throw is `unknown`, never a guess. */
 export async function askStatusCheck({
@@ -119,7 +115,7 @@ export function createLookupStatus({
       return checked;
     }
     if (checked.state === 'not_applied') {
-      if (inFlight(record))
+      if (inFlight(record, Date.now()))
         return {
           state: 'unknown',
           reason: `call ${record!.callId} started this intent at ${record!.startedAt} and may still be applying it (until ${record!.leaseExpiresAt})`,

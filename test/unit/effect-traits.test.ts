@@ -185,8 +185,7 @@ const itsTraits = {
     ),
 };
 const itsStrategyAndExecutor = {
-  'workflows/effects/index.ts': (text: string) =>
-    text.replace('  irreversible_write: irreversibleWriteStrategy,', '$&\n  append_only: irreversibleWriteStrategy,'),
+  'workflows/effects/index.ts': (text: string) => text.replace('  irreversible_write: writeStrategy,', '$&\n  append_only: writeStrategy,'),
   'activities/boundary/run-tool.ts': (text: string) => text.replace('    irreversible_write: runWrite,', '$&\n    append_only: runWrite,'),
 };
 

@@ -1,6 +1,6 @@
 import { condition, proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities } from '../../common/activity-types';
-import type { BoundaryResult, StatusLookup } from '../../common/activity-types';
+import type { BoundaryResult } from '../../common/activity-types';
 import { BoundaryResults } from '../../common/boundary-results';
 import type { ToolResult } from '../../common/contract/tools';
 import type { EffectContext } from '../effects/effect-strategy';
@@ -58,15 +58,6 @@ export async function resolveUnknown(
   };
   await resolveIntent({ ...base, outcome, receipt });
   return { verdict: 'settled', outcome: BoundaryResults.fromReceipt(receipt, executions) };
-}
-
-/**
- * How long to wait before looking up again, when a lookup found an attempt still in flight and this
- * call has not waited yet: the attempt's lease ends first, so the next lookup may tell.
- */
-export function leaseWait(status: StatusLookup, waitedAlready: boolean): number | undefined {
-  if (status.state !== 'unknown' || status.inFlightForMs === undefined || waitedAlready) return undefined;
-  return status.inFlightForMs + 1_000;
 }
 
 /** Gives up the started record of a write its status check found not applied, so that it may run again after a new approval. */

@@ -1,12 +1,9 @@
-import { ActivityFailure, condition, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, condition, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities, BoundaryResult, PolicyVerdict } from '../../common/activity-types';
 import { BoundaryResults } from '../../common/boundary-results';
 import type { ApprovalDecision } from '../../common/contract/decisions';
 import type { ApprovalRecord } from '../../common/contract/tools';
-import { leaseWait, releaseNotApplied, resolveUnknown } from '../decisions/unknown-outcome';
-import { interruption, neverStarted } from './activity-results';
-import { runToolInput, type EffectContext, type EffectStrategy, type RunnableCall } from './effect-strategy';
-import { lookupActivity, writeActivity } from './write-activities';
+import type { EffectContext, RunnableCall } from './effect-strategy';
 
 const { decideByPolicy, recordGrant } = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
@@ -47,6 +44,8 @@ async function policyVerdict({ taskId, call, approvals }: EffectContext): Promis
       argsDigest: call.argsDigest,
       at: Date.now(),
       deniedDigests: [...approvals.deniedDigests],
+      // The turn's agent: its own approval rules are matched before the worker's.
+      ...(call.agent ? { agent: call.agent.name } : {}),
     });
   } catch (error) {
     // Whatever failed (the store, the activity), nothing is approved unseen: a person decides.
@@ -159,55 +158,49 @@ function approvedCall({ call, approvals }: EffectContext): { runnable: RunnableC
   };
 }
 
-/**
- * After a cut-off: the status lookup first, then a person. Applied → the result to give the model;
- * not applied (by the lookup or a person) → `undefined`, the intent given up, and the call goes back
- * to waiting for approval.
- */
-async function reconcile(context: EffectContext, reason: string, executions: number): Promise<BoundaryResult | undefined> {
-  const { taskId, call } = context;
-  const lookup = () => lookupActivity(call)({ taskId, callId: call.callId, tool: call.tool, args: call.args });
-  let status = await lookup();
-  const wait = leaseWait(status, false);
-  if (wait !== undefined) {
-    // The cut-off attempt may still be applying: its lease ends first, then the lookup asks once more.
-    await sleep(wait);
-    status = await lookup();
-  }
-  if (status.state === 'applied') return BoundaryResults.fromReceipt(status.receipt, executions);
-  if (status.state === 'not_applied') {
-    await releaseNotApplied({ taskId, call });
-    return undefined;
-  }
-  const reconciled = await resolveUnknown(context, `${reason}; ${status.reason}`, executions);
-  return reconciled.verdict === 'settled' ? reconciled.outcome : undefined;
+/** A call's way past a person (or a rule, or a grant): asked before each run that needs a decision. */
+export interface ApprovalGate {
+  /** Asks for a decision; a result when the call may not run (denied, expired, the history full), `undefined` once approved. */
+  pass(executions: number): Promise<BoundaryResult | undefined>;
+  /** The call as approved (edited arguments included). */
+  runnable(): RunnableCall;
+  /** A result as the model and the call's event get it: with the edit, the decider and the time waited. */
+  shown(outcome: BoundaryResult): BoundaryResult;
+  /** Forgets the decision, so the next run needs a new one. */
+  forget(): void;
+}
+
+/** The gate of a call that waits for nobody. */
+export function openGate(call: RunnableCall): ApprovalGate {
+  return { pass: async () => undefined, runnable: () => call, shown: (outcome) => outcome, forget: () => undefined };
 }
 
 /**
- * `irreversible_write`: waits for a human decision under a durable timer, then executes exactly
- * once. Denied → `denied`; no answer in time → `approval_expired`; approved but no worker started it
- * within its schedule-to-start bound → `not_run` (nothing ran). Cut off, or reported `outcome_unknown`
- * by the boundary → its status lookup: applied
- * → success from what it found; not applied → back to waiting for approval (it never runs again
- * without a person's word); cannot tell → a person's resolution (`outcomes.onUnknown: ask`), where
- * `not_applied` also goes back to approval, or `outcome_unknown`.
+ * The gate of a call that needs a decision: the rules and grants decide first, once (a call that
+ * comes back to approval later is a person's to decide); then a person under a durable timer. A
+ * denial is remembered, so no rule or grant approves the same arguments again in this turn.
  */
-export const irreversibleWriteStrategy: EffectStrategy = {
-  async run(context) {
-    const { taskId, call, allowedTools, approvals } = context;
-    const { policy } = call;
-    let executions = 0;
-    // How long the call waited for its decisions, all of them (traces and metrics).
-    let approvalWaitMs = 0;
-    // The rules and grants decide first, once: a call that comes back to approval later is a person's to decide.
-    let verdict = await policyVerdict(context);
-    if (verdict.decision === 'deny') {
-      approvals.recordAutomatic(call.callId, verdict);
-      const approval: ApprovalRecord = { decision: 'deny', by: verdict.by, via: verdict.via };
-      return { ...BoundaryResults.denied(`denied by ${verdict.by}${verdict.reason ? `: ${verdict.reason}` : ''}`), executions, approval };
-    }
-    for (;;) {
-      let approval: ApprovalRecord;
+export function approvalGate(context: EffectContext): ApprovalGate {
+  const { call, approvals } = context;
+  let verdict: PolicyVerdict | undefined;
+  // How long the call waited for its decisions, all of them (traces and metrics).
+  let approvalWaitMs = 0;
+  let approval: ApprovalRecord | undefined;
+  let approved: ReturnType<typeof approvedCall> = { runnable: call };
+  return {
+    async pass(executions) {
+      if (!verdict) {
+        verdict = await policyVerdict(context);
+        if (verdict.decision === 'deny') {
+          approvals.recordAutomatic(call.callId, verdict);
+          approval = { decision: 'deny', by: verdict.by, via: verdict.via };
+          return {
+            ...BoundaryResults.denied(`denied by ${verdict.by}${verdict.reason ? `: ${verdict.reason}` : ''}`),
+            executions,
+            approval,
+          };
+        }
+      }
       if (verdict.decision === 'approve') {
         approvals.recordAutomatic(call.callId, verdict);
         approval = { decision: 'approve', by: verdict.by, via: verdict.via };
@@ -222,30 +215,15 @@ export const irreversibleWriteStrategy: EffectStrategy = {
         if (decision!.grant !== undefined) await giveGrant(context, decision!);
       }
       verdict = { decision: 'ask' };
-      const { runnable, edited: asEdited = (outcome: BoundaryResult) => outcome } = approvedCall(context);
-      const edited = (outcome: BoundaryResult): BoundaryResult => ({ ...asEdited(outcome), approvalWaitMs, approval });
-      let ran: BoundaryResult;
-      try {
-        ran = await writeActivity(runnable)(runToolInput({ taskId, call: runnable, allowedTools }));
-      } catch (error) {
-        if (neverStarted(error)) {
-          const waited = `${policy.scheduleToStartMs! / 1000} s`;
-          const message = `${call.tool} was approved, but no worker started it within ${waited}; it did not run`;
-          return edited({ ...BoundaryResults.failure('not_run', message, { retryable: false }), executions });
-        }
-        executions += 1;
-        const reason = `${call.tool} was cut off and is not run again: ${interruption(error)}`;
-        const reconciled = await reconcile({ ...context, call: runnable }, reason, executions);
-        if (reconciled) return edited(reconciled);
-        approvals.forget(call.callId);
-        continue;
-      }
-      executions += ran.executions > 0 ? 1 : 0;
-      // The boundary could not tell either (the intent held by another call, the store unreachable): reconciled the same way.
-      if (ran.result.code !== 'outcome_unknown') return edited({ ...ran, executions });
-      const reconciled = await reconcile({ ...context, call: runnable }, ran.result.message ?? `${call.tool}: outcome unknown`, executions);
-      if (reconciled) return edited(reconciled);
-      approvals.forget(call.callId);
-    }
-  },
-};
+      approved = approvedCall(context);
+      return undefined;
+    },
+    runnable: () => approved.runnable,
+    shown: (outcome) => ({
+      ...(approved.edited ?? ((same: BoundaryResult) => same))(outcome),
+      approvalWaitMs,
+      ...(approval ? { approval } : {}),
+    }),
+    forget: () => approvals.forget(call.callId),
+  };
+}
