@@ -46,7 +46,7 @@ if (Number(process.versions.node.split('.')[0]) < oldestMajor) {
   if (!pinned) {
     const how = checkout
       ? `run \`npm run setup\` in ${root}, which installs Node.js ${tollgate.node.pinned} for it`
-      : `run \`npx tollgate setup\` in ${project}: it installs Node.js ${tollgate.node.pinned} into ${path.join(project, '.tollgate', 'node')} (nothing into node_modules but a rebuild of better-sqlite3 for it), and \`npx tollgate\` runs on it from then on`;
+      : `run \`npx tollgate setup\` in ${project}: it installs Node.js ${tollgate.node.pinned} into ${path.join(project, '.tollgate', 'node')} (and rebuilds better-sqlite3 for it if it does not load there), and \`npx tollgate\` runs on it from then on`;
     console.error(
       `tollgate: Node.js ${process.versions.node} is older than ${oldest}, the oldest Tollgate runs on. Install Node.js ${oldestMajor} or newer (then \`npm rebuild\` in your project), or ${how}`,
     );

