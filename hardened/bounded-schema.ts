@@ -61,6 +61,19 @@ export class SchemaBudgetError extends TollgateError {
 const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas', 'dependencies']);
 /** Keywords that apply their subschemas to the value itself, not to a part of it: a cycle of these alone never ends. */
 const IN_PLACE = new Set(['allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else', 'dependentSchemas', 'dependencies']);
+/** Keywords that apply their subschemas to parts of the value. Subschemas anywhere else (`$defs`, unknown keywords) apply only through a `$ref`. */
+const BELOW = new Set([
+  'properties',
+  'patternProperties',
+  'additionalProperties',
+  'items',
+  'prefixItems',
+  'additionalItems',
+  'contains',
+  'propertyNames',
+  'unevaluatedItems',
+  'unevaluatedProperties',
+]);
 /** Keywords whose value is data, never a schema: nothing inside them is applied. */
 const DATA_KEYWORDS = new Set(['const', 'enum', 'default', 'examples', 'example', 'required', 'type', 'dependentRequired']);
 
@@ -74,8 +87,11 @@ function isObject(value: unknown): value is Json {
 interface SchemaGraph {
   /** Every subschema (an object in a schema position), with the nodes it holds that are not subschemas themselves. */
   weights: Map<Json, number>;
-  /** The subschemas each one applies: those it holds and the targets of its `$ref`s; `here` when applied to the same value. */
-  edges: Map<Json, Array<{ to: Json; here: boolean }>>;
+  /**
+   * The subschemas each one holds or refers to: `applied` when applying it applies them (through an
+   * applicator or a `$ref`; not those under `$defs`), `here` when to the same value.
+   */
+  edges: Map<Json, Array<{ to: Json; here: boolean; applied: boolean }>>;
   /** `$ref`s, with the subschema that holds each. */
   references: Array<{ holder: Json; ref: string }>;
 }
@@ -104,18 +120,23 @@ function walk(schema: Json, budget: SchemaBudget): SchemaGraph {
   const edges: SchemaGraph['edges'] = new Map([[schema, []]]);
   const references: SchemaGraph['references'] = [];
   // Each entry: a value, how deep it lies, how it is read, the subschema it belongs to, and whether that applies it to its own value.
-  const stack: Array<{ value: unknown; depth: number; role: 'schema' | 'map' | 'list' | 'data'; owner: Json; here: boolean }> = [
-    { value: schema, depth: 1, role: 'schema', owner: schema, here: false },
-  ];
+  const stack: Array<{
+    value: unknown;
+    depth: number;
+    role: 'schema' | 'map' | 'list' | 'data';
+    owner: Json;
+    here: boolean;
+    applied: boolean;
+  }> = [{ value: schema, depth: 1, role: 'schema', owner: schema, here: false, applied: false }];
   let nodes = 0;
   while (stack.length > 0) {
-    const { value, depth, role, owner, here } = stack.pop()!;
+    const { value, depth, role, owner, here, applied } = stack.pop()!;
     if (++nodes > budget.maxNodes) throw new SchemaBudgetError(`it holds more than ${budget.maxNodes} nodes (maxNodes)`, 'maxNodes');
     if (depth > budget.maxDepth) throw new SchemaBudgetError(`it nests deeper than ${budget.maxDepth} levels (maxDepth)`, 'maxDepth');
     // A subschema: it charges for itself, and what it holds is read by keyword.
     if (role === 'schema' && isObject(value)) {
       if (value !== owner) {
-        edges.get(owner)!.push({ to: value, here });
+        edges.get(owner)!.push({ to: value, here, applied });
         // The same object in two places (a caller's shared object): one subschema, walked once.
         if (weights.has(value)) continue;
         weights.set(value, 1);
@@ -133,7 +154,8 @@ function walk(schema: Json, budget: SchemaBudget): SchemaGraph {
             : Array.isArray(item)
               ? 'list'
               : 'schema';
-        stack.push({ value: item, depth: depth + 1, role: itemRole, owner: value, here: IN_PLACE.has(keyword) });
+        const inPlace = IN_PLACE.has(keyword);
+        stack.push({ value: item, depth: depth + 1, role: itemRole, owner: value, here: inPlace, applied: inPlace || BELOW.has(keyword) });
       }
       continue;
     }
@@ -142,7 +164,7 @@ function walk(schema: Json, budget: SchemaBudget): SchemaGraph {
     if (typeof value !== 'object' || value === null) continue;
     const childRole = role === 'data' ? 'data' : 'schema';
     const children = Array.isArray(value) ? value : Object.values(value);
-    for (const item of children) stack.push({ value: item, depth: depth + 1, role: childRole, owner, here });
+    for (const item of children) stack.push({ value: item, depth: depth + 1, role: childRole, owner, here, applied });
   }
   return { weights, edges, references };
 }
@@ -157,7 +179,7 @@ function linkReferences(schema: Json, graph: SchemaGraph): void {
       if (isObject(target)) {
         if (!graph.weights.has(target))
           throw new SchemaBudgetError(`its $ref ${JSON.stringify(ref)} points into data, not at a subschema`, 'reference');
-        graph.edges.get(holder)!.push({ to: target, here: true });
+        graph.edges.get(holder)!.push({ to: target, here: true, applied: true });
       }
       // A reference to nothing, or to true or false, is left to the validator to refuse or to apply.
       continue;
@@ -188,7 +210,10 @@ function expandedWork(schema: Json, graph: SchemaGraph, budget: SchemaBudget): n
     const top = stack[stack.length - 1];
     const children = graph.edges.get(top.node)!;
     if (top.next < children.length) {
-      const child = children[top.next++].to;
+      const edge = children[top.next++];
+      // A subschema kept under `$defs` costs nothing until a `$ref` applies it (that edge is counted).
+      if (!edge.applied) continue;
+      const child = edge.to;
       const counted = done.get(child);
       if (counted !== undefined) {
         top.total += counted;

@@ -25,9 +25,9 @@ function bounded(schema: Record<string, unknown>) {
 }
 
 describe('prepareBoundedSchema', () => {
-  it('refuses the DAG probe at every depth from 14 to 40 by what its references expand to, in linear time', () => {
+  it('refuses the DAG probe at every depth from 16 to 40 by what its references expand to, in linear time', () => {
     const probe = eventLoopWorkProbe();
-    for (let depth = 14; depth <= 40; depth++) {
+    for (let depth = 16; depth <= 40; depth++) {
       let refused: unknown;
       try {
         prepareBoundedSchema(dagSchema(depth));
@@ -40,6 +40,11 @@ describe('prepareBoundedSchema', () => {
     expectLive(probe.stop());
     // Shallow, the same shape is served: the count is of work, not a refusal of shared definitions.
     expect(prepareBoundedSchema(dagSchema(8)).expandedWork).toBeLessThan(DEFAULT_SCHEMA_BUDGET.maxExpandedWork);
+    // A chain of 1,000 definitions each referring to the next costs what it holds: `$defs` apply only through a `$ref`.
+    const defs: Record<string, unknown> = { [`d1000`]: { type: 'string' } };
+    for (let index = 0; index < 1_000; index++)
+      defs[`d${index}`] = { type: 'object', properties: { next: { $ref: `#/$defs/d${index + 1}` } } };
+    expect(prepareBoundedSchema({ $ref: '#/$defs/d0', $defs: defs }).expandedWork).toBeLessThan(10_000);
   });
 
   it('refuses a schema too big, too deep (5,000 levels: no stack overflow), looping on itself, or pointing into data, naming the bound', () => {
