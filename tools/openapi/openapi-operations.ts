@@ -126,18 +126,29 @@ function portableSchema(schema: unknown, { openapi30, found }: { openapi30: bool
   return walk(schema) as Json;
 }
 
+/** Each document's component schemas made portable, once: operations that reach the same components share them. */
+const portableComponents = new WeakMap<Json, Map<string, { schema: Json; found: Set<string> }>>();
+
 /** The component schemas a set of names reaches, each made portable; a name the document lacks is an error. */
 function reachableDefs(document: Json, start: Set<string>, openapi30: boolean): Json {
   const schemas = isObject(document.components) && isObject(document.components.schemas) ? document.components.schemas : {};
+  let made = portableComponents.get(document);
+  if (!made) portableComponents.set(document, (made = new Map()));
   const defs: Json = {};
   const queue = [...start];
   const seen = new Set(queue);
-  while (queue.length > 0) {
-    const name = queue.shift()!;
+  // An index, not shift(): shifting a queue of thousands of names is quadratic.
+  for (let at = 0; at < queue.length; at++) {
+    const name = queue[at];
     if (!Object.hasOwn(schemas, name)) throw new Error(`a schema refers to components.schemas.${name}, which the document does not hold`);
-    const found = new Set<string>();
-    defs[name] = portableSchema(schemas[name], { openapi30, found });
-    for (const next of found) {
+    let component = made.get(name);
+    if (!component) {
+      const found = new Set<string>();
+      component = { schema: portableSchema(schemas[name], { openapi30, found }), found };
+      made.set(name, component);
+    }
+    defs[name] = component.schema;
+    for (const next of component.found) {
       if (seen.has(next)) continue;
       seen.add(next);
       queue.push(next);
