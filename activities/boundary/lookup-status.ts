@@ -51,7 +51,8 @@ export async function askStatusCheck({
 /**
  * The `lookupStatus` activity: whether a write intent already took effect. The tool's own status
  * check decides; the store's receipt answers only when the check agrees, cannot tell, or the tool
- * has none. A started attempt still inside its lease is in flight, so "not applied" becomes
+ * has none, and when the check cannot tell and the store holds no attempt of the intent at all, it
+ * was never run, so it is not applied. A started attempt still inside its lease is in flight, so "not applied" becomes
  * `unknown` for it; a store that still fails after a short retry (STORE_FAULT_RETRY), whatever it
  * throws, is `unknown` too, never a workflow failure.
  * It only reads (and records a receipt the check found), so it may be retried freely.
@@ -124,6 +125,8 @@ export function createLookupStatus({
       return checked;
     }
     if (stored) return { state: 'applied', receipt: stored, source: 'store' };
+    // No attempt of this intent was ever claimed, so none can have taken effect: what the check cannot tell, the store can.
+    if (!record) return { state: 'not_applied' };
     return checked;
   };
 }

@@ -3,6 +3,8 @@ import { openapiSchema } from '../../tools/openapi/openapi-config';
 import { retryAfterMs } from '../../tools/openapi/openapi-http';
 import { documentOperations, operationEffect, type ApiOperation } from '../../tools/openapi/openapi-operations';
 import { buildRequest } from '../../tools/openapi/openapi-request';
+import { compareWrittenFields } from '../../tools/openapi/openapi-field-compare';
+import { SentPreconditions, strongEtag } from '../../tools/openapi/openapi-preconditions';
 
 const source = (operations: Record<string, object> = {}, more: object = {}) =>
   openapiSchema.parse({ sources: { s: { document: 'x.yaml', operations, ...more } } }).sources.s;
@@ -126,6 +128,119 @@ describe('the request of a call', () => {
     expect(() => buildRequest(operation(), { id: 'a', 'X-Reason': 'x\r\nHost: evil' }, { baseURL: base, headers: {} })).toThrow(
       'header parameter X-Reason holds a line break',
     );
+  });
+});
+
+describe('the values a request carries (RFC 9110 field values)', () => {
+  const operation = (): ApiOperation =>
+    operationsOf({
+      '/things/{id}': {
+        post: {
+          operationId: 'postThing',
+          parameters: [
+            { name: 'id', in: 'path', required: true, schema: { type: 'string' } },
+            { name: 'X-Note', in: 'header', schema: { type: 'string' } },
+            { name: 'q', in: 'query', schema: { type: 'string' } },
+          ],
+          requestBody: { content: { 'application/x-www-form-urlencoded': { schema: { type: 'object' } } } },
+          ...ok,
+        },
+      },
+    }).operations[0];
+  const base = new URL('http://api.test');
+  const build = (args: Record<string, unknown>, headers: Record<string, string> = {}) =>
+    buildRequest(operation(), { id: 'a', ...args }, { baseURL: base, headers });
+
+  it('refuses a header value holding any control character, DEL, a C1 control or a character above U+00FF, naming it by code point', () => {
+    const refused: Array<[string, string]> = [
+      ['a\u0001b', 'U+0001 at character 2'],
+      ['\u0000', 'U+0000 at character 1'],
+      ['x\u007f', 'U+007F at character 2'],
+      ['\u0085', 'U+0085 at character 1'],
+      ['caf\u0100', 'U+0100 at character 4'],
+      ['\u202emoc.elpmaxe', 'U+202E at character 1'],
+      ['ok \u{1F600}', 'U+1F600 at character 4'],
+      ['a\u200bb', 'U+200B at character 2'],
+    ];
+    for (const [value, where] of refused) {
+      expect(() => build({ 'X-Note': value })).toThrow(
+        `header parameter X-Note holds ${where}, which an HTTP field value may not hold (RFC 9110 §5.5)`,
+      );
+    }
+    expect(() => build({ 'X-Note': ' padded' })).toThrow('header parameter X-Note begins or ends with a space or tab');
+    let code: string | undefined;
+    try {
+      build({ 'X-Note': 'a\u0001' });
+    } catch (error) {
+      code = (error as { code?: string }).code;
+    }
+    expect(code).toBe('invalid_arguments');
+  });
+
+  it('sends visible ASCII, inner spaces and tabs, and obs-text (U+00A0-U+00FF) as they are', () => {
+    expect(build({ 'X-Note': 'late\tby two days, caf\u00e9' }).headers['x-note']).toBe('late\tby two days, caf\u00e9');
+  });
+
+  it("checks the source's own headers the same way, naming the header and never its value", () => {
+    expect(() => build({}, { authorization: 'Bearer \u0001secret' })).toThrow(
+      /^header authorization holds U\+0001 at character 8, which an HTTP field value may not hold/,
+    );
+  });
+
+  it('refuses a control character or a lone surrogate in a path value, and a lone surrogate in a query or form value (UTF-8 would replace it)', () => {
+    expect(() => build({ id: 'a\u0001' })).toThrow('path parameter id holds the control character U+0001 at character 2');
+    expect(() => build({ id: 'x\ud800' })).toThrow(
+      'path parameter id holds a lone surrogate (U+D800) at character 2, which UTF-8 cannot carry',
+    );
+    expect(() => build({ q: '\udfff' })).toThrow('query parameter q holds a lone surrogate (U+DFFF) at character 1');
+    expect(() => build({ body: { note: 'a\ud83d' } })).toThrow('body field "note" holds a lone surrogate (U+D83D) at character 2');
+    // Whole characters of any plane are fine in a path, a query and a body: they are percent-encoded as UTF-8.
+    const request = build({ id: '\u2603\u{1F600}', q: '\u00e9', body: { note: '\u{1F600}' } });
+    expect(request.url.pathname).toBe('/things/%E2%98%83%F0%9F%98%80');
+    expect(request.url.search).toBe('?q=%C3%A9');
+  });
+});
+
+describe('what a status GET says of the fields a write sent', () => {
+  it('holds when every compared field is there, normalised as the config says on both sides', () => {
+    const held = { id: 'C1', email: 'bob@example.com', name: 'Bob' };
+    expect(compareWrittenFields({ email: ' Bob@Example.COM ' }, held, { email: ['trim', 'lowercase'] })).toBe('holds');
+    expect(compareWrittenFields({ email: 'bob@example.com', name: 'Bob' }, held)).toBe('holds');
+    expect(compareWrittenFields({ email: 'Caf\u0065\u0301' }, { email: 'caf\u00e9' }, { email: ['nfc', 'lowercase'] })).toBe('holds');
+  });
+
+  it('differs when a field differs, and is undecided when the answer lacks a field, is no object, or nothing is compared', () => {
+    const held = { id: 'C1', email: 'bob@example.com' };
+    expect(compareWrittenFields({ email: 'Bob@Example.com' }, held)).toBe('differs');
+    expect(compareWrittenFields({ email: 'Bob@Example.com' }, held, { email: ['trim'] })).toBe('differs');
+    expect(compareWrittenFields({ phone: '1' }, held)).toBe('undecided');
+    expect(compareWrittenFields({ email: 'x' }, 'text')).toBe('undecided');
+    // Only the declared fields are compared: a sent field the config does not name is not looked at.
+    expect(compareWrittenFields({ name: 'Zed' }, held, { email: [] })).toBe('undecided');
+    expect(compareWrittenFields({ name: 'Zed', email: 'bob@example.com' }, held, { email: [] })).toBe('holds');
+  });
+});
+
+describe('preconditions', () => {
+  const answer = (etag?: string) => ({ status: 200, headers: etag === undefined ? {} : { etag }, body: Buffer.alloc(0) });
+
+  it('takes a strong ETag only: never a weak one (If-Match never matches it) or a malformed one', () => {
+    expect(strongEtag(answer('"v1"'))).toBe('"v1"');
+    expect(strongEtag(answer('W/"v1"'))).toBeUndefined();
+    expect(strongEtag(answer('v1'))).toBeUndefined();
+    expect(strongEtag(answer('"a"b"'))).toBeUndefined();
+    expect(strongEtag(answer())).toBeUndefined();
+  });
+
+  it('remembers the latest If-Match of each intent, forgets it on request, and the oldest first past its capacity', () => {
+    const sent = new SentPreconditions(2);
+    sent.remember('k1', '"1"');
+    sent.remember('k2', '"2"');
+    sent.remember('k1', '"1b"');
+    sent.remember('k3', '"3"');
+    expect([sent.sentWith('k1'), sent.sentWith('k2'), sent.sentWith('k3')]).toEqual(['"1b"', undefined, '"3"']);
+    sent.forget('k1');
+    expect(sent.sentWith('k1')).toBeUndefined();
   });
 });
 

@@ -5,6 +5,12 @@ import { duration, envName, httpUrl } from '../../config/schema-parts';
 import { toolPolicyOverrideShape } from '../tool-config';
 import type { ToolSourceSection } from '../tool-source';
 
+/** How an API may store a text field differently from how it was sent: trimmed, lower-cased, in Unicode NFC. */
+export const FIELD_NORMALISATIONS = ['trim', 'lowercase', 'nfc'] as const;
+
+/** One normalisation of `FIELD_NORMALISATIONS`. */
+export type FieldNormalisation = (typeof FIELD_NORMALISATIONS)[number];
+
 /** Overrides of one operation's tool, by its `operationId` (config `openapi.sources.<name>.operations.<operationId>`). */
 export const openapiOperationOverrideSchema = z.strictObject({
   ...toolPolicyOverrideShape,
@@ -12,6 +18,12 @@ export const openapiOperationOverrideSchema = z.strictObject({
   effect: z.enum(TOOL_EFFECTS as [ToolEffect, ...ToolEffect[]]).optional(),
   /** The `operationId` of a GET whose answer says whether this write took effect (its status check). */
   status: z.string().min(1).optional(),
+  /**
+   * What the status GET's answer is compared with: body field -> the normalisations the API applies
+   * to it, applied to what was sent and what the GET holds before they are compared (`[]`: as sent).
+   * Only these fields are compared; left out, every field the write sent is compared as sent.
+   */
+  compare: z.record(z.string().min(1), z.array(z.enum(FIELD_NORMALISATIONS))).optional(),
 });
 
 /** The bounds of what one API's document and answers may be. */

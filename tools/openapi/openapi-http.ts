@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import { TollgateError } from '../../common/tollgate-error';
 import { AnswerLostError, NotSentError } from '../call-errors';
 
 /**
@@ -9,6 +10,15 @@ import { AnswerLostError, NotSentError } from '../call-errors';
  * Redirects are never followed (the answer is returned as it is), every request has its own
  * connection, and the body is read up to a byte cap and cut off past it.
  */
+
+/**
+ * A request Node's client refused to build (a header or a URL it cannot send): it threw before any
+ * connection, so nothing was sent, and sending it again would fail the same way.
+ */
+export class UnbuiltRequestError extends TollgateError {
+  static override readonly marker = 'tollgate.error.UnbuiltRequestError';
+  override name = 'UnbuiltRequestError';
+}
 
 /** What is sent. */
 export interface HttpRequest {
@@ -32,7 +42,8 @@ function describe(error: unknown): string {
 }
 
 /**
- * Sends one request and reads its answer. Rejects with {@link NotSentError} when no connection
+ * Sends one request and reads its answer. Rejects with {@link UnbuiltRequestError} when Node's
+ * client refused to build it, with {@link NotSentError} when no connection
  * was made (refused, no such host, aborted before it connected), with {@link AnswerLostError}
  * when anything failed after it was (reset, aborted, an answer longer than `maxResponseBytes`).
  */
@@ -58,12 +69,19 @@ export function sendHttpRequest(
     };
     const onAbort = () => fail(signal.reason, 'was cut off before its answer came');
     const client = request.url.protocol === 'https:' ? https : http;
-    const outgoing = client.request(request.url, {
-      method: request.method,
-      headers: { ...request.headers, ...(request.body ? { 'content-length': String(request.body.length) } : {}) },
-      // One connection per request: a connection that is open is this request's, so its failure is this request's.
-      agent: false,
-    });
+    let outgoing: http.ClientRequest;
+    try {
+      outgoing = client.request(request.url, {
+        method: request.method,
+        headers: { ...request.headers, ...(request.body ? { 'content-length': String(request.body.length) } : {}) },
+        // One connection per request: a connection that is open is this request's, so its failure is this request's.
+        agent: false,
+      });
+    } catch (error) {
+      // Thrown before any socket exists (an invalid header character, say): the request was never built, let alone sent.
+      settled = true;
+      return reject(new UnbuiltRequestError(`${where} could not be built, so it was not sent: ${describe(error)}`, { cause: error }));
+    }
     outgoing.once('socket', (socket) => {
       if (!socket.connecting) connected = true;
       else socket.once('connect', () => (connected = true));

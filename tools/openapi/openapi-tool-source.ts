@@ -8,12 +8,20 @@ import { sourceToolName } from '../source-tool-name';
 import { sourceToolPolicy } from '../tool-config';
 import { ToolError } from '../tool-error';
 import { ToolSourceError, type OpenToolSource, type ToolSource } from '../tool-source';
-import { openapiSection, type OpenapiConfig, type OpenapiConfigInput, type OpenapiSourceConfig } from './openapi-config';
+import {
+  openapiSection,
+  type FieldNormalisation,
+  type OpenapiConfig,
+  type OpenapiConfigInput,
+  type OpenapiSourceConfig,
+} from './openapi-config';
 import { loadOpenapiDocument } from './openapi-document';
 import { AnswerLostError, NotSentError } from '../call-errors';
-import { retryAfterMs, sendHttpRequest, type HttpAnswer } from './openapi-http';
+import { retryAfterMs, sendHttpRequest, UnbuiltRequestError, type HttpAnswer, type HttpRequest } from './openapi-http';
 import { documentOperations, namesOperation, operationEffect, type ApiOperation } from './openapi-operations';
-import { answerBody, buildRequest, serverMessage } from './openapi-request';
+import { answerBody, buildRequest, fieldValueProblem, serverMessage } from './openapi-request';
+import { compareWrittenFields } from './openapi-field-compare';
+import { SentPreconditions, strongEtag } from './openapi-preconditions';
 
 type Args = Record<string, unknown>;
 
@@ -25,6 +33,8 @@ interface ApiContext {
   headers: Record<string, string>;
   /** The header values (tokens), removed from anything the server echoes into a message. */
   secrets: string[];
+  /** The If-Match of each conditional write whose answer is unknown, for its status check. */
+  preconditions: SentPreconditions;
 }
 
 /** The digest of what the model and an approver see of an operation's tool: its name, description and input schema. */
@@ -72,6 +82,13 @@ function answerOutcome(
     throw new ToolError(message, 'transient_failure', true, { retryAfterMs: after });
   }
   if (status === 409 && write && keyed) throw lost();
+  // The server did not apply it (RFC 9110 §13.1.1), and the resource changed since the GET this write was
+  // conditioned on: neither success nor a retry, since sending it again would overwrite what someone else did.
+  if (status === 412 && write)
+    throw new ToolError(
+      `${who} answered 412: the resource changed since it was read, so this write was not applied; read it again before deciding to write${said ? ` (${said})` : ''}`,
+      'tool_failure',
+    );
   if (status >= 500) {
     if (write) throw lost();
     throw new ToolError(message, 'transient_failure');
@@ -79,33 +96,119 @@ function answerOutcome(
   throw new ToolError(message, 'tool_failure');
 }
 
+/**
+ * An operation's request for these arguments; whatever keeps it from being built is the arguments'
+ * fault, before anything is sent (a `ToolError`, so a write's handler never counts as cut off).
+ */
+function builtRequest(api: ApiContext, operation: ApiOperation, args: Args, idempotencyKey?: string): HttpRequest {
+  try {
+    return buildRequest(operation, args, { baseURL: api.baseURL, headers: api.headers, idempotencyKey });
+  } catch (error) {
+    if (ToolError.isInstance(error)) throw error;
+    const message = hideSecrets(String((error as Error)?.message ?? error), api.secrets);
+    throw new ToolError(
+      `${api.name} ${operation.operationId}: the request could not be built, so it was not sent: ${message}`,
+      'invalid_arguments',
+    );
+  }
+}
+
+/**
+ * Sends one request of an operation and gives its answer whatever its status; a request not built
+ * or not sent is a `ToolError` (nothing happened), one whose answer is lost is thrown as such for a
+ * write (the server may have acted), as a transient failure for a read.
+ */
+async function exchange(
+  api: ApiContext,
+  operation: ApiOperation,
+  args: Args,
+  { signal, idempotencyKey, write, ifMatch }: { signal: AbortSignal; idempotencyKey?: string; write: boolean; ifMatch?: string },
+): Promise<HttpAnswer> {
+  const request = builtRequest(api, operation, args, idempotencyKey);
+  if (ifMatch !== undefined) request.headers['if-match'] = ifMatch;
+  try {
+    return await sendHttpRequest(request, { signal, maxResponseBytes: api.source.maxResponseBytes });
+  } catch (error) {
+    const detail = hideSecrets((error as Error).message, api.secrets);
+    // Never built, never sent: the arguments cannot make a request, and the intent is released, not left unknown.
+    if (UnbuiltRequestError.isInstance(error)) throw new ToolError(detail, 'invalid_arguments');
+    if (NotSentError.isInstance(error)) throw new ToolError(detail, 'transient_failure');
+    if (!write) throw new ToolError(detail, 'transient_failure');
+    throw new AnswerLostError(detail, { cause: error });
+  }
+}
+
 /** Sends one request of an operation; a failure is told by what is known of it (see `answerOutcome`). */
 async function call(
   api: ApiContext,
   operation: ApiOperation,
   args: Args,
-  { signal, idempotencyKey, write }: { signal: AbortSignal; idempotencyKey?: string; write: boolean },
+  { signal, idempotencyKey, write, ifMatch }: { signal: AbortSignal; idempotencyKey?: string; write: boolean; ifMatch?: string },
 ): Promise<unknown> {
-  const request = buildRequest(operation, args, { baseURL: api.baseURL, headers: api.headers, idempotencyKey });
-  let answer: HttpAnswer;
-  try {
-    answer = await sendHttpRequest(request, { signal, maxResponseBytes: api.source.maxResponseBytes });
-  } catch (error) {
-    const detail = hideSecrets((error as Error).message, api.secrets);
-    if (NotSentError.isInstance(error)) throw new ToolError(detail, 'transient_failure');
-    if (!write) throw new ToolError(detail, 'transient_failure');
-    throw new AnswerLostError(detail, { cause: error });
-  }
+  const answer = await exchange(api, operation, args, { signal, idempotencyKey, write, ifMatch });
   return answerOutcome(answer, { api, operation, write, keyed: idempotencyKey !== undefined && operation.idempotencyHeader !== undefined });
 }
 
-/** The answer of a paired GET as a write's status: whether the state the write asks for is there. */
-function pairedStatus(api: ApiContext, write: ApiOperation, check: ApiOperation, timeoutMs: number) {
-  return async (args: Args): Promise<StatusAnswer> => {
-    const checkArgs = Object.fromEntries(
-      check.parameters.filter((parameter) => parameter.name in args).map((parameter) => [parameter.name, args[parameter.name]]),
-    );
-    const request = buildRequest(check, checkArgs, { baseURL: api.baseURL, headers: api.headers });
+/** The arguments of a write that its paired GET takes, by name. */
+function checkArgsOf(check: ApiOperation, args: Args): Args {
+  return Object.fromEntries(
+    check.parameters.filter((parameter) => parameter.name in args).map((parameter) => [parameter.name, args[parameter.name]]),
+  );
+}
+
+/** The methods whose target is the resource itself, so that the ETag of a GET of the same path may condition them. */
+const CONDITIONAL_METHODS: ReadonlySet<string> = new Set(['PUT', 'PATCH', 'DELETE']);
+
+/** Whether a write and its status GET address one resource (one path), so the GET's ETag is the write's target's. */
+function sameResource(write: ApiOperation, check: ApiOperation): boolean {
+  return CONDITIONAL_METHODS.has(write.method) && write.path === check.path;
+}
+
+/**
+ * A write sent on the condition that its resource is as its GET just read it: the GET's strong ETag
+ * as `If-Match`, remembered until the write is answered, so that a status check after a lost answer
+ * can tell "unchanged, so not applied". A resource the GET did not find (404, 410) or that has no
+ * strong ETag is written without a condition; a GET that fails otherwise fails the call, nothing written.
+ */
+async function conditionalCall(
+  api: ApiContext,
+  { write, check }: { write: ApiOperation; check: ApiOperation },
+  args: Args,
+  { signal, idempotencyKey }: { signal: AbortSignal; idempotencyKey: string },
+): Promise<unknown> {
+  // Arguments that cannot make the write refuse it before the GET goes out, so nothing at all is sent for them.
+  builtRequest(api, write, args, idempotencyKey);
+  const read = await exchange(api, check, checkArgsOf(check, args), { signal, write: false });
+  const found = read.status >= 200 && read.status < 300;
+  if (!found && read.status !== 404 && read.status !== 410) answerOutcome(read, { api, operation: check, write: false, keyed: false });
+  const etag = found ? strongEtag(read) : undefined;
+  if (etag !== undefined) api.preconditions.remember(idempotencyKey, etag);
+  else api.preconditions.forget(idempotencyKey);
+  try {
+    const data = await call(api, write, args, { signal, idempotencyKey, write: true, ifMatch: etag });
+    api.preconditions.forget(idempotencyKey);
+    return data;
+  } catch (error) {
+    // Only a lost answer leaves the question open; any answer closed it.
+    if (!AnswerLostError.isInstance(error)) api.preconditions.forget(idempotencyKey);
+    throw error;
+  }
+}
+
+/**
+ * The answer of a paired GET as a write's status. A DELETE applied when the GET finds nothing (404,
+ * 410); any other write not applied when it finds nothing. A PUT or PATCH applied when the resource
+ * holds the fields it sent (compared as `compare` says); when it does not, not applied only with
+ * proof: the resource still has the ETag this worker's lost write was conditioned on, so it never
+ * changed. Else unknown: a difference alone may be a normalisation or someone else's change.
+ */
+function pairedStatus(
+  api: ApiContext,
+  { write, check, compare }: { write: ApiOperation; check: ApiOperation; compare?: Record<string, FieldNormalisation[]> },
+  timeoutMs: number,
+) {
+  return async (args: Args, { idempotencyKey }: { idempotencyKey: string }): Promise<StatusAnswer> => {
+    const request = buildRequest(check, checkArgsOf(check, args), { baseURL: api.baseURL, headers: api.headers });
     const answer = await sendHttpRequest(request, {
       signal: AbortSignal.timeout(timeoutMs),
       maxResponseBytes: api.source.maxResponseBytes,
@@ -116,11 +219,11 @@ function pairedStatus(api: ApiContext, write: ApiOperation, check: ApiOperation,
     if (gone) return 'not_applied';
     if (!there) return 'unknown';
     const now = answerBody(answer);
-    // A PUT or PATCH took effect when what it sent is what the resource now holds.
     if ((write.method === 'PUT' || write.method === 'PATCH') && isRecord(args.body)) {
-      if (!isRecord(now)) return 'unknown';
-      const holds = Object.entries(args.body).every(([key, value]) => canonicalJson(now[key]) === canonicalJson(value));
-      return holds ? { state: 'applied', data: now } : 'not_applied';
+      if (compareWrittenFields(args.body, now, compare) === 'holds') return { state: 'applied', data: now };
+      const sentWith = sameResource(write, check) ? api.preconditions.sentWith(idempotencyKey) : undefined;
+      if (sentWith !== undefined && strongEtag(answer) === sentWith) return 'not_applied';
+      return 'unknown';
     }
     return { state: 'applied', data: now };
   };
@@ -140,6 +243,40 @@ function resendStatus(api: ApiContext, operation: ApiOperation, timeoutMs: numbe
     const data = await call(api, operation, args, { signal: AbortSignal.timeout(timeoutMs), idempotencyKey, write: true });
     return { state: 'applied', data };
   };
+}
+
+/** The body fields an operation's request schema declares, when it declares them (its own `properties`, or those of the `$defs` entry it refers to). */
+function declaredBodyFields(operation: ApiOperation): string[] | undefined {
+  const schema = operation.inputSchema as { properties?: { body?: Record<string, unknown> }; $defs?: Args; definitions?: Args };
+  let body = schema.properties?.body;
+  const ref = typeof body?.$ref === 'string' ? body.$ref : undefined;
+  if (ref) {
+    const name = decodeURIComponent(ref.replace(/^#\/(\$defs|definitions)\//, ''))
+      .replace(/~1/g, '/')
+      .replace(/~0/g, '~');
+    body = (schema.$defs ?? schema.definitions ?? {})[name] as Record<string, unknown> | undefined;
+  }
+  return isRecord(body?.properties) ? Object.keys(body.properties) : undefined;
+}
+
+/** Refuses a `compare` the status check could never use: without a status GET, on a write that sends no fields, or naming a field the body does not declare. */
+function checkCompare(
+  operation: ApiOperation,
+  compare: Record<string, FieldNormalisation[]>,
+  { where, hasStatus }: { where: string; hasStatus: boolean },
+): void {
+  const key = `operations.${operation.operationId}.compare`;
+  if (!hasStatus) throw new ToolSourceError(`${where}: ${key} compares what its status GET answers, and it has no status`);
+  if ((operation.method !== 'PUT' && operation.method !== 'PATCH') || !operation.body)
+    throw new ToolSourceError(
+      `${where}: ${key} compares the fields a PUT or PATCH sends, and this is a ${operation.method} without a body`,
+    );
+  const declared = declaredBodyFields(operation);
+  const unknown = declared ? Object.keys(compare).filter((field) => !declared.includes(field)) : [];
+  if (unknown.length > 0)
+    throw new ToolSourceError(
+      `${where}: ${key} names ${unknown.join(', ')}, which its request body does not declare (it declares ${declared!.join(', ') || 'none'})`,
+    );
 }
 
 /** One operation as a registry entry. */
@@ -162,8 +299,10 @@ function operationTool(api: ApiContext, operation: ApiOperation, byId: Map<strin
     override.status ??
     (source.trustExtensions && typeof operation.extensions.status === 'string' ? operation.extensions.status : undefined);
   let status: ((args: Args, context: { idempotencyKey: string }) => Promise<StatusAnswer>) | undefined;
+  let check: ApiOperation | undefined;
+  if (override.compare !== undefined) checkCompare(operation, override.compare, { where, hasStatus: statusId !== undefined });
   if (statusId !== undefined) {
-    const check = byId.get(statusId);
+    check = byId.get(statusId);
     if (!check) throw new ToolSourceError(`${where}: its status operation ${statusId} is not in the document (or cannot be served)`);
     if (check.method !== 'GET') throw new ToolSourceError(`${where}: its status operation ${statusId} is a ${check.method}, not a GET`);
     if (!write) throw new ToolSourceError(`${where}: a ${EFFECT_TRAITS[effect].label} has no status check; only writes do`);
@@ -174,7 +313,7 @@ function operationTool(api: ApiContext, operation: ApiOperation, byId: Map<strin
       throw new ToolSourceError(
         `${where}: its status operation ${statusId} needs ${missing.map((parameter) => parameter.name).join(', ')}, which this operation does not take`,
       );
-    status = pairedStatus(api, operation, check, timeoutMs);
+    status = pairedStatus(api, { write: operation, check, compare: override.compare }, timeoutMs);
   } else if (write && source.honoursIdempotencyKey && operation.idempotencyHeader && EFFECT_TRAITS[effect].statusCheck === 'optional') {
     status = resendStatus(api, operation, timeoutMs);
   }
@@ -183,8 +322,14 @@ function operationTool(api: ApiContext, operation: ApiOperation, byId: Map<strin
       `${where}: a ${EFFECT_TRAITS[effect].label} needs a status operation (operations.${operation.operationId}.status: the operationId of a GET)`,
     );
 
+  const paired = write && check && sameResource(operation, check) ? check : undefined;
   const handler = (args: unknown, context: ToolContext) =>
-    call(api, operation, args as Args, { signal: context.signal, idempotencyKey: write ? context.idempotencyKey : undefined, write });
+    paired && context.idempotencyKey !== undefined
+      ? conditionalCall(api, { write: operation, check: paired }, args as Args, {
+          signal: context.signal,
+          idempotencyKey: context.idempotencyKey,
+        })
+      : call(api, operation, args as Args, { signal: context.signal, idempotencyKey: write ? context.idempotencyKey : undefined, write });
   return {
     name,
     description: operation.description,
@@ -225,6 +370,9 @@ async function apiTools(
     const value = env[variable];
     if (value === undefined || value === '')
       throw new ToolSourceError(`openapi source "${name}": headersFromEnv.${header} names ${variable}, which is not set`);
+    // Said without the value, which is a secret.
+    const problem = fieldValueProblem(value);
+    if (problem) throw new ToolSourceError(`openapi source "${name}": headersFromEnv.${header}: the value of ${variable} ${problem}`);
     headers[header.toLowerCase()] = value;
   }
   let document: Record<string, unknown>;
@@ -243,6 +391,7 @@ async function apiTools(
     baseURL: baseUrlOf(name, source, document),
     headers,
     secrets: Object.values(headers).filter((value) => value.length >= 4),
+    preconditions: new SentPreconditions(),
   };
   const known = [...found.operations, ...found.skipped];
   const named = [
