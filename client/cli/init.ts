@@ -28,7 +28,7 @@ export function registerInitCommand(program: Command): void {
       try {
         report = scaffoldProject(process.cwd());
       } catch (error) {
-        if (error instanceof ScaffoldConflictError) throw new CliError(error.message);
+        if (ScaffoldConflictError.isInstance(error)) throw new CliError(error.message);
         throw error;
       }
       const { written, updated, missingDependencies } = report;

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { PACKAGE_ROOT } from '../../config/load-config';
+import { TollgateError } from '../../common/tollgate-error';
 
 /** Where the files `tollgate init` writes come from: shipped in the package beside this code. */
 export const TEMPLATE_FOLDER = path.join(PACKAGE_ROOT, 'client', 'init', 'templates');
@@ -30,7 +31,10 @@ export interface ScaffoldReport {
 }
 
 /** A file `tollgate init` would have to overwrite, or a script it would replace: nothing was written. */
-export class ScaffoldConflictError extends Error {}
+export class ScaffoldConflictError extends TollgateError {
+  static override readonly marker = 'tollgate.error.ScaffoldConflictError';
+  override name = 'ScaffoldConflictError';
+}
 
 /** The template files, as paths relative to the template folder; `gitignore` becomes `.gitignore` (npm never packs a `.gitignore`). */
 function templateFiles(folder = TEMPLATE_FOLDER, prefix = ''): string[] {

@@ -20,6 +20,8 @@ const OUTSIDE_THE_FAMILY: Record<string, { folder: string; reason: string }> = {
   TollgateError: { folder: 'common/', reason: 'the family base' },
   // A wait for a place under a tool's concurrency limit, or a handler's timeout: made and read inside the boundary.
   TimeoutError: { folder: 'activities/boundary/', reason: 'made and caught inside the boundary' },
+  // A check's work budget that ran out: thrown and caught inside hardened/bounded-schema.ts, which reports it as a result.
+  WorkExhausted: { folder: 'hardened/', reason: 'made and caught inside the bounded schema check' },
 };
 
 let classes: LoadedFamilyClass[];
