@@ -47,7 +47,7 @@ export function packageSourceFiles(): string[] {
 export function declaredClasses(): (FamilyClass & { base: string })[] {
   return packageSourceFiles().flatMap((file) => {
     const text = readFileSync(path.join(ROOT, file), 'utf8');
-    return [...text.matchAll(/class (\w+) extends (\w+) \{(.*\n(?:.*\n){0,3})/g)].map((match) => ({
+    return [...text.matchAll(/class (\w+) extends (\w+)\b[^{\n]*\{(.*\n(?:.*\n){0,3})/g)].map((match) => ({
       name: match[1],
       base: match[2],
       file,
