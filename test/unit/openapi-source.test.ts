@@ -1,6 +1,10 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openapiSchema } from '../../tools/openapi/openapi-config';
 import { retryAfterMs } from '../../tools/openapi/openapi-http';
+import { startOpenapiTools } from '../../tools/openapi/openapi-tool-source';
 import { documentOperations, operationEffect, type ApiOperation } from '../../tools/openapi/openapi-operations';
 import { buildRequest } from '../../tools/openapi/openapi-request';
 import { compareWrittenFields } from '../../tools/openapi/openapi-field-compare';
@@ -218,6 +222,61 @@ describe('what a status GET says of the fields a write sent', () => {
     // Only the declared fields are compared: a sent field the config does not name is not looked at.
     expect(compareWrittenFields({ name: 'Zed' }, held, { email: [] })).toBe('undecided');
     expect(compareWrittenFields({ name: 'Zed', email: 'bob@example.com' }, held, { email: [] })).toBe('holds');
+  });
+});
+
+describe('the compare of a status check, as configured', () => {
+  const document = {
+    openapi: '3.1.0',
+    info: { title: 't', version: '1' },
+    servers: [{ url: 'http://api.test' }],
+    paths: {
+      '/customers/{id}': {
+        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+        get: { operationId: 'getCustomer', ...ok },
+        patch: {
+          operationId: 'updateCustomer',
+          requestBody: { content: { 'application/json': { schema: { $ref: '#/components/schemas/Change' } } } },
+          ...ok,
+        },
+        delete: { operationId: 'deleteCustomer', ...ok },
+      },
+    },
+    components: { schemas: { Change: { type: 'object', properties: { email: { type: 'string' }, name: { type: 'string' } } } } },
+  };
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'tollgate-openapi-compare-')), 'api.json');
+  writeFileSync(file, JSON.stringify(document));
+  const open = (operations: Record<string, object>) =>
+    startOpenapiTools({ openapi: openapiSchema.parse({ sources: { api: { document: file, operations } } }), log: () => undefined });
+  const where = 'openapi source "api": operation';
+
+  it('serves a PATCH whose compare names fields its body declares (through a $ref)', async () => {
+    const opened = await open({ updateCustomer: { effect: 'reversible_write', status: 'getCustomer', compare: { email: ['lowercase'] } } });
+    expect(opened.tools.find((tool) => tool.name === 'api__updateCustomer')?.effect).toBe('reversible_write');
+  });
+
+  it('refuses a compare naming a field the body does not declare, one without a status, and one on a write without a body', async () => {
+    await expect(open({ updateCustomer: { effect: 'reversible_write', status: 'getCustomer', compare: { mail: [] } } })).rejects.toThrow(
+      `${where} updateCustomer: operations.updateCustomer.compare names mail, which its request body does not declare (it declares email, name)`,
+    );
+    await expect(open({ updateCustomer: { compare: { email: [] } } })).rejects.toThrow(
+      `${where} updateCustomer: operations.updateCustomer.compare compares what its status GET answers, and it has no status`,
+    );
+    await expect(open({ deleteCustomer: { effect: 'reversible_write', status: 'getCustomer', compare: { email: [] } } })).rejects.toThrow(
+      `${where} deleteCustomer: operations.deleteCustomer.compare compares the fields a PUT or PATCH sends, and this is a DELETE without a body`,
+    );
+    expect(() =>
+      openapiSchema.parse({ sources: { api: { document: file, operations: { updateCustomer: { compare: { email: ['upper'] } } } } } }),
+    ).toThrow();
+  });
+
+  it('refuses a headersFromEnv value HTTP cannot carry, naming the variable and never the value', async () => {
+    const openapi = openapiSchema.parse({ sources: { api: { document: file, headersFromEnv: { Authorization: 'API_TOKEN' } } } });
+    const refusal = startOpenapiTools({ openapi, log: () => undefined, env: { API_TOKEN: 'Bearer s3cret\u0001' } });
+    await expect(refusal).rejects.toThrow(
+      'openapi source "api": headersFromEnv.Authorization: the value of API_TOKEN holds U+0001 at character 14, which an HTTP field value may not hold',
+    );
+    await expect(refusal).rejects.not.toThrow(/s3cret/);
   });
 });
 
