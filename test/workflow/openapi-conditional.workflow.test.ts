@@ -68,6 +68,23 @@ function toolResults(modelInputs: Array<{ messages: Array<{ role: string }> }>):
     .map((message) => (message as { result?: unknown }).result);
 }
 
+/** What each status lookup of a turn answered, in order, as its history recorded it (the local activities' markers). */
+function lookupStates(history: { events?: unknown[] | null }): string[] {
+  type Payloads = { payloads?: Array<{ data?: Uint8Array | null }> | null };
+  const events = (history.events ?? []) as Array<{
+    markerRecordedEventAttributes?: { markerName?: string | null; details?: Record<string, Payloads> | null };
+  }>;
+  const text = (payloads?: Payloads | null) => {
+    const data = payloads?.payloads?.[0]?.data;
+    return data ? Buffer.from(data).toString('utf8') : '';
+  };
+  return events.flatMap((event) => {
+    const marker = event.markerRecordedEventAttributes;
+    if (marker?.markerName !== 'core_local_activity' || !text(marker.details?.data).includes('"activity_type":"lookupStatus"')) return [];
+    return [(JSON.parse(text(marker.details?.result)) as { state: string }).state];
+  });
+}
+
 async function approveFirst(handle: WorkflowHandle): Promise<void> {
   const state = await waitForState(handle, (current) => current.pendingApprovals.length > 0);
   const [pending] = state.pendingApprovals;
@@ -77,12 +94,14 @@ async function approveFirst(handle: WorkflowHandle): Promise<void> {
 describe('a reversible PATCH checked by its GET', () => {
   it('the answer lost after the server applied it lower-cased: with no normalisation declared the outcome is unknown, applied once, never sent again', async () => {
     shop.plan('updateCustomer', 'apply_then_cut');
-    const { result } = await runTurn({
+    const { result, history } = await runTurn({
       tools: await customerTools(),
       config: reporting(),
       input: { prompt: 'x', model: scripted([update({ body: { email: 'Bob@Example.COM' } }), done]) },
     });
     expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'shop__updateCustomer', code: 'outcome_unknown', executions: 1 })]);
+    // The history holds each lookup's word: not applied before the first attempt (none existed), unknown after the cut.
+    expect(lookupStates(history)).toEqual(['not_applied', 'unknown']);
     expect(applied()).toHaveLength(1);
     expect(patches()).toHaveLength(1);
     expect(shop.customers.get('C1')?.email).toBe('bob@example.com');
@@ -90,25 +109,28 @@ describe('a reversible PATCH checked by its GET', () => {
 
   it('the same with the normalisation declared: the GET finds it applied, success from what it holds, applied once', async () => {
     shop.plan('updateCustomer', 'apply_then_cut');
-    const { result, modelInputs } = await runTurn({
+    const { result, modelInputs, history } = await runTurn({
       tools: await customerTools({ update: { compare: { email: ['trim', 'lowercase'] } } }),
       config: reporting(),
       input: { prompt: 'x', model: scripted([update({ body: { email: ' Bob@Example.COM' } }), done]) },
     });
     expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 1 })]);
     expect(toolResults(modelInputs)).toEqual([{ status: 'success', data: { id: 'C1', email: 'bob@example.com', name: 'Ann' } }]);
+    expect(lookupStates(history)).toEqual(['not_applied', 'applied']);
     expect(applied()).toHaveLength(1);
     expect(patches()).toHaveLength(1);
   });
 
   it('the connection cut before it applied: the ETag it was conditioned on is still there, which proves it not applied; sent again with the same If-Match and key, applied once', async () => {
     shop.plan('updateCustomer', 'cut_before_apply');
-    const { result } = await runTurn({
+    const { result, history } = await runTurn({
       tools: await customerTools(),
       config: reporting(),
       input: { prompt: 'x', model: scripted([update({ body: { email: 'Bob@Example.COM' } }), done]) },
     });
     expect(result.toolCalls).toEqual([expect.objectContaining({ status: 'success', executions: 2 })]);
+    // The second not_applied is the ETag's proof: the resource was still at the version the PATCH was conditioned on.
+    expect(lookupStates(history)).toEqual(['not_applied', 'not_applied']);
     expect(applied()).toHaveLength(1);
     const sent = patches();
     expect(sent.map((request) => request.headers['if-match'])).toEqual(['"c1"', '"c1"']);
@@ -119,12 +141,13 @@ describe('a reversible PATCH checked by its GET', () => {
   it('without ETags the cut before it applied cannot be proven: unknown, never sent a second time', async () => {
     shop.customerEtags = false;
     shop.plan('updateCustomer', 'cut_before_apply');
-    const { result } = await runTurn({
+    const { result, history } = await runTurn({
       tools: await customerTools(),
       config: reporting(),
       input: { prompt: 'x', model: scripted([update({ body: { email: 'Bob@Example.COM' } }), done]) },
     });
     expect(result.toolCalls).toEqual([expect.objectContaining({ code: 'outcome_unknown', executions: 1 })]);
+    expect(lookupStates(history)).toEqual(['not_applied', 'unknown']);
     expect(patches()).toHaveLength(1);
     expect(patches()[0].headers['if-match']).toBeUndefined();
     expect(applied()).toHaveLength(0);
@@ -132,7 +155,7 @@ describe('a reversible PATCH checked by its GET', () => {
 
   it('another client changed the customer in between: 412, not applied, a final tool_failure saying so, never sent again; the turn goes on', async () => {
     shop.plan('updateCustomer', 'changed_meanwhile');
-    const { result, modelInputs } = await runTurn({
+    const { result, modelInputs, history } = await runTurn({
       tools: await customerTools(),
       config: reporting(),
       input: { prompt: 'x', model: scripted([update({ body: { email: 'Bob@Example.COM' } }), done]) },
@@ -142,6 +165,7 @@ describe('a reversible PATCH checked by its GET', () => {
     expect((toolResults(modelInputs)[0] as { message: string }).message).toMatch(
       /^shop updateCustomer answered 412: the resource changed since it was read, so this write was not applied; read it again before deciding to write/,
     );
+    expect(lookupStates(history)).toEqual(['not_applied']);
     expect(patches()).toHaveLength(1);
     expect(applied()).toHaveLength(0);
     expect(shop.customers.get('C1')).toMatchObject({ email: 'ann@example.com', name: 'Ann (changed)' });
