@@ -204,6 +204,8 @@ export interface BoundaryResult {
   edit?: CallEdit;
   /** Irreversible writes: who decided, and how (set by the workflow's strategy, for the call's event and metrics). */
   approval?: ApprovalRecord;
+  /** Writes: the earlier call of the task whose receipt answered this one (set by the workflow's strategy, for the call's event). */
+  repeatOf?: string;
   /** `runTool`: the result, kept once in the shared store, as later model steps are sent it. */
   kept?: ResultReference;
 }
@@ -264,11 +266,14 @@ export interface LookupStatusInput {
   callId: string;
   tool: string;
   args: unknown;
+  /** Only the store's receipt is asked (not the tool's status check): what a call that waits for a person asks before anyone is asked. */
+  receiptOnly?: boolean;
 }
 
 /** What the status lookup of a write found. */
 export type StatusLookup =
-  | { state: 'applied'; receipt: ToolResult; source: 'store' | 'tool' }
+  /** `callId`: the call that committed the receipt, when the store's receipt answered (a repeat of it). */
+  | { state: 'applied'; receipt: ToolResult; source: 'store' | 'tool'; callId?: string }
   | { state: 'not_applied' }
   | {
       state: 'unknown';

@@ -68,7 +68,7 @@ export function createLookupStatus({
   secretPatterns?: readonly RegExp[];
 }) {
   const guarded = guardStore(store);
-  return async function lookupStatus({ taskId, callId, tool: name, args }: LookupStatusInput): Promise<StatusLookup> {
+  return async function lookupStatus({ taskId, callId, tool: name, args, receiptOnly }: LookupStatusInput): Promise<StatusLookup> {
     const tool = registry.get(name);
     if (!tool) return { state: 'unknown', reason: `no tool named "${name}" on this worker` };
     const parsed = tool.input.safeParse(args);
@@ -87,15 +87,28 @@ export function createLookupStatus({
       return { state: 'unknown', reason: redactText(error.message, secretPatterns) };
     }
     const stored: ToolResult | undefined = record?.state === 'committed' ? record.receipt : undefined;
+    // The call that committed the receipt, so that a repeat of it is known as one (a receipt recorded where nothing was claimed has none).
+    const fromStore = (receipt: ToolResult): StatusLookup => ({
+      state: 'applied',
+      receipt,
+      source: 'store',
+      ...(record?.callId ? { callId: record.callId } : {}),
+    });
+    if (receiptOnly) {
+      if (stored) return fromStore(stored);
+      return record
+        ? { state: 'unknown', reason: `started earlier (call ${record.callId}) with no receipt yet` }
+        : { state: 'not_applied' };
+    }
     if (!tool.status) {
-      if (stored) return { state: 'applied', receipt: stored, source: 'store' };
+      if (stored) return fromStore(stored);
       return record
         ? { state: 'unknown', reason: `started earlier (call ${record.callId}) and never confirmed` }
         : { state: 'not_applied' };
     }
     const checked = await askStatusCheck({ tool, args: parsed.data, taskId, idempotencyKey, secretPatterns });
     if (checked.state === 'applied') {
-      if (stored) return { state: 'applied', receipt: stored, source: 'store' };
+      if (stored) return fromStore(stored);
       try {
         await guarded.recordApplied({
           key: idempotencyKey,
@@ -124,7 +137,7 @@ export function createLookupStatus({
         };
       return checked;
     }
-    if (stored) return { state: 'applied', receipt: stored, source: 'store' };
+    if (stored) return fromStore(stored);
     // No attempt of this intent was ever claimed, so none can have taken effect: what the check cannot tell, the store can.
     if (!record) return { state: 'not_applied' };
     return checked;

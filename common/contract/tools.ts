@@ -11,6 +11,8 @@ export interface ToolResult {
   message?: string;
   /** When a person approved the call with edited arguments: who, and the arguments it ran with (as they may be shown). */
   edited?: { by?: string; args: unknown; message: string };
+  /** When the call repeats one whose effect already took place in the task: that call, and that it was not run again (this is its result). */
+  repeated?: { of: string; message: string };
 }
 
 /** The record of one tool call, for people and programs inspecting a turn. */
@@ -31,6 +33,8 @@ export interface ToolEvent {
   edit?: CallEdit;
   /** Irreversible writes: who decided on the call, and how (a person, a rule, or a grant a person gave). */
   approval?: ApprovalRecord;
+  /** Writes: the call this one repeated (the same intent, already applied in the task), answered from that call's receipt; nothing ran and nobody was asked. */
+  repeatOf?: string;
 }
 
 /** Who decided on an irreversible call: `by` is a person's (or key's) name, `rule:<name>` or `grant:<id>`. */

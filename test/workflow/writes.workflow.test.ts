@@ -162,19 +162,13 @@ describe('the failure matrix for writes', () => {
       interact: async (handle) => {
         const first = await firstPending(handle);
         await handle.signal(approvalSignal, { callId: first.callId, decision: 'approve', argsDigest: first.digest });
-        // The model asks again for the same intent, and a human approves again: it still does not run.
-        const again = await waitForState(handle, (current) => current.pendingApprovals.some((pending) => pending.callId === 'call-1-0'));
-        await handle.signal(approvalSignal, {
-          callId: again.pendingApprovals[0].callId,
-          decision: 'approve',
-          argsDigest: again.pendingApprovals[0].argsDigest,
-        });
+        // The model asks again for the same intent: its receipt answers it as a repeat, and nobody is asked again.
       },
     });
     // The check after the cut-off finds the effect and records its receipt, which answers the second call too.
-    expect(result.toolCalls.map((event) => [event.status, event.code, event.executions])).toEqual([
-      ['success', undefined, 1],
-      ['success', undefined, 0],
+    expect(result.toolCalls.map((event) => [event.status, event.code, event.executions, event.repeatOf])).toEqual([
+      ['success', undefined, 1, undefined],
+      ['success', undefined, 0, 'call-0-0'],
     ]);
     expect(irreversible.counts.executions).toBe(1);
     expect(irreversible.counts.effects).toBe(1);

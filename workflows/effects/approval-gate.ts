@@ -160,6 +160,8 @@ function approvedCall({ call, approvals }: EffectContext): { runnable: RunnableC
 
 /** A call's way past a person (or a rule, or a grant): asked before each run that needs a decision. */
 export interface ApprovalGate {
+  /** Whether the call waits for a decision at all. */
+  waits: boolean;
   /** Asks for a decision; a result when the call may not run (denied, expired, the history full), `undefined` once approved. */
   pass(executions: number): Promise<BoundaryResult | undefined>;
   /** The call as approved (edited arguments included). */
@@ -172,7 +174,7 @@ export interface ApprovalGate {
 
 /** The gate of a call that waits for nobody. */
 export function openGate(call: RunnableCall): ApprovalGate {
-  return { pass: async () => undefined, runnable: () => call, shown: (outcome) => outcome, forget: () => undefined };
+  return { waits: false, pass: async () => undefined, runnable: () => call, shown: (outcome) => outcome, forget: () => undefined };
 }
 
 /**
@@ -188,6 +190,7 @@ export function approvalGate(context: EffectContext): ApprovalGate {
   let approval: ApprovalRecord | undefined;
   let approved: ReturnType<typeof approvedCall> = { runnable: call };
   return {
+    waits: true,
     async pass(executions) {
       if (!verdict) {
         verdict = await policyVerdict(context);

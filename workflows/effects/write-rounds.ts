@@ -1,7 +1,8 @@
-import { sleep } from '@temporalio/workflow';
+import { patched, sleep } from '@temporalio/workflow';
 import type { BoundaryResult, StatusLookup } from '../../common/activity-types';
 import { BoundaryResults } from '../../common/boundary-results';
 import { EFFECT_TRAITS, type EffectTraits } from '../../common/effects';
+import { answerRepeat, repeatOf } from '../../common/write-intent/repeat';
 import { afterLookup, afterRun, backsOff, looksUpFirst } from '../../common/write-intent/strategy-moves';
 import { releaseNotApplied, resolveUnknown } from '../decisions/unknown-outcome';
 import { interruption, neverStarted } from './activity-results';
@@ -13,6 +14,9 @@ import { lookupActivity, writeActivity } from './write-activities';
 function backoffMs(retry: { initialIntervalMs: number; backoffCoefficient: number; maximumIntervalMs: number }, round: number): number {
   return Math.min(retry.initialIntervalMs * retry.backoffCoefficient ** (round - 1), retry.maximumIntervalMs);
 }
+
+/** The patch that asks the store for a repeat before a person is asked (turns recorded before it replay without it). */
+export const REPEAT_BEFORE_APPROVAL = 'tollgate-repeat-before-approval';
 
 /** What the rounds of one call keep between them. */
 interface Rounds {
@@ -51,7 +55,13 @@ async function lookupRound(context: EffectContext, rounds: Rounds): Promise<Boun
   rounds.found = status.state;
   const runsLeft = rounds.round < policy.maxAttempts + rounds.granted;
   const next = afterLookup(status, { ...rounds, runsLeft }, traits);
-  if (status.state === 'applied') return settled(rounds, BoundaryResults.fromReceipt(status.receipt, rounds.executions));
+  if (status.state === 'applied') {
+    const of = repeatOf(status, call.callId);
+    return settled(
+      rounds,
+      of ? answerRepeat(status.receipt, of, rounds.executions) : BoundaryResults.fromReceipt(status.receipt, rounds.executions),
+    );
+  }
   if (next.move === 'wait_lease') {
     // An attempt may still be applying: its lease ends first, then the lookup asks again (no run in between).
     rounds.waitedOutLease = true;
@@ -105,6 +115,12 @@ export async function runWriteRounds(context: EffectContext, gate: ApprovalGate)
     approved: false,
   };
   let lookUp = looksUpFirst(traits);
+  if (!lookUp && gate.waits && patched(REPEAT_BEFORE_APPROVAL)) {
+    // A call that waits for a person is first asked of the store: a repeat of one already applied in the task runs nothing, so nobody is asked.
+    const status = await lookupActivity(call)({ taskId, callId: call.callId, tool: call.tool, args: call.args, receiptOnly: true });
+    const of = repeatOf(status, call.callId);
+    if (of && status.state === 'applied') return answerRepeat(status.receipt, of, 0);
+  }
   for (; ; rounds.round++) {
     if (lookUp) {
       const next = await lookupRound(context, rounds);

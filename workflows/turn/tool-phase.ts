@@ -40,6 +40,7 @@ async function runCall({ input, decisions, allowedTools, agent }: TurnRun, step:
     truncated: outcome.truncated,
     ...(outcome.edit ? { edit: outcome.edit } : {}),
     ...(outcome.approval ? { approval: outcome.approval } : {}),
+    ...(outcome.repeatOf ? { repeatOf: outcome.repeatOf } : {}),
   };
   return { call, outcome, event };
 }
