@@ -121,6 +121,12 @@ export type CheckedToolCall = ToolCallRequest & {
   /** SHA-256 of the canonical JSON of `shownArgs`: a decision may name it instead of `argsDigest` (docs/security.md, Redaction). */
   shownDigest?: string;
   redactedValues?: number;
+  /**
+   * Whether the call waits for a decision before it runs, when the tool's declaration says otherwise
+   * than its effect (its `needsApproval`, evaluated on the arguments by the check); the effect's
+   * `needsApproval` when left out.
+   */
+  needsApproval?: boolean;
   /** The turn's agent (set by the workflow before the call runs): `runTool` checks the executing worker declares it alike. */
   agent?: AgentReference;
 } & ({ policy: ToolPolicy; refusal?: undefined } | { policy?: ToolPolicy; refusal: { code: ErrorCode; message: string } });

@@ -86,8 +86,15 @@ interface ToolSpecBase<Schema extends z.ZodType> {
    * the running call (its `signal` aborts).
    */
   heartbeatTimeout?: number | string;
-  /** Irreversible writes: how long to wait for a human decision (default 24 h). */
+  /** How long a call that needs approval waits for a human decision (default 24 h). */
   approvalTimeout?: number | string;
+  /**
+   * Whether a call waits for a person (or a rule, or a grant) before it runs, whatever its effect:
+   * `true`, or a function of the arguments, evaluated at the boundary when the model step checks
+   * the call and recorded with it. Default: the effect's (`irreversible_write` always does; it may
+   * not be turned off).
+   */
+  needsApproval?: boolean | ((args: z.output<Schema>) => boolean);
   /** Refuses a call before it is scheduled (code `forbidden`): return the reason, or nothing to allow it. The task id is known when the boundary checks a call of a turn. */
   authorize?: (args: z.output<Schema>, context: AuthorizeContext) => string | undefined;
   /** The one line the Web UI shows for a call after the tool's name, e.g. `drafts/brief.md`; never a secret. Default: the first text argument. */
@@ -120,6 +127,8 @@ interface ToolDefinitionBase {
   maxOutputChars: number;
   concurrency: number;
   approvalTimeoutMs: number;
+  /** Whether a call waits for a decision before it runs (see `defineTool`); the effect's default when left out. */
+  needsApproval?: boolean | ((args: unknown) => boolean);
   /** How long a running call may go without a heartbeat before its worker is taken for lost; none when left out. */
   heartbeatTimeoutMs?: number;
   authorize?: (args: unknown, context: AuthorizeContext) => string | undefined;
@@ -144,6 +153,11 @@ export function checkToolDefinition(tool: ToolDefinition): void {
     throw new Error(`tool ${tool.name}: a ${tool.effect} needs a status lookup (status), or it could never be retried safely`);
   if (statusCheck === 'none' && status !== undefined)
     throw new Error(`tool ${tool.name}: a ${label} takes no status lookup (status); only writes are checked for their effect`);
+  const { needsApproval } = tool;
+  if (needsApproval !== undefined && typeof needsApproval !== 'boolean' && typeof needsApproval !== 'function')
+    throw new Error(`tool ${tool.name}: needsApproval must be true, false or a function of the arguments`);
+  if (EFFECT_TRAITS[tool.effect].needsApproval && needsApproval !== undefined && needsApproval !== true)
+    throw new Error(`tool ${tool.name}: its effect (${tool.effect}) always waits for a person; needsApproval may only be true`);
 }
 
 const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
@@ -164,6 +178,7 @@ export function defineTool<Schema extends z.ZodType>(spec: ToolSpec<Schema>): To
     maxOutputChars: spec.maxOutputChars ?? TOOL_DEFAULTS.maxOutputChars,
     concurrency: spec.concurrency ?? TOOL_DEFAULTS.concurrency,
     approvalTimeoutMs: spec.approvalTimeout === undefined ? TOOL_DEFAULTS.approvalTimeoutMs : toMilliseconds(spec.approvalTimeout),
+    ...(spec.needsApproval === undefined ? {} : { needsApproval: spec.needsApproval as ToolDefinitionBase['needsApproval'] }),
     ...(spec.heartbeatTimeout === undefined ? {} : { heartbeatTimeoutMs: toMilliseconds(spec.heartbeatTimeout) }),
     idempotencyKey: spec.idempotencyKey as IdempotencyKeyFunction | undefined,
     status: spec.status as StatusCheck | undefined,

@@ -27,6 +27,8 @@ export type ToolPolicyOverride = z.output<z.ZodObject<typeof toolPolicyOverrideS
 export const toolOverrideSchema = z.strictObject({
   ...toolPolicyOverrideShape,
   concurrency: z.number().int().min(1).optional(),
+  /** Whether every call of the tool waits for a person first, whatever its effect (an irreversible write always does). */
+  needsApproval: z.boolean().optional(),
 });
 
 /** The policy of a tool a source builds (not declared with `defineTool`): its override over the defaults. */

@@ -53,7 +53,7 @@ export function createToolRegistry({
       byName.delete(name);
       continue;
     }
-    byName.set(name, {
+    const overridden: ToolDefinition = {
       ...tool,
       timeoutMs: override.timeout === undefined ? tool.timeoutMs : toMilliseconds(override.timeout),
       maxAttempts: override.maxAttempts ?? tool.maxAttempts,
@@ -62,7 +62,10 @@ export function createToolRegistry({
       approvalTimeoutMs: override.approvalTimeout === undefined ? tool.approvalTimeoutMs : toMilliseconds(override.approvalTimeout),
       summaryFields: override.summaryFields ?? tool.summaryFields,
       ...(override.heartbeatTimeout === undefined ? {} : { heartbeatTimeoutMs: toMilliseconds(override.heartbeatTimeout) }),
-    });
+      ...(override.needsApproval === undefined ? {} : { needsApproval: override.needsApproval }),
+    };
+    checkToolDefinition(overridden);
+    byName.set(name, overridden);
   }
   const policies = new Map<string, ToolPolicy>();
   const policyOf = (tool: ToolDefinition): ToolPolicy => {
@@ -74,7 +77,12 @@ export function createToolRegistry({
       ...(tool.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: tool.heartbeatTimeoutMs } : {}),
       ...(EFFECT_TRAITS[tool.effect].scheduleToStartBound ? { scheduleToStartMs: approvedScheduleToStartMs } : {}),
     };
-    const digested = { ...declared, maxOutputChars: tool.maxOutputChars, schema: toolJsonSchema(tool) };
+    // Whether calls wait for a person is part of what both workers must declare alike (left out when the effect decides, as before).
+    const approval =
+      tool.needsApproval === undefined
+        ? {}
+        : { needsApproval: typeof tool.needsApproval === 'function' ? 'by_arguments' : tool.needsApproval };
+    const digested = { ...declared, maxOutputChars: tool.maxOutputChars, schema: toolJsonSchema(tool), ...approval };
     return {
       ...declared,
       retry,

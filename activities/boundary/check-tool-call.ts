@@ -3,6 +3,7 @@ import type { ToolCallRequest } from '../../common/contract/tools';
 import type { CheckedToolCall } from '../../common/activity-types';
 import { approvalDigest } from '../../tools/canonical-json';
 import type { ToolDefinition } from '../../tools/define-tool';
+import { EFFECT_TRAITS } from '../../common/effects';
 import { createRedactor, type Redactor } from './redact';
 import type { ToolRegistry } from '../../tools/tool-registry';
 
@@ -59,7 +60,26 @@ export function checkToolCall({
     denial = `authorization failed: ${(error as Error).message}`;
   }
   if (denial) return { ...call, policy, refusal: { code: 'forbidden', message: denial } };
-  return { ...call, policy, summary: callSummary(tool, parsed.data, redactor) };
+  // Recorded with the call only where the tool says otherwise than its effect, so calls checked before it read as they did.
+  const waits = needsApproval(tool, parsed.data);
+  return {
+    ...call,
+    policy,
+    summary: callSummary(tool, parsed.data, redactor),
+    ...(waits !== EFFECT_TRAITS[tool.effect].needsApproval ? { needsApproval: waits } : {}),
+  };
+}
+
+/** Whether a call of the tool waits for a decision first: its declaration on these arguments (a function that throws: yes, a person decides), else its effect's. */
+export function needsApproval(tool: ToolDefinition, args: unknown): boolean {
+  const declared = tool.needsApproval;
+  if (EFFECT_TRAITS[tool.effect].needsApproval || declared === undefined) return EFFECT_TRAITS[tool.effect].needsApproval;
+  if (typeof declared === 'boolean') return declared;
+  try {
+    return declared(args) !== false;
+  } catch {
+    return true;
+  }
 }
 
 const DEFAULT_REDACTOR = createRedactor();

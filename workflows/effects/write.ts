@@ -15,7 +15,7 @@ import { runWriteRounds } from './write-rounds';
  */
 export const writeStrategy: EffectStrategy = {
   run(context) {
-    const needsApproval = EFFECT_TRAITS[context.call.policy.effect].needsApproval;
+    const needsApproval = context.call.needsApproval ?? EFFECT_TRAITS[context.call.policy.effect].needsApproval;
     return runWriteRounds(context, needsApproval ? approvalGate(context) : openGate(context.call));
   },
 };
