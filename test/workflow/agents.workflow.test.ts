@@ -90,7 +90,7 @@ function requestsOf(workflowId: string): Array<Record<string, unknown>> {
 async function routedFetch(input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) {
   const { Context } = await import('@temporalio/activity');
   const headers = new Headers(init?.headers);
-  headers.set('x-tollgate-fake-queue', Context.current().info.workflowExecution.workflowId);
+  headers.set('x-tollgate-fake-queue', Context.current().info.workflowExecution?.workflowId ?? '');
   return fetch(input, { ...init, headers });
 }
 
@@ -138,7 +138,7 @@ async function runTurn({
         args: [{ taskId: `task-${randomUUID()}`, ...input }],
       });
       await interact?.(handle);
-      const outcome = await handle.result().then(
+      const outcome: { result?: AgentTurnResult; failure?: unknown } = await handle.result().then(
         (result) => ({ result: result as AgentTurnResult }),
         (error: unknown) => ({ failure: error }),
       );
