@@ -256,6 +256,26 @@ describe('an agent turn', () => {
     expect(requests).toHaveLength(0);
   });
 
+  it("takes the agent's limits over the config's, and a turn's own only when they are lower", async () => {
+    const brief = defineAgent({ ...agentSpec(), name: 'brief', limits: { maxSteps: 1, maxToolCalls: 5 } });
+    const asked = toolCall('lookup_order', { orderId: '7' });
+    const raised = await runTurn({
+      input: { prompt: 'Order 7?', agent: 'brief', limits: { maxSteps: 5 } },
+      replies: [asked],
+      agents: [brief],
+    });
+    // The turn asked for 5 steps; its agent allows 1: the step's call ran, and no second step was asked for.
+    expect(raised.result).toMatchObject({ status: 'step_limit', steps: 1 });
+    expect(raised.requests).toHaveLength(1);
+    const lowered = await runTurn({
+      input: { prompt: 'Order 7?', agent: 'brief', limits: { maxToolCalls: 0 } },
+      replies: [asked],
+      agents: [brief],
+    });
+    // The turn lowers its agent's 5 tool calls to 0: the call asked for is over the limit and never runs.
+    expect(lowered.result).toMatchObject({ status: 'tool_call_limit', toolCalls: [] });
+  });
+
   it('runs a turn without an agent as before: the default system message and every tool', async () => {
     const { result, requests } = await runTurn({ input: { prompt: 'Hello' }, replies: [text('Hi.')], agents: [support] });
     expect(result).toMatchObject({ status: 'completed', answer: 'Hi.' });
