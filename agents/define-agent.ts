@@ -117,6 +117,20 @@ export function checkModelSettings(where: string, settings: unknown): ModelSetti
   return record as ModelSettings;
 }
 
+/** Checks approver groups as the config's `approvals.groups` are checked: tool names or patterns, each with approver key names. */
+function checkGroups(where: string, groups: unknown): void {
+  if (groups === undefined) return;
+  if (!groups || typeof groups !== 'object' || Array.isArray(groups)) fail(where, 'must be an object of tool names and approver lists');
+  for (const [tool, approvers] of Object.entries(groups)) {
+    if (!/^[A-Za-z0-9_*-]{1,128}$/.test(tool)) fail(`${where}.${tool}`, 'expected a tool name or a pattern of one with *');
+    if (
+      !Array.isArray(approvers) ||
+      approvers.some((approver) => typeof approver !== 'string' || !/^[A-Za-z0-9._@-]{1,64}$/.test(approver))
+    )
+      fail(`${where}.${tool}`, 'must be a list of approver key names');
+  }
+}
+
 function checkLimits(where: string, limits: unknown): TurnLimits | undefined {
   if (limits === undefined) return undefined;
   if (!limits || typeof limits !== 'object' || Array.isArray(limits)) fail(where, 'must be an object');
@@ -200,6 +214,7 @@ export function completeAgent(where: string, parts: AgentParts): AgentDefinition
   checkNumber(`${where}.outputRetries`, outputRetries, { integer: true, min: 0 });
   if (parts.approvals !== undefined && (!parts.approvals || typeof parts.approvals !== 'object'))
     fail(`${where}.approvals`, 'must be an object { groups?, rules? }');
+  checkGroups(`${where}.approvals.groups`, parts.approvals?.groups);
   const described = {
     name,
     description: parts.description ?? null,

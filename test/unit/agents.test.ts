@@ -67,6 +67,10 @@ describe('defineAgent', () => {
     [{ name: 'a', outputRetries: -1 }, /outputRetries: must be a whole number of at least 0/],
     [{ name: 'a', output: { type: 'object' } }, /defineAgent\(a\)\.output: must be a zod schema/],
     [{ name: 'a', instructions: 42 }, /defineAgent\(a\)\.instructions: must be a string or a function/],
+    [
+      { name: 'a', approvals: { groups: { refund_order: 'finance' } } },
+      /defineAgent\(a\)\.approvals\.groups\.refund_order: must be a list of approver key names/,
+    ],
   ])('refuses %j, naming the agent and the field', (bad, message) => {
     expect(() => defineAgent(bad as never)).toThrow(message);
   });
