@@ -113,6 +113,7 @@ export async function conversation(input: ConversationInput): Promise<Conversati
     model,
     tools,
     limits,
+    agent,
     maxTurnsPerRun = CONVERSATION_DEFAULTS.maxTurnsPerRun,
     contextBudgetChars = CONVERSATION_DEFAULTS.contextBudgetChars,
   } = input;
@@ -163,6 +164,8 @@ export async function conversation(input: ConversationInput): Promise<Conversati
       model,
       tools,
       limits,
+      // Each turn names the agent itself: a name its worker does not declare fails that turn (invalid_input).
+      ...(agent === undefined ? {} : { agent }),
       ...(left === undefined ? {} : { tokenAllowance: left }),
     };
     // The turn's input stays within CONVERSATION_BOUNDS.inputBytes too, and the model is told how many earlier messages it is not given.

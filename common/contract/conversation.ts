@@ -13,6 +13,8 @@ export interface ConversationInput {
   model?: ModelSelection;
   tools?: string[];
   limits?: TurnLimits;
+  /** The agent every turn of the conversation runs as (`AgentTurnInput.agent`); the default agent when left out. */
+  agent?: string;
   /** Characters of earlier messages (their JSON) a turn gets at most; the oldest pairs are dropped first. */
   contextBudgetChars?: number;
   /** Continue as new after this many turns in one run, even before Temporal suggests it. */

@@ -15,7 +15,7 @@ import type { TollgateConfig } from '../../config/config-schema';
 import { openSqliteStore } from '../../intents/sqlite-store';
 import { defineTool, type ToolDefinition } from '../../tools/define-tool';
 import { createWorker } from '../../worker/create-worker';
-import { decideUpdate, stateQuery } from '../../workflows/messages';
+import { closeConversationSignal, decideUpdate, sendUpdate, stateQuery } from '../../workflows/messages';
 import { waitForState } from '../helpers/turn-runner';
 import { openaiStream, startFakeProvider, type FakeProvider, type FakeReply } from '../helpers/fake-provider';
 import { testConfig } from '../helpers/test-config';
@@ -456,5 +456,39 @@ describe("an agent's approvals", () => {
       }),
     ]);
     expect(ran('refund_order')).toBe(before + 1);
+  });
+});
+
+describe('a conversation with an agent', () => {
+  it('runs each of its turns as the agent', async () => {
+    const { env, workflowBundle } = environment;
+    const config = configFor();
+    const store = openSqliteStore(':memory:');
+    const activities = createActivities({
+      config,
+      tools,
+      store,
+      modelEnvironment: { fetch: routedFetch as typeof fetch },
+      agents: [support],
+    });
+    const worker = await createWorker({ config, connection: env.nativeConnection, activities, workflowBundle });
+    const conversationId = `agent-conversation-${randomUUID()}`;
+    provider.enqueueFor(`${conversationId}-turn-1`, text(JSON.stringify({ refunded: false, message: 'Hello.' })));
+    try {
+      const result = await worker.runUntil(async () => {
+        const conversation = await env.client.workflow.start('conversation', {
+          workflowId: conversationId,
+          taskQueue: config.temporal.taskQueue,
+          args: [{ conversationId, agent: 'support' }],
+        });
+        const sent = (await conversation.executeUpdate(sendUpdate, { args: [{ text: 'Hi' }] })) as AgentTurnResult;
+        await conversation.signal(closeConversationSignal);
+        return sent;
+      });
+      expect(result).toMatchObject({ status: 'completed', agent: { name: 'support' }, output: { refunded: false, message: 'Hello.' } });
+      expect(systemOf(requestsOf(`${conversationId}-turn-1`)[0]).content.startsWith('You are the support desk')).toBe(true);
+    } finally {
+      await store.close();
+    }
   });
 });
