@@ -12,6 +12,10 @@ import { narrowTools } from '../../common/contract/agent';
 import { ConfigError } from '../../config/load-config';
 import { defineTool } from '../../tools/define-tool';
 import { testConfig } from '../helpers/test-config';
+import { describeApproval } from '../../client/follow-turn';
+import type { PendingApproval } from '../../common/contract/decisions';
+import { renderDetails } from '../../workflows/decisions/details';
+import { startingState } from '../../workflows/turn/turn-run';
 
 const lookup = defineTool({
   name: 'lookup_order',
@@ -166,5 +170,32 @@ describe('the agent registry', () => {
     expect(step.system.startsWith('You are the support desk.\n\nA tool result has a status')).toBe(true);
     expect(narrowTools(undefined, ['a'])).toEqual(['a']);
     expect(narrowTools(['a', 'b'], undefined)).toEqual(['a', 'b']);
+  });
+});
+
+describe('what a person deciding sees of the agent', () => {
+  const agent = { name: 'support', digest: 'ab'.repeat(32) };
+  const pending = {
+    callId: 'call-1-0',
+    tool: 'refund_order',
+    args: { orderId: 'A-1001', cents: 4999 },
+    argsDigest: 'cd'.repeat(32),
+    requestedAt: '2026-01-01T00:00:00.000Z',
+    expiresAt: '2026-01-02T00:00:00.000Z',
+    round: 1,
+    agent,
+  } as PendingApproval;
+
+  it('is named in the terminal’s approval (tollgate inbox, approve, the live view)', () => {
+    expect(describeApproval(pending).text.split('\n')[0]).toBe(
+      'Approval needed for call-1-0: refund_order, asked by agent support (expires 2026-01-02T00:00:00.000Z)',
+    );
+    expect(describeApproval({ ...pending, agent: undefined }).text).not.toContain('agent');
+  });
+
+  it('is named in the Web UI’s details, with the start of its digest', () => {
+    const state = { ...startingState('task-1'), agent, pendingApprovals: [pending] };
+    expect(renderDetails(state).split('\n')[1]).toBe(`**Agent** support · definition \`${'ab'.repeat(6)}\``);
+    expect(renderDetails(startingState('task-1'))).not.toContain('**Agent**');
   });
 });
