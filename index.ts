@@ -40,6 +40,8 @@ export type { AgentOutput, AgentReference, ModelSettings } from './common/contra
 // Running workers
 /** Builds and runs a worker with the configured tools, models and idempotency store; closes what it opened. */
 export { createWorker, TollgateWorker, type CreateWorkerOptions, type WorkflowCodeSource } from './worker/create-worker';
+/** Tollgate in a Temporal worker of your own: `Worker.create({ …, plugins: [new TollgatePlugin({ config, tools, agents })] })`. */
+export { TollgatePlugin, type TollgatePluginOptions } from './worker/tollgate-plugin';
 /** AI SDK language models built in code, by name, as `createWorker({ models })` takes them. */
 export type { CodeModels } from './activities/models/language-model';
 /** Installs the process's Temporal runtime with its Prometheus exporter; its URL goes to `createWorker({ coreMetricsUrl })`. */

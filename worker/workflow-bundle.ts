@@ -5,7 +5,13 @@ import { ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gcm-codec';
 import { TRACING_WORKFLOW_MODULES } from './telemetry/tracing-modules';
 
 /** The file webpack bundles Tollgate's workflows from: the TypeScript source, or its JavaScript when Tollgate runs built. */
-export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', `index${path.extname(__filename)}`);
+export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', `tollgate-workflows${path.extname(__filename)}`);
+
+/** The entry of a bundle holding a worker's own workflows beside Tollgate's (`TollgatePlugin`). */
+export const BESIDE_YOUR_WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', `beside-your-workflows${path.extname(__filename)}`);
+
+/** The module name that entry imports your workflows by; the plugin points it at your `workflowsPath`. */
+export const YOUR_WORKFLOWS_MODULE = '__tollgate_your_workflows__';
 
 /** What a worker's workflow bundle holds besides the workflows: the converters of an encrypting worker, the tracing interceptors. */
 export interface BundleVariant {
