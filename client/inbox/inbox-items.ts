@@ -1,11 +1,10 @@
 // What the web inbox lists: everything that waits for a person across running turns (found by
 // `TollgateWaitingFor`), each with what a person needs to decide, and the waits that ended since
 // someone last looked (decided elsewhere, by whom). One look is shared by every page that watches.
-import { randomUUID } from 'node:crypto';
 import type { PendingApproval, PendingResolution, PendingResume } from '../../common/contract/decisions';
 import type { ToolCatalogue, ToolDescription } from '../../common/contract/tools';
 import type { TurnState } from '../../common/contract/turn';
-import { TOOL_CATALOGUE_WORKFLOW_TYPE } from '../../common/defaults';
+import { askToolCatalogue } from '../ask-tool-catalogue';
 import { displayValue, editableJson, HIDDEN_CHARACTER_PATTERN, hiddenWarning, type ValueDisplay } from '../../common/display-text';
 import { WAITING_FOR_SEARCH_ATTRIBUTE } from '../../common/search-attributes';
 import type { TollgateConfig } from '../../config/config-schema';
@@ -265,13 +264,8 @@ export class InboxItems {
   private async toolCatalogue(fresh: boolean): Promise<ToolCatalogue> {
     const known = this.catalogue;
     if (known && (!fresh || Date.now() - known.at < CATALOGUE_REFRESH_MS)) return known.value;
-    const value = await this.options.client.client.workflow.execute(TOOL_CATALOGUE_WORKFLOW_TYPE, {
-      taskQueue: this.options.config.temporal.taskQueue,
-      workflowId: `tollgate-tool-catalogue-${randomUUID()}`,
-      args: [],
-      workflowExecutionTimeout: '1 minute',
-    });
-    this.catalogue = { value: value as ToolCatalogue, at: Date.now() };
+    const value = await askToolCatalogue(this.options.client.client, this.options.config.temporal.taskQueue);
+    this.catalogue = { value, at: Date.now() };
     return this.catalogue.value;
   }
 
