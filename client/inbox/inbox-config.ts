@@ -8,6 +8,8 @@ export const INBOX_DEFAULTS = {
   sessionMs: 8 * 60 * 60 * 1000,
   enrollmentMs: 15 * 60 * 1000,
   pollMs: 1_000,
+  maxEventStreams: 100,
+  maxEventStreamsPerSession: 4,
 } as const;
 
 /** The `inbox` section: the web inbox where people decide (docs/approvals.md, "For the people who decide"). */
@@ -36,6 +38,10 @@ export const inboxSchema = z.strictObject({
   enrollmentTimeout: duration.default(INBOX_DEFAULTS.enrollmentMs),
   /** How often the list is looked up while someone watches it. */
   pollInterval: duration.default(INBOX_DEFAULTS.pollMs),
+  /** At most this many live views (server-sent event streams) at once, over every sign-in; more are refused (429). */
+  maxEventStreams: z.number().int().min(1).max(10_000).default(INBOX_DEFAULTS.maxEventStreams),
+  /** At most this many live views of one sign-in (its tabs); more are refused (429). */
+  maxEventStreamsPerSession: z.number().int().min(1).max(100).default(INBOX_DEFAULTS.maxEventStreamsPerSession),
 });
 
 /** The `inbox` section, validated. */

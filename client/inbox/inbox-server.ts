@@ -11,6 +11,7 @@ import { toMilliseconds } from '../../common/duration';
 import type { TollgateClient } from '../tollgate-client';
 import { InboxItems, type InboxSnapshot } from './inbox-items';
 import { newUserId, PasskeyBook, PasskeyError } from './passkeys';
+import { CappedSessionStore, SESSION_STORE_DEFAULTS } from './session-store';
 import { forwardDecision, DecisionRefused } from './forward-decision';
 import { vendorModules, importMap } from './vendor-modules';
 
@@ -33,7 +34,28 @@ export interface InboxServer {
   enrollmentLinks: Record<string, string>;
   /** Makes another one-time enrollment link (e.g. from a test, or a later `--enroll`). */
   enrollmentLink(approver: string): string;
+  /** How many sessions are stored (signed in, and sign-ins or enrollments under way), and how many event streams are open. */
+  load(): { sessions: { signedIn: number; pending: number; total: number }; eventStreams: number };
   close(): Promise<void>;
+}
+
+/** The largest request body taken: sign-ins, enrollments, sign-out (a passkey's answer is a few kilobytes). */
+export const BODY_LIMIT_BYTES = 64 * 1024;
+/** The largest decision taken (it may carry edited arguments). */
+export const DECISION_BODY_LIMIT_BYTES = 1024 * 1024;
+
+/** A duration as people say it: `15 minutes`, `1 hour`, `90 seconds`. */
+export function humanDuration(ms: number): string {
+  const units: Array<[string, number]> = [
+    ['day', 86_400_000],
+    ['hour', 3_600_000],
+    ['minute', 60_000],
+    ['second', 1_000],
+  ];
+  for (const [unit, size] of units) {
+    if (ms >= size && ms % size === 0) return `${ms / size} ${unit}${ms === size ? '' : 's'}`;
+  }
+  return ms >= 1_000 ? `${Math.round(ms / 1_000)} seconds` : `${ms} ms`;
 }
 
 interface SessionData {
@@ -106,7 +128,7 @@ export async function startInboxServer({ config, client, enroll = [], log = cons
   );
   const importMapHash = `'sha256-${createHash('sha256').update(importMap(modules)).digest('base64')}'`;
 
-  const app: FastifyInstance = fastify.default({ logger: false, bodyLimit: 1024 * 1024, trustProxy: false });
+  const app: FastifyInstance = fastify.default({ logger: false, bodyLimit: BODY_LIMIT_BYTES, trustProxy: false });
   await app.register(helmet.default, {
     contentSecurityPolicy: {
       directives: {
@@ -129,9 +151,12 @@ export async function startInboxServer({ config, client, enroll = [], log = cons
     strictTransportSecurity: secure,
   });
   await app.register(cookie.default);
+  // Bounded and swept: a session is stored only once a sign-in or an enrollment starts, and those are few and short-lived.
+  const sessions = new CappedSessionStore({ ...SESSION_STORE_DEFAULTS, signedInMs: sessionMs });
   await app.register(session.default, {
     secret: sessionSecret(config, process.env),
     cookieName: 'tollgate_inbox',
+    store: sessions as never,
     saveUninitialized: false,
     cookie: { httpOnly: true, sameSite: 'strict', secure, path: '/', maxAge: sessionMs },
   });
@@ -174,14 +199,13 @@ export async function startInboxServer({ config, client, enroll = [], log = cons
 
   app.get('/api/session', async (request, reply) => {
     const approver = signedIn(request);
-    // The token is made for every session, so the sign-in requests carry one too.
-    const csrfToken = reply.generateCsrf();
+    // Only a signed-in session gets a CSRF token: making one stores a session, which a page that only looks must not do
+    // (any page on the web may send this request). Sign-in and enrollment are guarded by the Origin check and their challenge.
+    const csrfToken = approver ? reply.generateCsrf() : null;
     return { approver: approver ?? null, csrfToken, webUiUrl: webUiUrl(config), namespace: config.temporal.namespace };
   });
 
-  const csrfChecked = { onRequest: app.csrfProtection };
-
-  app.post('/api/enroll/options', csrfChecked, async (request, reply) => {
+  app.post('/api/enroll/options', async (request, reply) => {
     try {
       const { token } = request.body as { token?: unknown };
       const approver = passkeys.enrollmentFor(token);
@@ -194,7 +218,7 @@ export async function startInboxServer({ config, client, enroll = [], log = cons
     }
   });
 
-  app.post('/api/enroll/verify', csrfChecked, async (request, reply) => {
+  app.post('/api/enroll/verify', async (request, reply) => {
     try {
       const { challenge, enrollment } = request.session;
       if (!challenge || !enrollment) throw new PasskeyError('start the enrollment again');
@@ -212,13 +236,13 @@ export async function startInboxServer({ config, client, enroll = [], log = cons
     }
   });
 
-  app.post('/api/sign-in/options', csrfChecked, async (request) => {
+  app.post('/api/sign-in/options', async (request) => {
     const options = await passkeys.authenticationOptions();
     request.session.challenge = options.challenge;
     return { options };
   });
 
-  app.post('/api/sign-in/verify', csrfChecked, async (request, reply) => {
+  app.post('/api/sign-in/verify', async (request, reply) => {
     try {
       const { challenge } = request.session;
       if (!challenge) throw new PasskeyError('start the sign-in again');
@@ -231,14 +255,27 @@ export async function startInboxServer({ config, client, enroll = [], log = cons
     }
   });
 
-  app.post('/api/sign-out', csrfChecked, async (request) => {
+  app.post('/api/sign-out', { onRequest: app.csrfProtection }, async (request) => {
     await request.session.destroy();
     return { approver: null };
   });
 
   app.get('/api/items', { onRequest: requireApprover }, async () => items.snapshot());
 
+  // Each open stream holds a socket and a watcher: a cap per session and in all, so no one fills the server with them.
+  const streams = { total: 0, perSession: new Map<string, number>() };
+  const { maxEventStreams, maxEventStreamsPerSession } = config.inbox;
   app.get('/api/events', { onRequest: requireApprover }, (request, reply) => {
+    const sessionId = request.session.sessionId;
+    const ofSession = streams.perSession.get(sessionId) ?? 0;
+    if (ofSession >= maxEventStreamsPerSession) {
+      return reply.code(429).send({ error: `at most ${maxEventStreamsPerSession} live views per sign-in; close one first` });
+    }
+    if (streams.total >= maxEventStreams) {
+      return reply.code(429).send({ error: `the inbox serves at most ${maxEventStreams} live views at once; try again later` });
+    }
+    streams.total++;
+    streams.perSession.set(sessionId, ofSession + 1);
     reply.hijack();
     const response = reply.raw;
     response.writeHead(200, {
@@ -247,40 +284,54 @@ export async function startInboxServer({ config, client, enroll = [], log = cons
       connection: 'keep-alive',
       'x-content-type-options': 'nosniff',
     });
+    // The headers go out now: the page knows its view is live before the first list is looked up.
+    response.flushHeaders();
     const send = (snapshot: InboxSnapshot) => response.write(`event: items\ndata: ${JSON.stringify(snapshot)}\n\n`);
     const stop = items.watch(send);
     // A comment line now and then keeps proxies from closing a quiet stream.
     const keepAlive = setInterval(() => response.write(': still here\n\n'), 15_000);
-    request.raw.on('close', () => {
+    // The response's close, not the request's: a request without a body is complete (and closed) at once.
+    response.on('close', () => {
       clearInterval(keepAlive);
       stop();
+      streams.total--;
+      const left = (streams.perSession.get(sessionId) ?? 1) - 1;
+      if (left > 0) streams.perSession.set(sessionId, left);
+      else streams.perSession.delete(sessionId);
     });
+    return reply;
   });
 
-  app.post('/api/decide', { onRequest: [requireApprover, app.csrfProtection] }, async (request, reply) => {
-    try {
-      const approver = signedIn(request)!;
-      const receipt = await forwardDecision({ client: client.client, approver, body: request.body });
-      items.refreshSoon();
-      return { receipt };
-    } catch (error) {
-      return failure(reply, error);
-    }
-  });
+  app.post(
+    '/api/decide',
+    { onRequest: [requireApprover, app.csrfProtection], bodyLimit: DECISION_BODY_LIMIT_BYTES },
+    async (request, reply) => {
+      try {
+        const approver = signedIn(request)!;
+        const receipt = await forwardDecision({ client: client.client, approver, body: request.body });
+        items.refreshSoon();
+        return { receipt };
+      } catch (error) {
+        return failure(reply, error);
+      }
+    },
+  );
 
   await app.listen({ port: config.inbox.port, host: config.inbox.host });
   const url = origin.origin;
   const enrollmentLink = (approver: string) => `${url}/enroll#${passkeys.enroll(approver, toMilliseconds(config.inbox.enrollmentTimeout))}`;
   const enrollmentLinks = Object.fromEntries(enroll.map((approver) => [approver, enrollmentLink(approver)]));
   for (const [approver, link] of Object.entries(enrollmentLinks))
-    log(`Enrollment link for ${approver} (once, for ${config.inbox.enrollmentTimeout}): ${link}`);
+    log(`Enrollment link for ${approver} (once, for ${humanDuration(toMilliseconds(config.inbox.enrollmentTimeout))}): ${link}`);
   return {
     url,
     enrollmentLinks,
     enrollmentLink,
+    load: () => ({ sessions: sessions.size, eventStreams: streams.total }),
     async close() {
       items.close();
       await app.close();
+      sessions.close();
     },
   };
 }

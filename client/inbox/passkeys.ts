@@ -100,7 +100,7 @@ export class PasskeyBook {
     return token;
   }
 
-  /** The approver a valid enrollment token is for; the token is not spent until the passkey is stored. */
+  /** The approver a valid enrollment token is for (the options of an enrollment; the token is spent by `register`). */
   enrollmentFor(token: unknown, now = Date.now()): string {
     if (typeof token !== 'string') throw new PasskeyError('the enrollment link is not valid');
     for (const [known, enrollment] of this.enrollments) {
@@ -129,7 +129,12 @@ export class PasskeyBook {
     });
   }
 
-  /** Checks a new passkey against its challenge, stores it, and spends the enrollment token. */
+  /**
+   * Spends the enrollment token, then checks a new passkey against its challenge and stores it. The
+   * token is taken before anything is awaited, so of two verifications of one link at once, however
+   * close, exactly one goes on and the other is refused; a passkey that fails its check spends the
+   * link too (the operator makes a new one).
+   */
   async register({
     token,
     response,
@@ -142,6 +147,7 @@ export class PasskeyBook {
     userId: string;
   }): Promise<string> {
     const approver = this.enrollmentFor(token);
+    this.enrollments.delete(token);
     const verified = await webAuthn()
       .verifyRegistrationResponse({
         response,
@@ -165,7 +171,6 @@ export class PasskeyBook {
       enrolledAt: new Date().toISOString(),
     });
     this.write(content);
-    this.enrollments.delete(token);
     return approver;
   }
 

@@ -26,6 +26,8 @@ import { approvalSignal } from '../../workflows/messages';
 import { openaiStream, startFakeProvider, type FakeProvider } from '../helpers/fake-provider';
 import { bundleWorkflows, quietRuntime } from '../helpers/servers';
 import { testConfig } from '../helpers/test-config';
+import { FOLDED_BODY, HARMLESS_CALL, HOSTILE_CALL, POSTSCRIPT } from '../helpers/display-cases';
+import { HIDDEN_CHARACTER_PATTERN } from '../../common/display-text';
 import { scripted, waitForState } from '../helpers/turn-runner';
 import { CHROMIUM } from '../helpers/web-ui';
 
@@ -47,6 +49,21 @@ const payInvoice = defineTool({
   handler: () => {
     payments.executions++;
     throw Object.assign(new Error('write ECONNRESET'), { code: 'ECONNRESET' });
+  },
+});
+
+/** A report filed with a partner: an irreversible write whose arguments fold (a long body, nine details). */
+const reports = { executions: 0, last: undefined as unknown };
+const fileReport = defineTool({
+  name: 'file_report',
+  description: 'Files a report with a partner.',
+  input: z.strictObject({ to: z.string(), body: z.string(), details: z.record(z.string(), z.string()) }),
+  effect: 'irreversible_write',
+  timeout: 2_000,
+  handler: (args) => {
+    reports.executions++;
+    reports.last = args;
+    return 'filed';
   },
 });
 
@@ -192,7 +209,7 @@ beforeAll(async () => {
   const activities = createActivities({
     config,
     store: openConfiguredStore(config),
-    tools: [...builtInTools(config), payInvoice],
+    tools: [...builtInTools(config), payInvoice, fileReport],
     modelEnvironment: { env: { OPENAI_API_KEY: 'sk-test-openai-key' } },
   });
   worker = await createWorker({ config, connection, activities, workflowBundle: await bundleWorkflows() });
@@ -235,10 +252,18 @@ describe('the web inbox', () => {
     expect(detail).toContain('Tell ops that the backup finished.');
     expect(detail).toContain('alice, bob');
     expect(detail).toContain('in the Temporal Web UI');
+    // An irreversible write is never run again by itself: the page says so, not "3 attempts at most".
+    expect(detail).toContain('runs once, never again by itself');
+    expect(detail).not.toContain('attempts at most');
+    // The brief's body is folded: Approve waits until it was shown.
+    const approve = page.getByRole('button', { name: 'Approve', exact: true });
+    expect(await approve.isDisabled()).toBe(true);
     await page.screenshot({ path: path.join(OUTPUT, 'inbox-item.png'), fullPage: true });
     mkdirSync(DOCS_IMAGES, { recursive: true });
     await page.screenshot({ path: path.join(DOCS_IMAGES, 'inbox-item.png') });
-    await page.getByRole('button', { name: 'Approve', exact: true }).click();
+    await page.getByRole('button', { name: 'Unfold everything' }).click();
+    await expect.poll(() => approve.isDisabled()).toBe(false);
+    await approve.click();
     await expect.poll(() => page.getByRole('status').textContent(), { timeout: 15_000 }).toContain('Sent: approve');
     const result = await client.result(handle.workflowId);
     expect(result.status).toBe('completed');
@@ -459,7 +484,13 @@ describe('the web inbox', () => {
     expect(await item.evaluate((element) => element === element.ownerDocument.activeElement)).toBe(true);
     await page.keyboard.press('Enter');
     await expect.poll(() => page.getByText('matches what is shown here').count()).toBe(1);
+    // The folded body is unfolded from the keyboard too, before Approve can take the focus.
+    const unfold = page.getByRole('button', { name: 'Unfold everything' });
+    for (let presses = 0; presses < 40 && !(await unfold.evaluate((element) => element === element.ownerDocument.activeElement)); presses++)
+      await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
     const approve = page.getByRole('button', { name: 'Approve', exact: true });
+    await expect.poll(() => approve.isDisabled()).toBe(false);
     for (
       let presses = 0;
       presses < 40 && !(await approve.evaluate((element) => element === element.ownerDocument.activeElement));
@@ -470,6 +501,89 @@ describe('the web inbox', () => {
     await page.keyboard.press('Enter');
     const result = await client.result(handle.workflowId);
     expect(result.toolCalls.find((event) => event.tool === 'send_message')).toMatchObject({ status: 'success', executions: 1 });
+  });
+
+  it('shows a hostile call and the harmless one it imitates so that they differ visibly, marked and with a warning', async () => {
+    const start = (taskId: string, args: object) =>
+      client.startTurn({
+        taskId,
+        prompt: 'Send the minutes.',
+        model: scripted([{ toolCalls: [{ tool: 'send_message', args }] }, { text: 'sent' }]),
+      });
+    const hostile = await start('inbox-hostile-shown', HOSTILE_CALL);
+    const harmless = await start('inbox-harmless-shown', HARMLESS_CALL);
+    await pending(hostile.workflowId, (state) => state.pendingApprovals.length > 0);
+    await pending(harmless.workflowId, (state) => state.pendingApprovals.length > 0);
+    const { page } = people.alice;
+    const hidden = new RegExp(HIDDEN_CHARACTER_PATTERN, 'u');
+    await open(page, hostile.workflowId, 'approval');
+    const hostileShown = await page.getByTestId('arguments').innerText();
+    expect(await page.getByTestId('hidden-warning').innerText()).toContain(
+      '55 hidden characters (2 bidi controls (reorder text), 53 tag characters',
+    );
+    expect(await page.locator('mark.hidden-char').count()).toBe(55);
+    await page.screenshot({ path: path.join(OUTPUT, 'inbox-hostile.png'), fullPage: true });
+    await open(page, harmless.workflowId, 'approval');
+    const harmlessShown = await page.getByTestId('arguments').innerText();
+    expect(await page.getByTestId('hidden-warning').count()).toBe(0);
+    // The reversed recipient shows reversed and marked, the smuggled text as its marks; no hidden character reaches the page.
+    expect(hostileShown).toContain('\\u{202E}moc.elpmaxe@bob\\u{202C}');
+    expect(hostileShown).toContain('See you at ten.\\u{E0049}\\u{E0067}\\u{E006E}');
+    expect(hostileShown).not.toMatch(hidden);
+    expect(harmlessShown).toContain('"bob@example.com"');
+    expect(hostileShown).not.toBe(harmlessShown);
+    expect(hostileShown.length - harmlessShown.length).toBeGreaterThan(53 * 8);
+    // The list marks the hostile item too.
+    expect(await page.locator(`[data-item^="approval:${hostile.workflowId}:"] .warning-badge`).textContent()).toBe('hidden characters');
+    expect(await page.locator(`[data-item^="approval:${harmless.workflowId}:"] .warning-badge`).count()).toBe(0);
+    await page.getByRole('button', { name: 'Approve', exact: true }).click();
+    // The page closes the item once the turn answered: the next one is opened after that.
+    await expect.poll(() => page.getByRole('status').textContent(), { timeout: 15_000 }).toContain('Sent: approve');
+    await open(page, hostile.workflowId, 'approval');
+    await page.getByRole('button', { name: 'Deny', exact: true }).click();
+    expect((await client.result(harmless.workflowId)).toolCalls[0]).toMatchObject({ status: 'success', executions: 1 });
+    expect((await client.result(hostile.workflowId)).toolCalls[0]).toMatchObject({ status: 'denied', executions: 0 });
+    expect(outboxFiles('inbox-harmless-shown')).toHaveLength(1);
+    expect(outboxFiles('inbox-hostile-shown')).toEqual([]);
+  });
+
+  it('enables Approve only once a folded P.S. and nine folded fields were shown, and the approval runs the call once', async () => {
+    const details = Object.fromEntries(
+      Array.from({ length: 9 }, (_, index) => [`line${index}`, `detail ${index} of the report `.repeat(2)]),
+    );
+    const args = { to: 'partner@example.com', body: FOLDED_BODY, details };
+    const handle = await client.startTurn({
+      taskId: 'inbox-folded',
+      prompt: 'File the report.',
+      model: scripted([{ toolCalls: [{ tool: 'file_report', args }] }, { text: 'filed' }]),
+    });
+    await pending(handle.workflowId, (state) => state.pendingApprovals.length > 0);
+    const { page } = people.alice;
+    await open(page, handle.workflowId, 'approval');
+    const approve = page.getByRole('button', { name: 'Approve', exact: true });
+    const status = page.getByTestId('unfold-status');
+    expect(await status.innerText()).toContain('0 of 2 folded parts unfolded');
+    expect(await approve.isDisabled()).toBe(true);
+    expect(await page.getByText(POSTSCRIPT).isVisible()).toBe(false);
+    // An edit cannot go around the fold either.
+    await page.getByRole('button', { name: 'Edit the arguments' }).click();
+    await page.getByLabel(/The arguments the call is to run with instead/).fill(JSON.stringify({ ...args, to: 'partner@example.org' }));
+    await page.getByTestId('edit-diff').waitFor();
+    expect(await page.getByRole('button', { name: 'Approve with these arguments' }).isDisabled()).toBe(true);
+    await page.getByRole('button', { name: 'Edit the arguments' }).click();
+    await page.getByText('369 characters (unfold)').click();
+    await expect.poll(() => status.innerText()).toContain('1 of 2 folded parts unfolded');
+    expect(await page.getByText(POSTSCRIPT).isVisible()).toBe(true);
+    expect(await approve.isDisabled()).toBe(true);
+    await page.getByText('9 fields (unfold)').click();
+    await expect.poll(() => status.innerText()).toContain('All 2 folded parts were unfolded');
+    expect(await approve.isDisabled()).toBe(false);
+    const before = reports.executions;
+    await approve.click();
+    const result = await client.result(handle.workflowId);
+    expect(result.toolCalls[0]).toMatchObject({ tool: 'file_report', status: 'success', executions: 1 });
+    expect(reports.executions - before).toBe(1);
+    expect(reports.last).toEqual(args);
   });
 
   it('logged no console error and no content-security violation in either browser', () => {

@@ -655,8 +655,9 @@ function Inbox() {
                   onClick=${() => ((selectedId.value = item.id), (notice.value = undefined))}
                 >
                   <span class="kind">${item.kind}</span><br />
-                  <strong>${item.kind === 'resume' ? 'model stream' : item.pending.tool}</strong> ·
-                  <${Shown} text=${item.turn.taskId} />
+                  <strong>${item.kind === 'resume' ? 'model stream' : item.pending.tool}</strong>${' · '}<${Shown}
+                    text=${item.turn.taskId}
+                  />
                   ${item.display?.warning && html` <span class="warning-badge">hidden characters</span>`}<br />
                   <span class="muted"
                     >waiting ${ago(item.pending.requestedAt ?? item.pending.since)}, expires ${until(item.pending.expiresAt)}</span
