@@ -1,3 +1,4 @@
+import { displayText } from '../../common/display-text';
 import type { z } from 'zod';
 import type { ToolCallRequest } from '../../common/contract/tools';
 import type { CheckedToolCall } from '../../common/activity-types';
@@ -114,6 +115,7 @@ export function callSummary(tool: ToolDefinition, args: unknown, redactor: Redac
   } catch {
     detail = '';
   }
-  const line = redactor.text(`${tool.name} ${detail.replace(/\s+/g, ' ')}`.trim());
+  // Marked as every surface marks hidden characters: the Web UI shows this line beside the call.
+  const line = displayText(redactor.text(`${tool.name} ${detail.replace(/\s+/g, ' ')}`.trim()));
   return line.length > SUMMARY_CHARS ? `${line.slice(0, SUMMARY_CHARS - 1)}…` : line;
 }

@@ -22,6 +22,9 @@ import { argumentsDisplay } from '../../client/inbox/inbox-items';
 import { describeApproval } from '../../client/follow-turn';
 import { describeResolution } from '../../client/cli/decisions';
 import { renderDetails } from '../../workflows/decisions/details';
+import { callSummary } from '../../activities/boundary/check-tool-call';
+import { defineTool } from '../../tools/define-tool';
+import { z } from 'zod';
 import { approvalDigest, canonicalJson } from '../../tools/canonical-json';
 import { FOLDED_BODY, HARMLESS_CALL, HOSTILE_CALL, startingStateForTest, TAG_SMUGGLED } from '../helpers/display-cases';
 // @ts-expect-error: a browser module without type declarations, imported as the page imports it.
@@ -187,6 +190,20 @@ describe('every surface that shows a call', () => {
     expect(details).toContain('**Warning: these arguments hold 55 hidden characters');
     expect(details).not.toMatch(HIDDEN);
     expect(renderDetails(startingStateForTest([pendingApproval(HARMLESS_CALL)]))).not.toContain('Warning');
+  });
+
+  it("the Web UI's summary of the call (beside its activity) shows the same marks", () => {
+    const send = defineTool({
+      name: 'send_message',
+      description: 'Sends a message.',
+      input: z.object({ to: z.string(), subject: z.string(), body: z.string() }),
+      effect: 'irreversible_write',
+      summary: ({ to, subject }: { to: string; subject: string }) => `to ${to}: ${subject}`,
+      handler: () => 'sent',
+    });
+    const summary = callSummary(send, HOSTILE_CALL);
+    expect(summary).toBe('send_message to \\u{202E}moc.elpmaxe@bob\\u{202C}: Minutes');
+    expect(callSummary(send, HARMLESS_CALL)).toBe('send_message to bob@example.com: Minutes');
   });
 
   it('marks text alike everywhere: displayText is the terminal text', () => {
