@@ -11,6 +11,7 @@ import { TollgatePlugin } from '../../worker/tollgate-plugin';
 import { userActivities } from '../fixtures/user-activities';
 import type { refundCase } from '../fixtures/user-workflows';
 import { countingCharge } from '../helpers/counting-charge';
+import { refunds } from '../fixtures/user-agents';
 import { startDevServerEnvironment } from '../../testing/servers';
 import { staticNotesSource } from '../helpers/static-tool-source';
 import { testConfig } from '../helpers/test-config';
@@ -27,14 +28,14 @@ afterAll(async () => {
 });
 
 describe('TollgatePlugin in a worker of your own', () => {
-  it('runs your workflow, which calls an agent whose charge a person approves once, beside your own activity, and closes what it opened', async () => {
+  it('runs your workflow, which calls an agent whose charge a person approves once and gets its typed output, beside your own activity, and closes what it opened', async () => {
     const taskQueue = `orders-${randomUUID()}`;
     const base = testConfig();
     const config = { ...base, temporal: { ...base.temporal, taskQueue } };
     const charge = countingCharge();
     const notes = staticNotesSource('notes', { a: 'kept' });
     const mine = userActivities();
-    const plugin = new TollgatePlugin({ config, tools: [charge.tool], toolSources: [notes.source] });
+    const plugin = new TollgatePlugin({ config, tools: [charge.tool], agents: [refunds], toolSources: [notes.source] });
     const worker = await Worker.create({
       connection: env.nativeConnection,
       taskQueue,
@@ -44,7 +45,7 @@ describe('TollgatePlugin in a worker of your own', () => {
     });
     const people = new TollgateClient(env.client, config);
     const workflowId = `refund-case-${randomUUID()}`;
-    const childId = `${workflowId}-agent-default-refund-c-1`;
+    const childId = `${workflowId}-agent-refunds-refund-c-1`;
 
     const result = await worker.runUntil(async () => {
       const handle = await env.client.workflow.start<typeof refundCase>('refundCase', {
@@ -68,11 +69,14 @@ describe('TollgatePlugin in a worker of your own', () => {
 
     expect(result.parent).toBe(workflowId);
     expect(result.turn.status).toBe('completed');
+    // The agent's typed output, checked against its schema, reached the user's workflow.
+    expect(result.turn.agent).toEqual({ name: 'refunds', digest: refunds.digest });
+    expect(result.turn.output).toEqual({ refunded: true, cents: 1250 });
     const event = result.turn.toolCalls.find((call) => call.tool === 'charge_card');
     expect(event).toMatchObject({ status: 'success', executions: 1, approval: { decision: 'approve', by: 'alice', via: 'person' } });
     // The write ran exactly once, and the user's own activity ran on the same worker.
     expect([...charge.charges.values()]).toEqual([1]);
-    expect(mine.records).toEqual([{ caseId: 'c-1', status: 'completed' }]);
+    expect(mine.records).toEqual([{ caseId: 'c-1', status: 'completed', refunded: true }]);
     expect(result.recorded).toBe(1);
     // The child is a turn of the parent's, on the parent's task queue.
     const child = await env.client.workflow.getHandle(childId).describe();
