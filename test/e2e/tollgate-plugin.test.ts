@@ -64,7 +64,20 @@ describe('TollgatePlugin in a worker of your own', () => {
         reason: 'the customer was charged twice',
         argsDigest: entry.kind === 'approval' ? (entry.shownDigest ?? entry.argsDigest) : undefined,
       });
-      return handle.result();
+      const answered = await handle.result();
+      // A wrong call of executeAgent fails the user's workflow with invalid_input, naming what was wrong; no child starts.
+      const wrong = env.client.workflow.execute<typeof refundCase>('refundCase', {
+        taskQueue,
+        workflowId: `${workflowId}-wrong`,
+        args: [{ caseId: 'c-2', cents: 1, agent: ' ' }],
+      });
+      const failure = await wrong.then(
+        () => undefined,
+        (error: { cause?: { type?: string; message?: string } }) => error.cause,
+      );
+      expect(failure).toMatchObject({ type: 'invalid_input' });
+      expect(failure?.message).toMatch(/^executeAgent: the agent must be a name \(a non-empty string\)/);
+      return answered;
     });
 
     expect(result.parent).toBe(workflowId);
