@@ -69,8 +69,10 @@ export function workflowsEntry(given: string): string {
   const resolved = path.resolve(given);
   if (!existsSync(resolved)) throw new Error(`--workflows ${given}: no such file or folder`);
   if (!statSync(resolved).isDirectory()) return resolved;
-  const index = ['index.ts', 'index.js'].map((name) => path.join(resolved, name)).find((candidate) => existsSync(candidate));
-  if (!index) throw new Error(`--workflows ${given}: the folder holds no index.ts or index.js`);
+  // A folder of Tollgate's own workflows registers tollgate-workflows.ts (its index also exports executeAgent, no workflow type).
+  const entries = ['tollgate-workflows.ts', 'tollgate-workflows.js', 'index.ts', 'index.js'];
+  const index = entries.map((name) => path.join(resolved, name)).find((candidate) => existsSync(candidate));
+  if (!index) throw new Error(`--workflows ${given}: the folder holds no tollgate-workflows.ts, index.ts or index.js`);
   return index;
 }
 

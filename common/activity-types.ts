@@ -274,6 +274,12 @@ export interface LookupStatusInput {
   args: unknown;
   /** Only the store's receipt is asked (not the tool's status check): what a call that waits for a person asks before anyone is asked. */
   receiptOnly?: boolean;
+  /**
+   * The lookup before the call's first run (it has run nothing yet): only then does a store with no
+   * row of the intent settle what the check cannot tell, as not applied. After a run, a missing row
+   * proves nothing (a handler's failure releases its row even where the effect may have landed).
+   */
+  beforeFirstRun?: boolean;
 }
 
 /** What the status lookup of a write found. */

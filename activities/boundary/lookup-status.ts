@@ -51,8 +51,7 @@ export async function askStatusCheck({
 /**
  * The `lookupStatus` activity: whether a write intent already took effect. The tool's own status
  * check decides; the store's receipt answers only when the check agrees, cannot tell, or the tool
- * has none, and when the check cannot tell and the store holds no attempt of the intent at all, it
- * was never run, so it is not applied. A started attempt still inside its lease is in flight, so "not applied" becomes
+ * has none. A started attempt still inside its lease is in flight, so "not applied" becomes
  * `unknown` for it; a store that still fails after a short retry (STORE_FAULT_RETRY), whatever it
  * throws, is `unknown` too, never a workflow failure.
  * It only reads (and records a receipt the check found), so it may be retried freely.
@@ -68,7 +67,14 @@ export function createLookupStatus({
   secretPatterns?: readonly RegExp[];
 }) {
   const guarded = guardStore(store);
-  return async function lookupStatus({ taskId, callId, tool: name, args, receiptOnly }: LookupStatusInput): Promise<StatusLookup> {
+  return async function lookupStatus({
+    taskId,
+    callId,
+    tool: name,
+    args,
+    receiptOnly,
+    beforeFirstRun,
+  }: LookupStatusInput): Promise<StatusLookup> {
     const tool = registry.get(name);
     if (!tool) return { state: 'unknown', reason: `no tool named "${name}" on this worker` };
     const parsed = tool.input.safeParse(args);
@@ -138,8 +144,10 @@ export function createLookupStatus({
       return checked;
     }
     if (stored) return fromStore(stored);
-    // No attempt of this intent was ever claimed, so none can have taken effect: what the check cannot tell, the store can.
-    if (!record) return { state: 'not_applied' };
+    // Before the call's first run, no row means no attempt of the intent was ever claimed in this task,
+    // so none can have taken effect. After a run a missing row proves nothing (a handler's failure
+    // releases its row, and it may have come after the effect): what the check cannot tell stays unknown.
+    if (!record && beforeFirstRun) return { state: 'not_applied' };
     return checked;
   };
 }

@@ -105,15 +105,16 @@ describe('a turn end to end on the dev server', () => {
       'modelStep',
     ]);
     expect(shown.events.filter((event) => event.eventType === 'EVENT_TYPE_ACTIVITY_TASK_COMPLETED')).toHaveLength(10);
-    // The turn read its settings from the worker's config, the status lookup before save_draft ran, and
-    // the approval rules were asked about the send before a person was, as local activities: one marker each.
+    // The turn read its settings from the worker's config, the status lookup before save_draft ran, the
+    // store was asked whether the send repeats a call already applied, and the approval rules were asked
+    // about the send before a person was, as local activities: one marker each.
     const localActivities = shown.events.flatMap((event) => {
       const marker = event.markerRecordedEventAttributes;
       if (event.eventType !== 'EVENT_TYPE_MARKER_RECORDED' || marker?.markerName !== 'core_local_activity') return [];
       const data = marker.details?.data?.payloads?.[0]?.data;
       return data ? [(JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { activity_type: string }).activity_type] : [];
     });
-    expect(localActivities).toEqual(['turnSettings', 'lookupStatus', 'decideByPolicy']);
+    expect(localActivities).toEqual(['turnSettings', 'lookupStatus', 'lookupStatus', 'decideByPolicy']);
 
     // The approvals inbox and task look-ups rest on the search attribute.
     const listed = await temporalCli<Array<{ execution: { workflowId: string } }>>(server.address, [

@@ -61,12 +61,19 @@ describe('tollgate replay', () => {
       const turnFile = path.join(changed, 'agent-turn.ts');
       const source = readFileSync(turnFile, 'utf8');
       // The line that reads the turn's settings, whatever it names them: the change puts a tool call after it.
-      const settings = /^ {2}const [^\n]* = await settingsFor\(input\.limits\);\n/m.exec(source)?.[0];
+      const settings = /^ {2}const [^\n]* = await settingsFor\([^\n]*\);\n/m.exec(source)?.[0];
       expect(settings, 'the settings line of workflows/agent-turn.ts').toBeDefined();
       const early =
         "  await proxyActivities<Activities>({ startToCloseTimeout: '1 minute' }).runTool({ taskId, callId: 'early', tool: 'search_local_sources', args: { query: input.prompt } });\n";
-      const imports =
-        "import { proxyActivities } from '@temporalio/workflow';\nimport type { Activities } from '../common/activity-types';\n";
+      // The imports the change needs, where the file does not hold them already.
+      const imports = [
+        /\bproxyActivities\b[^;]*from '@temporalio\/workflow'/.test(source)
+          ? ''
+          : "import { proxyActivities } from '@temporalio/workflow';\n",
+        /\bActivities\b[^;]*from '\.\.\/common\/activity-types'/.test(source)
+          ? ''
+          : "import type { Activities } from '../common/activity-types';\n",
+      ].join('');
       writeFileSync(turnFile, imports + source.replace(settings!, settings! + early));
       const { code, stdout } = await tollgate(['replay', '--workflows', changed, RECORDED_HISTORY]);
       expect(stdout).toMatch(new RegExp(`^BREAKS +${RECORDED_HISTORY.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(.+\\): .*modelStep`, 'm'));

@@ -65,8 +65,8 @@ function worker(tools: ToolDefinition[], store: IdempotencyStore = openSqliteSto
     store,
     run: (args: unknown, taskId: string) =>
       runToolOnce(runTool, { taskId, callId: `call-${randomUUID()}`, tool: 'shop__updateCustomer', args, definitionDigest }),
-    lookup: (args: unknown, taskId: string): Promise<StatusLookup> =>
-      new MockActivityEnvironment().run(lookupStatus, { taskId, callId: 'lookup', tool: 'shop__updateCustomer', args }),
+    lookup: (args: unknown, taskId: string, beforeFirstRun = false): Promise<StatusLookup> =>
+      new MockActivityEnvironment().run(lookupStatus, { taskId, callId: 'lookup', tool: 'shop__updateCustomer', args, beforeFirstRun }),
   };
 }
 
@@ -146,7 +146,7 @@ describe('the lost-answer race: the server applies the PATCH (storing the e-mail
     const { run, lookup } = worker(tools);
     const taskId = `race-${randomUUID()}`;
     // Before the first execution no attempt exists, so the store says not applied whatever the GET shows.
-    expect(await lookup(args, taskId)).toMatchObject({ state: 'not_applied' });
+    expect(await lookup(args, taskId, true)).toMatchObject({ state: 'not_applied' });
     await expect(run(args, taskId)).rejects.toMatchObject({ type: WRITE_INTERRUPTED });
     for (let again = 0; again < 3; again++) expect((await lookup(args, taskId)).state).toBe(verdict);
     expect(applied()).toHaveLength(1);

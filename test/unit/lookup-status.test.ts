@@ -1,7 +1,8 @@
-// The status lookup when a tool's own check cannot tell: the intent store decides whether any
-// attempt of the intent exists. None: it was never run, so not applied (a reversible write whose
-// check says unknown on a field that differs can still run its first attempt). One started and
-// unconfirmed, or one the check cannot see: unknown, so it is never run a second time on a guess.
+// The status lookup when a tool's own check cannot tell: before a call's first run, the intent store
+// decides whether any attempt of the intent exists. None: it was never run, so not applied (a
+// reversible write whose check says unknown on a field that differs can still run its first
+// attempt). One started and unconfirmed, one the check cannot see, or any lookup after a run (a
+// released row proves nothing): unknown, so it is never run a second time on a guess.
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -35,7 +36,8 @@ function setup({ check, behave }: { check: () => StatusAnswer; behave: 'ok' | 'c
   return {
     applied,
     run: (taskId: string) => runToolOnce(runTool, { taskId, callId: `call-${applied.length}-0`, tool: 'set_email', args }),
-    lookup: (taskId: string) => new MockActivityEnvironment().run(lookupStatus, { taskId, callId: 'lookup', tool: 'set_email', args }),
+    lookup: (taskId: string, beforeFirstRun = true) =>
+      new MockActivityEnvironment().run(lookupStatus, { taskId, callId: 'lookup', tool: 'set_email', args, beforeFirstRun }),
   };
 }
 
@@ -48,6 +50,8 @@ describe('lookupStatus when the check cannot tell', () => {
     expect(applied).toEqual(['bob@example.com']);
     // Another task's intent of the same arguments is another intent: never attempted, so not applied.
     expect(await lookup('task-b')).toEqual({ state: 'not_applied' });
+    // After a run, a store without a row proves nothing: unknown.
+    expect(await lookup('task-b', false)).toMatchObject({ state: 'unknown' });
   });
 
   it('does the same for a check that throws: no attempt, not applied; a started one, unknown with the reason', async () => {

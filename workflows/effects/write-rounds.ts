@@ -51,7 +51,8 @@ async function lookupRound(context: EffectContext, rounds: Rounds): Promise<Boun
   const { policy } = call;
   if (rounds.round > 0 && backsOff(traits)) await sleep(backoffMs(policy.retry, rounds.round));
   const runnable = gate.runnable();
-  const status = await lookupActivity(runnable)({ taskId, callId: runnable.callId, tool: runnable.tool, args: runnable.args });
+  const lookup = { taskId, callId: runnable.callId, tool: runnable.tool, args: runnable.args };
+  const status = await lookupActivity(runnable)(rounds.executions === 0 ? { ...lookup, beforeFirstRun: true } : lookup);
   rounds.found = status.state;
   const runsLeft = rounds.round < policy.maxAttempts + rounds.granted;
   const next = afterLookup(status, { ...rounds, runsLeft }, traits);
