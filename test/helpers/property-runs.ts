@@ -1,5 +1,6 @@
 import { appendFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
+import fc from 'fast-check';
 
 /** One property's run: what it was, its seed, how many cases ran, and the counterexample when one was found. */
 export interface PropertyRun {
@@ -35,6 +36,39 @@ export const propertyRuns = {
     const runs = Number(given);
     if (!Number.isInteger(runs) || runs < 1) throw new Error(`TOLLGATE_PROPERTY_RUNS must be a positive integer, got "${given}"`);
     return runs;
+  },
+  /**
+   * Checks one property on this run's seed and count: each drawn case's problems (none: it holds);
+   * the run joins `runs`, and a counterexample fails the test with its seed and path.
+   */
+  async check<Case>({
+    property,
+    cases,
+    defaultRuns,
+    problems,
+    runs,
+  }: {
+    property: string;
+    cases: fc.Arbitrary<Case>;
+    defaultRuns: number;
+    problems: (drawn: Case) => Promise<string[]>;
+    runs: PropertyRun[];
+  }): Promise<void> {
+    const seed = propertyRuns.seed();
+    const numRuns = propertyRuns.count(defaultRuns);
+    const details = await fc.check(
+      fc.asyncProperty(cases, async (drawn) => {
+        const found = await problems(drawn);
+        if (found.length > 0) throw new Error(found.join('\n'));
+      }),
+      { numRuns, seed },
+    );
+    const { failed, counterexample } = details;
+    runs.push({ property, seed, numRuns: details.numRuns, failed, counterexample });
+    if (failed)
+      throw new Error(
+        `seed ${seed}, path ${details.counterexamplePath}, counterexample ${JSON.stringify(counterexample)}: ${(details.errorInstance as Error)?.message}`,
+      );
   },
   /** Prints each run and appends it to the record. */
   record(runs: PropertyRun[]): void {

@@ -144,26 +144,13 @@ describe.each(backends)('the %s store under random sequences of claims, commits,
   it.each(['reversible_write', 'irreversible_write'] as const)(
     'keeps the protocol for a %s',
     async (effect) => {
-      const seed = propertyRuns.seed();
-      const numRuns = propertyRuns.count(60);
-      const details = await fc.check(
-        fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 14 }), async (steps) => {
-          const problems = await runSequence(store, effect, steps);
-          if (problems.length > 0) throw new Error(problems.join('\n'));
-        }),
-        { numRuns, seed },
-      );
-      runs.push({
+      await propertyRuns.check({
         property: `claims (${name}, ${effect})`,
-        seed,
-        numRuns: details.numRuns,
-        failed: details.failed,
-        counterexample: details.counterexample,
+        cases: fc.array(step, { minLength: 1, maxLength: 14 }),
+        defaultRuns: 60,
+        problems: (steps) => runSequence(store, effect, steps),
+        runs,
       });
-      if (details.failed)
-        throw new Error(
-          `seed ${seed}, path ${details.counterexamplePath}, counterexample ${JSON.stringify(details.counterexample)}: ${(details.errorInstance as Error)?.message}`,
-        );
     },
     60_000,
   );

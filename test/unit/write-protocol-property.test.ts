@@ -264,25 +264,12 @@ describe.each(backends)('the write protocol on two workers sharing one %s store,
   opened.push(...stores);
 
   it('runs no intent twice without a proof, turns no unknown into a retry, and answers applied only for what the world holds', async () => {
-    const seed = propertyRuns.seed();
-    const numRuns = propertyRuns.count(25);
-    const details = await fc.check(
-      fc.asyncProperty(schedules, async (rounds) => {
-        const problems = await runSchedule(stores, rounds);
-        if (problems.length > 0) throw new Error(problems.join('\n'));
-      }),
-      { numRuns, seed },
-    );
-    runs.push({
+    await propertyRuns.check({
       property: `write protocol (${name})`,
-      seed,
-      numRuns: details.numRuns,
-      failed: details.failed,
-      counterexample: details.counterexample,
+      cases: schedules,
+      defaultRuns: 25,
+      problems: (rounds) => runSchedule(stores, rounds),
+      runs,
     });
-    if (details.failed)
-      throw new Error(
-        `seed ${seed}, path ${details.counterexamplePath}, counterexample ${JSON.stringify(details.counterexample)}: ${(details.errorInstance as Error)?.message}`,
-      );
   }, 120_000);
 });
