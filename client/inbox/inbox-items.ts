@@ -111,6 +111,7 @@ export class InboxItems {
   private readonly redactor: Redactor;
   private readonly prompts = new Map<string, string>();
   private closed = false;
+  private readonly stopping = new AbortController();
 
   constructor(private readonly options: { client: TollgateClient; config: TollgateConfig; pollMs: number; webUiUrl: string }) {
     this.redactor = createRedactor(options.config.redact.patterns);
@@ -137,10 +138,16 @@ export class InboxItems {
     if (this.watchers.size > 0) this.schedule(50);
   }
 
-  close(): void {
+  /**
+   * Stops looking: the look under way is aborted and waited for, so that no call of it (nor a retry
+   * the client scheduled) is still pending when the caller closes the connection under it.
+   */
+  async close(): Promise<void> {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.watchers.clear();
+    this.stopping.abort();
+    await this.looking?.catch(() => undefined);
   }
 
   private schedule(delayMs = this.options.pollMs): void {
@@ -158,7 +165,9 @@ export class InboxItems {
 
   /** One look at the waiting turns; concurrent callers share it. */
   private look(): Promise<InboxSnapshot> {
-    this.looking ??= this.lookNow().finally(() => (this.looking = undefined));
+    if (this.closed) return Promise.resolve(this.last);
+    const { client } = this.options.client;
+    this.looking ??= client.withAbortSignal(this.stopping.signal, () => this.lookNow()).finally(() => (this.looking = undefined));
     return this.looking;
   }
 

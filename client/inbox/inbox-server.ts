@@ -329,7 +329,7 @@ export async function startInboxServer({ config, client, enroll = [], log = cons
     enrollmentLink,
     load: () => ({ sessions: sessions.size, eventStreams: streams.total }),
     async close() {
-      items.close();
+      await items.close();
       await app.close();
       sessions.close();
     },
