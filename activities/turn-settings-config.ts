@@ -13,6 +13,12 @@ export const limitsSchema = z.strictObject({
   deadline: duration.default(DEFAULT_TURN_LIMITS.deadlineMs),
   maxHistoryEvents: z.number().int().min(1).default(DEFAULT_TURN_LIMITS.maxHistoryEvents),
   maxHistoryBytes: z.number().int().min(1).default(DEFAULT_TURN_LIMITS.maxHistoryBytes),
+  /** How deep subagents may nest below a root turn (0: no delegation). */
+  maxDepth: z.number().int().min(0).default(DEFAULT_TURN_LIMITS.maxDepth),
+  /** Child turns of one turn running at once. */
+  maxConcurrentSubagents: z.number().int().min(1).default(DEFAULT_TURN_LIMITS.maxConcurrentSubagents),
+  /** Handoffs one turn may make. */
+  maxHandoffs: z.number().int().min(0).default(DEFAULT_TURN_LIMITS.maxHandoffs),
   /** A turn's token budget, input and output tokens together; none when unset. */
   maxTokens: z.number().int().min(1).optional(),
   /** A conversation's token budget across all its turns and runs; none when unset. */

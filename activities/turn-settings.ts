@@ -9,7 +9,8 @@ import type { TollgateConfig } from '../config/config-schema';
 /** The config's turn limits in the workflow's form (the schema fills in every default; a token budget only when set). */
 export function limitsFromConfig(config: TollgateConfig): ResolvedTurnLimits {
   const { maxSteps, maxToolCalls, errorBudget, deadline, maxHistoryEvents, maxHistoryBytes, maxTokens } = config.limits;
-  const counts = { maxSteps, maxToolCalls, errorBudget, maxHistoryEvents, maxHistoryBytes };
+  const { maxDepth, maxConcurrentSubagents, maxHandoffs } = config.limits;
+  const counts = { maxSteps, maxToolCalls, errorBudget, maxHistoryEvents, maxHistoryBytes, maxDepth, maxConcurrentSubagents, maxHandoffs };
   return { ...counts, deadlineMs: toMilliseconds(deadline), ...(maxTokens === undefined ? {} : { maxTokens }) };
 }
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEFAULT_TURN_LIMITS } from '../common/defaults';
+import { DEFAULT_TURN_LIMITS, LIMITS_ALLOWING_ZERO } from '../common/defaults';
 import { approvalRulesSchema } from '../policies/approval-rules';
 import { compileOutsideSchema } from '../tools/json-schema/outside-schema';
 import { completeAgent, jsonSchemaOutput, type AgentDefinition } from './define-agent';
@@ -30,7 +30,10 @@ const modelSettingsSchema = z.strictObject({
 /** An agent's limits as the config writes them: any of the turn limits, as whole numbers. */
 const agentLimitsSchema = z.strictObject(
   Object.fromEntries(
-    [...Object.keys(DEFAULT_TURN_LIMITS), 'maxTokens'].map((key) => [key, wholeAtLeast(key === 'errorBudget' ? 0 : 1).optional()]),
+    [...Object.keys(DEFAULT_TURN_LIMITS), 'maxTokens'].map((key) => [
+      key,
+      wholeAtLeast(LIMITS_ALLOWING_ZERO.includes(key) ? 0 : 1).optional(),
+    ]),
   ),
 );
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ApproverGroups } from '../common/approver-groups';
 import type { ModelSettings } from '../common/contract/agent';
 import type { AgentTurnInput, TurnLimits } from '../common/contract/turn';
-import { TURN_LIMIT_NAMES } from '../common/defaults';
+import { LIMITS_ALLOWING_ZERO, TURN_LIMIT_NAMES } from '../common/defaults';
 import type { ApprovalRule } from '../policies/approval-rules';
 import { canonicalJson, sha256 } from '../tools/canonical-json';
 import type { ToolDefinition } from '../tools/define-tool';
@@ -136,7 +136,7 @@ function checkLimits(where: string, limits: unknown): TurnLimits | undefined {
   if (!limits || typeof limits !== 'object' || Array.isArray(limits)) fail(where, 'must be an object');
   for (const [key, value] of Object.entries(limits)) {
     if (!TURN_LIMIT_NAMES.includes(key)) fail(`${where}.${key}`, `is not a limit (${TURN_LIMIT_NAMES.join(', ')})`);
-    checkNumber(`${where}.${key}`, value, { integer: true, min: key === 'errorBudget' ? 0 : 1 });
+    checkNumber(`${where}.${key}`, value, { integer: true, min: LIMITS_ALLOWING_ZERO.includes(key) ? 0 : 1 });
   }
   return limits as TurnLimits;
 }

@@ -9,8 +9,24 @@
  */
 export const HISTORY_LIMITS = { maxHistoryEvents: 40_960, maxHistoryBytes: 40 * 1024 * 1024 } as const;
 
+/**
+ * Delegation's bounds: how deep subagents may nest below the root turn (`maxDepth`), how many child
+ * turns of one turn run at once (`maxConcurrentSubagents`), and how many handoffs one turn may make.
+ */
+export const DELEGATION_LIMITS = { maxDepth: 3, maxConcurrentSubagents: 4, maxHandoffs: 5 } as const;
+
 /** Turn limits when neither the turn's input nor the worker's config sets them (no token budget: `maxTokens` has no default). */
-export const DEFAULT_TURN_LIMITS = { maxSteps: 10, maxToolCalls: 20, errorBudget: 3, deadlineMs: 3_600_000, ...HISTORY_LIMITS } as const;
+export const DEFAULT_TURN_LIMITS = {
+  maxSteps: 10,
+  maxToolCalls: 20,
+  errorBudget: 3,
+  deadlineMs: 3_600_000,
+  ...HISTORY_LIMITS,
+  ...DELEGATION_LIMITS,
+} as const;
+
+/** The turn limits that may be 0 (no failures tolerated, no delegation, no handoffs); every other one is at least 1. */
+export const LIMITS_ALLOWING_ZERO: readonly string[] = ['errorBudget', 'maxDepth', 'maxHandoffs'];
 
 /** The name of every turn limit a turn's input may set. */
 export const TURN_LIMIT_NAMES: readonly string[] = [...Object.keys(DEFAULT_TURN_LIMITS), 'maxTokens'];

@@ -44,6 +44,11 @@ export const FAILURE_CATALOGUE = {
    * bound, or a write whose intent the idempotency store could not record before its handler.
    */
   not_run: { source: 'tool_call', retry: 'final' },
+  /**
+   * A delegate call or handoff that must not go on: past `maxDepth`, an agent already on the lineage
+   * path (a cycle), or past `maxHandoffs`. Nothing was started; the turn goes on and its model is told.
+   */
+  delegation_refused: { source: 'tool_call', retry: 'not_thrown' },
   /** A write whose handler was cut off (timeout, reset, crash): it may or may not have taken effect. */
   write_interrupted: { source: 'write', retry: 'final' },
   /** 429, 5xx, 529 or a connection error before any chunk: retried, after Retry-After when given. */

@@ -1,4 +1,4 @@
-import type { ErrorCode, ToolCallStatus, ToolEffect } from '../codes';
+import type { ErrorCode, ToolCallStatus, ToolEffect, TurnStatus } from '../codes';
 
 /** The normalized result of one tool call, as the model sees it. */
 export interface ToolResult {
@@ -35,6 +35,21 @@ export interface ToolEvent {
   approval?: ApprovalRecord;
   /** Writes: the call this one repeated (the same intent, already applied in the task), answered from that call's receipt; nothing ran and nobody was asked. */
   repeatOf?: string;
+  /** A delegate call (a subagent run as a child turn): the agent, the child's workflow id and how it ended. */
+  delegate?: DelegateRecord;
+}
+
+/**
+ * How a delegate call's child turn ended: its turn status, or `failed`, `cancelled`, `terminated`,
+ * `timed_out` when the child workflow itself did not complete, `refused` when it was never started.
+ */
+export type DelegateStatus = TurnStatus | 'failed' | 'cancelled' | 'terminated' | 'timed_out' | 'refused';
+
+/** What a delegate call's ToolEvent records of its child turn. */
+export interface DelegateRecord {
+  agent: string;
+  workflowId: string;
+  status: DelegateStatus;
 }
 
 /** Who decided on an irreversible call: `by` is a person's (or key's) name, `rule:<name>` or `grant:<id>`. */

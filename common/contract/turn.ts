@@ -34,6 +34,12 @@ export interface TurnLimits {
    * next step's prompt holds the last one's). No budget when left out.
    */
   maxTokens?: number;
+  /** How deep delegation may go below this turn's root: a subagent's turn at a depth past it is refused (`delegation_refused`). */
+  maxDepth?: number;
+  /** How many child turns (subagents) of one turn run at once; further delegate calls of a step wait for one to end. */
+  maxConcurrentSubagents?: number;
+  /** How many times one turn may hand itself to another agent; a handoff past it is refused (`delegation_refused`). */
+  maxHandoffs?: number;
 }
 
 /** A turn's limits once the config and the defaults filled them in: every one set, the token budget only when given. */
@@ -62,6 +68,32 @@ export interface AgentTurnInput {
    * (Tollgate's own system message, every registered tool).
    */
   agent?: string;
+  /** Set by a parent turn on the child turn it starts for a delegate call: where in the tree this turn stands. */
+  lineage?: TurnLineage;
+}
+
+/** Where a subagent's turn stands in its tree of turns: its root, its parent and the call that started it. */
+export interface TurnLineage {
+  /** The root turn's workflow id. */
+  rootWorkflowId: string;
+  /** The turn that started this one. */
+  parentWorkflowId: string;
+  /** The parent's call that started this turn. */
+  parentCallId: string;
+  /** Agent names from the root's agent down to this turn's agent (`default` for a turn naming none). */
+  path: string[];
+  /** What the parent's model asked the subagent (raw; escaped when shown). */
+  request: string;
+  /** 1 for a child of the root. */
+  depth: number;
+}
+
+/** One handoff of a turn: from one agent to another at a step, with the reason the model gave. */
+export interface TurnHandoff {
+  from: string;
+  to: string;
+  step: number;
+  reason?: string;
 }
 
 /** Token counts, summed per turn. */
@@ -90,6 +122,8 @@ export interface AgentTurnResult<Output = unknown> {
   usage: Usage;
   /** The turn's token budget (input and output together), when it had one. */
   tokenBudget?: number;
+  /** The turn's handoffs from one agent to another, in order (left out when there were none). */
+  handoffs?: TurnHandoff[];
 }
 
 /** What a turn does now: asks the model, runs tools, waits for a human (an approval, a resolution, a resume decision), or is done. */
@@ -125,6 +159,8 @@ export interface TurnState {
   pendingResume?: PendingResume;
   /** The agent that runs the turn, as its settings recorded it (left out for the default agent): who asks, for the people who decide. */
   agent?: AgentReference;
+  /** The turn's handoffs so far, in order (left out when there were none). */
+  handoffs?: TurnHandoff[];
 }
 
 /** A model step whose stream broke after chunks had gone out; it was never replayed unasked. */

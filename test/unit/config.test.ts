@@ -35,6 +35,9 @@ describe('loadConfig', () => {
       deadline: 3_600_000,
       maxHistoryEvents: 40_960,
       maxHistoryBytes: 41_943_040,
+      maxDepth: 3,
+      maxConcurrentSubagents: 4,
+      maxHandoffs: 5,
     });
     expect(config.retry).toEqual({ initialInterval: 200, backoffCoefficient: 2, maximumInterval: 5_000 });
   });

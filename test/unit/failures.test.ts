@@ -21,6 +21,7 @@ describe('the failure catalogue', () => {
       'denied',
       'approval_expired',
       'not_run',
+      'delegation_refused',
     ]);
     expect(NON_RETRYABLE_CODES).toEqual(['unknown_tool', 'invalid_arguments', 'forbidden', 'tool_failure', 'outcome_unknown', 'not_run']);
   });
