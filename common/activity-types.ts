@@ -10,6 +10,7 @@ import type { Grant, GrantRequest } from './contract/decisions';
 import type { ApprovalRecord, CallEdit, ToolCallRequest, ToolCatalogue, ToolResult } from './contract/tools';
 import type { AgentTurnInput, ModelSelection, ResolvedTurnLimits, TurnLimits, Usage } from './contract/turn';
 import type { AgentReference } from './contract/agent';
+import type { NotifySettings } from './contract/notifications';
 
 /** The registered names of the activities, as both sides spell them. */
 export const ACTIVITY_NAMES = {
@@ -348,6 +349,8 @@ export interface TurnSettings {
      * person. Left out by workers before them: then every irreversible call asks, as their turns did.
      */
     policies?: boolean;
+    /** Config `approvals.notify` (and `createWorker({ notify })`): the routes of notifications; left out when none is set. */
+    notify?: NotifySettings;
   };
   /** Config `model.onInterruptedStream` and `model.resumeTimeout`. */
   interruptedStreams: {

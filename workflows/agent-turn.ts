@@ -5,6 +5,7 @@ import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '..
 import type { AgentTurnInput, AgentTurnResult } from '../common/contract/turn';
 import type { TurnStatus } from '../common/codes';
 import { TurnDecisions } from './decisions/turn-decisions';
+import { waitNotifier } from './decisions/wait-notifier';
 import { historyReached } from './turn/history-limits';
 import { checkInput } from './turn/input';
 import { modelPhase } from './turn/model-phase';
@@ -68,6 +69,7 @@ async function startRun(input: AgentTurnInput, telemetry: TurnTelemetry): Promis
   const { limits, outcomes } = settings;
   const { requireDigest, signing, groups, policies } = settings;
   Object.assign(decisions.record, { requireDigest, signing, groups, policies });
+  if (settings.notify) decisions.record.notices = waitNotifier(state, settings.notify, decisions.record);
   Object.assign(decisions.approvals, { allowedTools, historyFull: () => historyReached(limits) });
   Object.assign(decisions.resolutions, { mode: outcomes.onUnknown, timeoutMs: outcomes.resolveTimeoutMs });
   telemetry.metrics = settings.metrics;

@@ -1,4 +1,5 @@
 import type { AgentReference } from './agent';
+import type { NotificationReceipt } from './notifications';
 
 /**
  * The waits for a person and their decisions: approvals (an irreversible call), resolutions (a write
@@ -16,6 +17,10 @@ export interface PendingWait {
   round: number;
   /** When the wait ends if nobody decided. */
   expiresAt: string;
+  /** Who was told of this wait, when, and what failed (config `approvals.notify`); left out when no route matches it. */
+  notifications?: NotificationReceipt[];
+  /** Set once the wait was escalated (a route's `escalateAfter`): the approver group told, which may decide on it too. */
+  escalatedTo?: string;
 }
 
 /** What every decision on a wait may carry besides its verdict: the round it decides on and, when signed, its signature. */

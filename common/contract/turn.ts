@@ -9,6 +9,7 @@ import type {
   ResolutionDecision,
 } from './decisions';
 import type { ToolEvent } from './tools';
+import type { TurnNotificationReceipt } from './notifications';
 import type { AgentReference } from './agent';
 
 /** One step of a scripted model: either tool calls or a final text. */
@@ -159,6 +160,8 @@ export interface TurnState {
   pendingResume?: PendingResume;
   /** The agent that runs the turn, as its settings recorded it (left out for the default agent): who asks, for the people who decide. */
   agent?: AgentReference;
+  /** Every notification of the turn's waits (config `approvals.notify`), its newest 100: who was told of which call, when, what failed. */
+  notifications?: TurnNotificationReceipt[];
   /** The turn's handoffs so far, in order (left out when there were none). */
   handoffs?: TurnHandoff[];
 }

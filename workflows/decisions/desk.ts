@@ -116,6 +116,8 @@ export class DecisionRecord {
   groups?: ApproverGroups;
   /** Whether irreversible calls are first put to the worker's rules and grants (settings `approvals.policies`). */
   policies = false;
+  /** Who is told of each wait as it opens and closes, and to whom a wait was escalated (config `approvals.notify`). */
+  notices?: WaitNotices;
 
   constructor(
     readonly state: TurnState,
@@ -146,6 +148,16 @@ export class DecisionRecord {
     if (!this.signing) return undefined;
     return signatureProblem(parts, { ...this.signing, workflowId: this.host.workflowId(), now: this.host.now() });
   }
+}
+
+/** Tells people of waits as they open, stops telling as they close, and knows which were escalated to whom. */
+export interface WaitNotices {
+  opened<K extends Kind>(kind: K, pending: Pending<K>): void;
+  closed(kind: Kind, subject: string): void;
+  /** The approver group a wait was escalated to, once it was. */
+  escalatedTo(kind: Kind, subject: string): string | undefined;
+  /** The members of an approver group. */
+  membersOf(group: string): string[];
 }
 
 /** Observes a kind's waits opening and closing (the approvals' telemetry). */
@@ -268,6 +280,7 @@ export class DecisionDesk<K extends Kind> {
     this.observer?.opened(pending);
     record.state.phase = declaration.phase;
     record.host.publish(declaration.kind);
+    record.notices?.opened(declaration.kind, pending);
     return pending;
   }
 
@@ -276,6 +289,7 @@ export class DecisionDesk<K extends Kind> {
     const { declaration, record } = this;
     declaration.remove(record.state, subject);
     this.observer?.closed(subject);
+    record.notices?.closed(declaration.kind, subject);
     if (this.waiting().length === 0 && record.state.phase === declaration.phase) record.state.phase = declaration.after;
     record.host.publish(declaration.kind);
   }
@@ -318,7 +332,11 @@ export const checks = {
       const keyId = (decision as { keyId?: unknown }).keyId;
       // Signing on and no key named: the signature check says the decision is unsigned.
       if (signing && typeof keyId !== 'string') return undefined;
-      return groupProblem(groups, tool(pending), signing ? keyId : decider(decision));
+      const who = signing ? keyId : decider(decision);
+      const problem = groupProblem(groups, tool(pending), who);
+      // A wait escalated to an approver group may be decided by its members too.
+      const escalatedTo = problem && desk.record.notices?.escalatedTo(desk.declaration.kind, desk.declaration.pendingSubject(pending));
+      return escalatedTo && desk.record.notices!.membersOf(escalatedTo).includes(who as string) ? undefined : problem;
     };
   },
   /** Its signature authenticates it, when the worker has approver keys. */

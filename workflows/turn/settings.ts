@@ -5,6 +5,7 @@ import type { ResolvedTurnLimits, TurnLimits } from '../../common/contract/turn'
 import { approversOf, type ApproverGroups } from '../../common/approver-groups';
 import { FAILURE_TYPE } from '../../common/failures';
 import type { Signing } from '../decisions/desk';
+import type { NotifySettings } from '../../common/contract/notifications';
 
 /** What a turn does with a stream cut off after chunks went out. */
 export type StreamSettings = Required<TurnSettings>['interruptedStreams'];
@@ -29,6 +30,8 @@ export interface TurnRunSettings {
   outcomes: TurnSettings['outcomes'];
   /** The turn's agent as the worker declared it at the turn's start (left out for the default agent). */
   agent?: AgentTurnSettings;
+  /** Who is told of the turn's waits (config `approvals.notify`); left out when nobody is. */
+  notify?: NotifySettings;
 }
 
 /**
@@ -65,6 +68,7 @@ export async function settingsFor({ limits: own, agent: named }: { limits?: Turn
     metrics,
     outcomes: settings.outcomes,
     ...(agent ? { agent } : {}),
+    ...(settings.approvals.notify && settings.approvals.notify.routes.length > 0 ? { notify: settings.approvals.notify } : {}),
   };
 }
 
