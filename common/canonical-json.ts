@@ -5,6 +5,18 @@
  * written `null` where it recurs, as it has no JSON text.
  */
 export function canonicalJson(value: unknown): string {
+  return writeJson(value, true);
+}
+
+/**
+ * JSON as JSON.stringify writes it (keys in their own order, no toJSON), where JSON.stringify cannot: on some Node.js
+ * versions (22) it overflows its stack near 4,500 levels. For text that is shown or cut, not compared.
+ */
+export function deepJson(value: unknown): string {
+  return writeJson(value, false);
+}
+
+function writeJson(value: unknown, sortKeys: boolean): string {
   const parts: string[] = [];
   // What is left to write, last first: a value, or text between values. `open` holds the objects and arrays being written.
   const pending: Array<{ value: unknown } | { text: string; closes?: object }> = [{ value }];
@@ -30,9 +42,8 @@ export function canonicalJson(value: unknown): string {
       }
     } else {
       open.add(item);
-      const entries = Object.entries(item as Record<string, unknown>)
-        .filter(([, entry]) => entry !== undefined)
-        .sort(([left], [right]) => (left < right ? -1 : left > right ? 1 : 0));
+      const entries = Object.entries(item as Record<string, unknown>).filter(([, entry]) => entry !== undefined);
+      if (sortKeys) entries.sort(([left], [right]) => (left < right ? -1 : left > right ? 1 : 0));
       parts.push('{');
       pending.push({ text: '}', closes: item });
       for (let index = entries.length - 1; index >= 0; index--) {

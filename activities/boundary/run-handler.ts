@@ -1,6 +1,7 @@
 import { Context } from '@temporalio/activity';
 import type { BoundaryResult, RunToolInput } from '../../common/activity-types';
 import { BoundaryResults } from '../../common/boundary-results';
+import { deepJson } from '../../common/canonical-json';
 import { DEFAULT_IN_FLIGHT_GRACE_MS } from '../../intents/intent-store';
 import type { ToolDefinition } from '../../tools/define-tool';
 import { ToolError } from '../../tools/tool-error';
@@ -9,9 +10,19 @@ import { classifyError } from './classify-error';
 import { redactText, redactValue } from './redact';
 import { Semaphore } from './semaphore';
 
-/** Output cut to the tool's limit, with the size it had before. */
+/**
+ * Output cut to the tool's limit, with the size it had before. A value too deep for the platform's JSON writer goes on
+ * as its JSON text: every later step (Temporal's payloads, the model's messages) would write it with that writer.
+ */
 export function truncateOutput(data: unknown, maxChars: number): { data: unknown; originalSize: number; truncated: boolean } {
-  const text = typeof data === 'string' ? data : JSON.stringify(data ?? null);
+  let text: string;
+  try {
+    text = typeof data === 'string' ? data : JSON.stringify(data ?? null);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    text = deepJson(data);
+    data = text;
+  }
   if (text.length <= maxChars) return { data, originalSize: text.length, truncated: false };
   return {
     data: `${text.slice(0, maxChars)}…[truncated: ${maxChars} of ${text.length} characters]`,

@@ -40,6 +40,14 @@ export function nestedArrays(depth: number): unknown {
   return value;
 }
 
+/**
+ * The JSON text of `deepObject(depth, bottom)`, written without JSON.stringify: some Node.js versions (22) overflow
+ * stringify's stack near 4,500 levels, and a hostile party is not bound by any serializer.
+ */
+export function deepJsonText(depth: number, bottom: unknown = 'bottom'): string {
+  return `${'{"next":'.repeat(depth)}${JSON.stringify(bottom)}${'}'.repeat(depth)}`;
+}
+
 /** Objects nested `depth` deep (`{ next: { next: … "bottom" } }`), as a hostile answer or argument carries them. */
 export function deepObject(depth: number, bottom: unknown = 'bottom'): unknown {
   let value: unknown = bottom;

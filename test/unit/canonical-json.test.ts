@@ -1,6 +1,7 @@
 // Canonical JSON (what every argument digest and definition digest is computed over) of ordinary and hostile values.
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../common/canonical-json';
+import { canonicalJson, deepJson } from '../../common/canonical-json';
+import { truncateOutput } from '../../activities/boundary/run-handler';
 import { argsDigest } from '../../tools/canonical-json';
 import { deepObject, nestedArrays } from '../helpers/schema-probes';
 
@@ -20,7 +21,26 @@ describe('canonicalJson', () => {
     const objects = canonicalJson(deepObject(100_000));
     expect(objects).toBe(`${'{"next":'.repeat(100_000)}"bottom"${'}'.repeat(100_000)}`);
     expect(canonicalJson(nestedArrays(100_000))).toBe(`${'['.repeat(100_000)}${']'.repeat(100_000)}`);
-    expect(objects).toBe(JSON.stringify(deepObject(100_000)));
+    // The platform's writer as a witness where every supported Node.js can run it (22 overflows near 4,500 levels).
+    expect(canonicalJson(deepObject(1_000))).toBe(JSON.stringify(deepObject(1_000)));
+  });
+
+  it('deepJson writes keys in their own order as JSON.stringify does, at depths JSON.stringify cannot reach on Node.js 22', () => {
+    const ordinary = { z: 1, a: [true, null, 'x'], m: { y: 2, b: undefined } };
+    expect(deepJson(ordinary)).toBe(JSON.stringify(ordinary));
+    expect(deepJson(deepObject(100_000))).toBe(`${'{"next":'.repeat(100_000)}"bottom"${'}'.repeat(100_000)}`);
+  });
+
+  it("a tool's answer too deep for the platform's writer goes on as its JSON text, cut to the bound", () => {
+    const text = `${'{"next":'.repeat(100_000)}"bottom"${'}'.repeat(100_000)}`;
+    const whole = truncateOutput(deepObject(100_000), 10_000_000);
+    expect(whole).toMatchObject({ originalSize: text.length, truncated: false });
+    // Whatever its form (the value where the platform can write it, else its text), every later step can write it.
+    const written = JSON.stringify(whole.data);
+    expect(typeof whole.data === 'string' ? whole.data : written).toBe(text);
+    const cut = truncateOutput(deepObject(100_000), 100);
+    expect(cut.truncated).toBe(true);
+    expect(cut.data).toBe(`${text.slice(0, 100)}…[truncated: 100 of ${text.length} characters]`);
   });
 
   it('writes null where a value contains itself (it has no JSON text), and a shared value at each place', () => {
