@@ -1,5 +1,6 @@
 import os from 'node:os';
 import { createInterface } from 'node:readline/promises';
+import { deepJson } from '../common/canonical-json';
 import type { PendingApproval } from '../common/contract/decisions';
 import type { ToolEvent } from '../common/contract/tools';
 import type { AgentTurnResult, Usage } from '../common/contract/turn';
@@ -87,6 +88,16 @@ export interface ApprovalView {
   complete: boolean;
 }
 
+/** The arguments as indented JSON; on one line where they nest too deep for the platform's writer (or to indent sensibly). */
+function argumentsText(args: unknown): string {
+  try {
+    return JSON.stringify(args, null, 2) ?? 'undefined';
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    return deepJson(args);
+  }
+}
+
 /**
  * What the terminal shows of a call waiting for approval, safe to print: the tool and the
  * arguments as JSON, exactly those the digest it names covers (`matches` is false when they are
@@ -102,7 +113,7 @@ export function describeApproval(
   const matches = approvalDigest(pending.args, pending.definitionDigest) === digest;
   const asker = pending.agent ? `, asked by agent ${forTerminal(pending.agent.name)}` : '';
   const header = `Approval needed for ${pending.callId}: ${pending.tool}${asker} (expires ${pending.expiresAt})\n  argsDigest ${digest}`;
-  const whole = JSON.stringify(pending.args, null, 2) ?? 'undefined';
+  const whole = argumentsText(pending.args);
   const complete = whole.length <= maxArgsChars;
   const args = complete
     ? whole

@@ -120,6 +120,19 @@ describe('what the approval prompt and the event lines show', () => {
     expect(whole.text).toContain('x'.repeat(10_000));
   });
 
+  it('shows arguments nested 100,000 levels deep on one line, cut, instead of failing (indented JSON of them has no length)', () => {
+    let args: unknown = { to: 'bottom\u202e' };
+    for (let level = 0; level < 100_000; level++) args = { next: args };
+    const shown = describeApproval(pending(args));
+    expect(shown.matches).toBe(true);
+    expect(shown.complete).toBe(false);
+    expect(shown.text).toContain('{"next":{"next":');
+    expect(shown.text).not.toMatch(ACTIVE);
+    const whole = describeApproval(pending(args), { maxArgsChars: Number.POSITIVE_INFINITY });
+    expect(whole.complete).toBe(true);
+    expect(whole.text).toContain('{"to":"bottom\\u{202E}"}');
+  });
+
   it('checks a call of a tool from elsewhere against the digest that binds its definition too', () => {
     const args = { path: 'reply.md', content: 'hi' };
     const definitionDigest = 'd'.repeat(64);
