@@ -6,6 +6,7 @@ import { parseDuration } from '../../common/duration';
 import { grantRequestProblem } from '../../common/grant-request';
 import { decisionDigest, describeApproval, SHOWN_ARGS_CHARS } from '../follow-turn';
 import { formatTable } from '../format-table';
+import { describeNotices } from '../notices-text';
 import { forTerminal } from '../terminal-text';
 import type { InboxEntry } from '../tollgate-client';
 import { loadConfig } from '../../config/load-config';
@@ -27,9 +28,12 @@ function describeInbox(entries: InboxEntry[]): string {
         ),
       ),
       ...calls.map((entry) =>
-        entry.kind === 'approval'
-          ? `\n${forTerminal(entry.workflowId)} ${describeApproval(entry).text}`
-          : `\n${forTerminal(entry.workflowId)} ${describeResolution(entry)}`,
+        [
+          entry.kind === 'approval'
+            ? `\n${forTerminal(entry.workflowId)} ${describeApproval(entry).text}`
+            : `\n${forTerminal(entry.workflowId)} ${describeResolution(entry)}`,
+          ...describeNotices(entry),
+        ].join('\n'),
       ),
     );
   }

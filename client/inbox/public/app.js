@@ -30,6 +30,37 @@ const connection = signal('connecting');
 const notice = signal(undefined); // { kind: 'ok' | 'error', text }
 const selected = computed(() => snapshot.value.items.find((item) => item.id === selectedId.value));
 
+/** The item a notification's link names (`#/item/<workflowId>/<callId>`), until it is listed and chosen. */
+function linkedFromHash() {
+  const match = /^#\/item\/([^/]+)\/([^/]+)$/.exec(location.hash);
+  if (!match) return undefined;
+  try {
+    return { workflowId: decodeURIComponent(match[1]), callId: decodeURIComponent(match[2]) };
+  } catch {
+    return undefined;
+  }
+}
+const linkedItem = signal(linkedFromHash());
+
+/** The call id an item's link names: the call's, or `resume:<step>` for a stream cut off. */
+function callIdOf(item) {
+  return item.kind === 'resume' ? `resume:${item.pending.step}` : item.pending.callId;
+}
+
+/** Chooses the item a link named once it is listed (opening it decides nothing). */
+function selectLinked() {
+  const wanted = linkedItem.value;
+  if (!wanted) return;
+  const found = snapshot.value.items.find((item) => item.turn.workflowId === wanted.workflowId && callIdOf(item) === wanted.callId);
+  if (!found) return;
+  selectedId.value = found.id;
+  linkedItem.value = undefined;
+}
+window.addEventListener('hashchange', () => {
+  linkedItem.value = linkedFromHash();
+  selectLinked();
+});
+
 /** A JSON request to the inbox, with the session's CSRF token; the answer's JSON, or an Error with the server's reason. */
 async function post(url, body) {
   const response = await fetch(url, {
@@ -61,6 +92,7 @@ function watchItems() {
   events.addEventListener('items', (event) => {
     snapshot.value = JSON.parse(event.data);
     connection.value = 'live';
+    selectLinked();
   });
   events.onerror = () => (connection.value = 'reconnecting');
 }
@@ -572,11 +604,31 @@ function Detail({ item }) {
           <dd data-testid="policy-note"><${Shown} text=${pending.policyNote} /></dd>`
       }
       ${
+        pending.escalatedTo &&
+        html`<dt>Escalated</dt>
+          <dd data-testid="escalated">to ${pending.escalatedTo}, whose members may decide too</dd>`
+      }
+      ${
         item.toolChanged &&
         html`<dt>Note</dt>
           <dd class="errors">The workers now declare this tool differently than when the call was checked.</dd>`
       }
     </dl>
+    ${
+      pending.notifications?.length > 0 &&
+      html`<h3>Who was told</h3>
+        <ul data-testid="notifications">
+          ${pending.notifications.map(
+            (receipt) =>
+              html`<li key=${receipt.id}>
+                ${receipt.kind ?? 'notice'} to <strong><${Shown} text=${receipt.channel} /></strong>: ${receipt.status} ${ago(receipt.at)}
+                ago${receipt.attempts > 1 ? ` after ${receipt.attempts} attempts` : ''}${
+                  receipt.error ? html`: <span class="errors"><${Shown} text=${receipt.error} /></span>` : ''
+                }
+              </li>`,
+          )}
+        </ul>`
+    }
     <h3>The request</h3>
     <pre><${Shown} text=${turn.prompt} /></pre>
     ${
