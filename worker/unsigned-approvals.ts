@@ -17,11 +17,13 @@ function isLoopback(address: string): boolean {
  */
 export function unsignedApprovalsWarning(
   config: TollgateConfig,
-  tools: ReadonlyArray<{ name: string; effect: keyof typeof EFFECT_TRAITS }>,
+  tools: ReadonlyArray<{ name: string; effect: keyof typeof EFFECT_TRAITS; needsApproval?: boolean | ((args: never) => boolean) }>,
 ): string | undefined {
   if (config.approvals.publicKeysEnv) return undefined;
   if (isLoopback(config.temporal.address)) return undefined;
-  const asking = tools.filter((tool) => EFFECT_TRAITS[tool.effect].needsApproval).map((tool) => tool.name);
+  // A tool asks by its effect, or by its own needsApproval (true, or a function that may say so for some arguments).
+  const asks = (tool: (typeof tools)[number]) => EFFECT_TRAITS[tool.effect].needsApproval || (tool.needsApproval ?? false) !== false;
+  const asking = tools.filter(asks).map((tool) => tool.name);
   if (asking.length === 0) return undefined;
   const shown = asking.length > 5 ? `${asking.slice(0, 5).join(', ')} and ${asking.length - 5} more` : asking.join(', ');
   return (

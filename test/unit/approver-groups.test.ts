@@ -157,5 +157,17 @@ describe('a worker that takes unsigned decisions on a shared server', () => {
     expect(unsignedApprovalsWarning(config('127.0.0.2:7233'), tools)).toBeUndefined();
     expect(unsignedApprovalsWarning(config('temporal.internal:7233', 'KEYS'), tools)).toBeUndefined();
     expect(unsignedApprovalsWarning(config('temporal.internal:7233'), [tools[1]])).toBeUndefined();
+    expect(unsignedApprovalsWarning(config('temporal.internal:7233'), [{ ...tools[1], needsApproval: false }])).toBeUndefined();
+  });
+
+  it('names tools that wait for a person by their own needsApproval, whatever their effect', () => {
+    const asking = [
+      { name: 'read_records', effect: 'read' as const, needsApproval: true },
+      { name: 'bulk_update', effect: 'reversible_write' as const, needsApproval: (args: { rows: number }) => args.rows > 100 },
+      { name: 'save_draft', effect: 'reversible_write' as const },
+    ];
+    expect(unsignedApprovalsWarning(config('temporal.internal:7233'), asking)).toMatch(
+      /^approvals: read_records, bulk_update wait for a person's approval/,
+    );
   });
 });
