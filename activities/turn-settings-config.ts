@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DEFAULT_APPROVED_SCHEDULE_TO_START_MS, DEFAULT_TURN_LIMITS, OUTCOME_DEFAULTS } from '../common/defaults';
 import { duration, envName, positiveDuration } from '../config/schema-parts';
 import { approvalRulesSchema } from '../policies/approval-rules';
+import { notifySchema } from '../notify/notify-config';
 
 // The sections a worker reads into each turn's settings (turn-settings.ts).
 
@@ -64,6 +65,12 @@ export const approvalsSchema = z.strictObject({
    * its limits), `deny` (with the reason the model gets) or `ask`. Nothing matching: a person is asked.
    */
   rules: approvalRulesSchema.default([]),
+  /**
+   * Who is told when a call waits for a person (docs/approvals.md, "Notifications"): the channels
+   * (signed webhook, e-mail, Slack; secrets from the environment), named groups of approvers, and
+   * the routes matching waits to channels, with their reminders and escalation.
+   */
+  notify: notifySchema.prefault({}),
 });
 
 /** The `outcomes` section: what a write whose outcome is unknown does. */

@@ -154,7 +154,7 @@ function secretParts(value: string | undefined): string[] {
  * The worker's secrets, by value: what the environment variables its config names hold (every
  * model's `apiKeyEnv`, `store.postgresUrlEnv`, `encryption.keysEnv`, the codec server's
  * `tokenEnv`, `approvals.privateKeyEnv`, each MCP server's `headersFromEnv` and `env`, each
- * OpenAPI source's `headersFromEnv`), the
+ * OpenAPI source's `headersFromEnv`, each notification channel's secret variables), the
  * headers sent to the tracing backend, and the Temporal profile's API key.
  */
 export function workerSecrets(config: TollgateConfig, env: NodeJS.ProcessEnv = process.env): string[] {
@@ -173,6 +173,15 @@ export function workerSecrets(config: TollgateConfig, env: NodeJS.ProcessEnv = p
   }
   for (const source of Object.values(config.openapi.sources)) {
     for (const variable of Object.values(source.headersFromEnv ?? {})) variables.add(variable);
+  }
+  // The notification channels' secrets: a webhook's signing secret (and URL when it is one), SMTP credentials, a Slack webhook's URL.
+  for (const channel of Object.values(config.approvals.notify?.channels ?? {})) {
+    if (channel.type === 'webhook') {
+      variables.add(channel.secretEnv);
+      if (channel.urlEnv) variables.add(channel.urlEnv);
+    } else if (channel.type === 'email') {
+      if (channel.smtp.auth) [channel.smtp.userEnv, channel.smtp.passwordEnv].forEach((variable) => variables.add(variable));
+    } else variables.add(channel.urlEnv);
   }
   values.push(...[...variables].map((variable) => env[variable]));
   values.push(...Object.values(config.telemetry.otlp?.headers ?? {}));

@@ -49,6 +49,12 @@ export function guardStore(store: IdempotencyStore): IdempotencyStore {
           readContent: (key) => call(`read content ${key}`, () => store.readContent!(key)),
         }
       : {}),
+    ...(store.notificationSent && store.recordNotificationSent
+      ? {
+          notificationSent: (id) => call(`read sent notification ${id}`, () => store.notificationSent!(id)),
+          recordNotificationSent: (sent) => call(`record sent notification ${sent?.id}`, () => store.recordNotificationSent!(sent)),
+        }
+      : {}),
     close: () => call('close', () => store.close()),
   };
   Object.defineProperty(guarded, GUARDED, { value: true });

@@ -57,6 +57,21 @@ export interface PruneReport {
   startedKept: number;
   /** Kept contents (tool results later model steps referred to) deleted because they were older than the retention period. */
   contentsDeleted?: number;
+  /** Records of sent notifications deleted because they were older than the retention period. */
+  notificationsDeleted?: number;
+}
+
+/** A notification recorded as delivered: its id (the idempotency key), where and when it went. */
+export interface SentNotification {
+  id: string;
+  channel: string;
+  workflowId: string;
+  callId: string;
+  kind: string;
+  /** When the receiver took it (ISO 8601). */
+  sentAt: string;
+  /** The attempts its delivery took. */
+  attempts: number;
 }
 
 /** Content a turn keeps once and refers to after (a tool result its later model steps are sent by reference). */
@@ -143,6 +158,14 @@ export interface IdempotencyStore {
   keepContent?(content: KeptContent): Promise<void>;
   /** The content kept under `key`, or undefined when the store has none. */
   readContent?(key: string): Promise<KeptContent | undefined>;
+  /**
+   * The delivery recorded for a notification id, or undefined. Optional, with
+   * `recordNotificationSent`: a store without them (a custom one) lets a re-run send again, and the
+   * receiver's dedupe by id covers it.
+   */
+  notificationSent?(id: string): Promise<SentNotification | undefined>;
+  /** Records a notification as delivered; recording an id again keeps the first record. */
+  recordNotificationSent?(sent: SentNotification): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -179,6 +202,50 @@ export const CONTENT_COLUMNS_SQL = `key TEXT PRIMARY KEY,
     digest TEXT NOT NULL,
     content TEXT NOT NULL,
     kept_at TEXT NOT NULL`;
+
+/** The columns of the sent notifications table, the same in both stores. */
+export const NOTIFICATION_COLUMNS_SQL = `id TEXT PRIMARY KEY,
+    channel TEXT NOT NULL,
+    workflow_id TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    sent_at TEXT NOT NULL,
+    attempts INTEGER NOT NULL`;
+
+/** A stored row of a sent notification, as both stores keep it. */
+export interface SentNotificationRow {
+  id: string;
+  channel: string;
+  workflow_id: string;
+  call_id: string;
+  kind: string;
+  sent_at: string;
+  attempts: number;
+}
+
+/** A stored row as the record the activity reads. */
+export function sentNotificationFromRow(row: SentNotificationRow | undefined): SentNotification | undefined {
+  if (!row) return undefined;
+  return {
+    id: row.id,
+    channel: row.channel,
+    workflowId: row.workflow_id,
+    callId: row.call_id,
+    kind: row.kind,
+    sentAt: row.sent_at,
+    attempts: Number(row.attempts),
+  };
+}
+
+/** Checks a sent notification's record before it reaches a store, so that a bad one is refused with what was wrong. */
+export function checkSentNotification(sent: SentNotification): void {
+  for (const field of ['id', 'channel', 'workflowId', 'callId', 'kind', 'sentAt'] as const) {
+    if (typeof sent?.[field] !== 'string' || sent[field].length === 0)
+      throw new TypeError(`recordNotificationSent: ${field} must be a non-empty string`);
+  }
+  if (!Number.isInteger(sent.attempts) || sent.attempts < 0)
+    throw new TypeError(`recordNotificationSent: attempts must be a whole number, got ${String(sent.attempts)}`);
+}
 
 /** Checks content before it reaches a store, so that a bad one is refused with what was wrong. */
 export function checkKeptContent(content: KeptContent): void {

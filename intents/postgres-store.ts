@@ -5,17 +5,21 @@ import {
   ADDED_COLUMNS,
   checkClaimRequest,
   checkKeptContent,
+  checkSentNotification,
   claimDecision,
   CONTENT_COLUMNS_SQL,
   DEFAULT_IN_FLIGHT_GRACE_MS,
   INTENT_COLUMNS_SQL,
   IntentStoreError,
+  NOTIFICATION_COLUMNS_SQL,
   recordFromRow,
+  sentNotificationFromRow,
   type ClaimRequest,
   type ClaimResult,
   type IdempotencyStore,
   type IntentRow,
   type IntentStoreOptions,
+  type SentNotificationRow,
 } from './intent-store';
 
 /** How long a store call waits for a connection, and for one statement, before it fails with a clear error. */
@@ -78,6 +82,8 @@ export function openPostgresStore(
         await client.query('CREATE INDEX IF NOT EXISTS tollgate_intents_by_commit ON tollgate_intents (state, committed_at)');
         await client.query(`CREATE TABLE IF NOT EXISTS tollgate_kept_contents (${CONTENT_COLUMNS_SQL})`);
         await client.query('CREATE INDEX IF NOT EXISTS tollgate_kept_contents_by_time ON tollgate_kept_contents (kept_at)');
+        await client.query(`CREATE TABLE IF NOT EXISTS tollgate_sent_notifications (${NOTIFICATION_COLUMNS_SQL})`);
+        await client.query('CREATE INDEX IF NOT EXISTS tollgate_sent_notifications_by_time ON tollgate_sent_notifications (sent_at)');
         await client.query('COMMIT');
         client.release();
       } catch (error) {
@@ -256,7 +262,13 @@ export function openPostgresStore(
           [before],
         );
         const contents = await pool.query('DELETE FROM tollgate_kept_contents WHERE kept_at < $1', [before]);
-        return { deleted: deleted.rowCount ?? 0, startedKept: Number(started.rows[0]!.count), contentsDeleted: contents.rowCount ?? 0 };
+        const notifications = await pool.query('DELETE FROM tollgate_sent_notifications WHERE sent_at < $1', [before]);
+        return {
+          deleted: deleted.rowCount ?? 0,
+          startedKept: Number(started.rows[0]!.count),
+          contentsDeleted: contents.rowCount ?? 0,
+          notificationsDeleted: notifications.rowCount ?? 0,
+        };
       });
     },
     keepContent(content) {
@@ -276,6 +288,27 @@ export function openPostgresStore(
         );
         const row = rows[0];
         return row && { key: row.key, taskId: row.task_id, digest: row.digest, content: row.content };
+      });
+    },
+    notificationSent(id) {
+      return guarded(`read sent notification ${id}`, async () =>
+        sentNotificationFromRow(
+          (await pool.query<SentNotificationRow>('SELECT * FROM tollgate_sent_notifications WHERE id = $1', [id])).rows[0],
+        ),
+      );
+    },
+    recordNotificationSent(sent) {
+      try {
+        checkSentNotification(sent);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return guarded(`record sent notification ${sent.id}`, async () => {
+        await pool.query(
+          `INSERT INTO tollgate_sent_notifications (id, channel, workflow_id, call_id, kind, sent_at, attempts)
+           VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`,
+          [sent.id, sent.channel, sent.workflowId, sent.callId, sent.kind, sent.sentAt, sent.attempts],
+        );
       });
     },
     async close() {

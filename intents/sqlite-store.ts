@@ -6,18 +6,22 @@ import {
   ADDED_COLUMNS,
   checkClaimRequest,
   checkKeptContent,
+  checkSentNotification,
   claimDecision,
   CONTENT_COLUMNS_SQL,
   DEFAULT_IN_FLIGHT_GRACE_MS,
   INTENT_COLUMNS_SQL,
   IntentStoreError,
+  NOTIFICATION_COLUMNS_SQL,
   recordFromRow,
+  sentNotificationFromRow,
   type ClaimRequest,
   type ClaimResult,
   type IdempotencyStore,
   type IntentRow,
   type IntentStoreOptions,
   type KeptContent,
+  type SentNotificationRow,
 } from './intent-store';
 
 /**
@@ -38,6 +42,8 @@ export function openSqliteStore(file: string, { inFlightGraceMs = DEFAULT_IN_FLI
   db.exec('CREATE INDEX IF NOT EXISTS intents_by_commit ON intents (state, committed_at)');
   db.exec(`CREATE TABLE IF NOT EXISTS kept_contents (${CONTENT_COLUMNS_SQL})`);
   db.exec('CREATE INDEX IF NOT EXISTS kept_contents_by_time ON kept_contents (kept_at)');
+  db.exec(`CREATE TABLE IF NOT EXISTS sent_notifications (${NOTIFICATION_COLUMNS_SQL})`);
+  db.exec('CREATE INDEX IF NOT EXISTS sent_notifications_by_time ON sent_notifications (sent_at)');
 
   const select = db.prepare<[string], IntentRow>('SELECT * FROM intents WHERE key = ?');
   const insertStarted = db.prepare(
@@ -72,6 +78,12 @@ export function openSqliteStore(file: string, { inFlightGraceMs = DEFAULT_IN_FLI
     'SELECT key, task_id, digest, content FROM kept_contents WHERE key = ?',
   );
   const pruneContents = db.prepare('DELETE FROM kept_contents WHERE kept_at < ?');
+  const selectNotification = db.prepare<[string], SentNotificationRow>('SELECT * FROM sent_notifications WHERE id = ?');
+  const insertNotification = db.prepare(
+    `INSERT INTO sent_notifications (id, channel, workflow_id, call_id, kind, sent_at, attempts)
+     VALUES (@id, @channel, @workflowId, @callId, @kind, @sentAt, @attempts) ON CONFLICT (id) DO NOTHING`,
+  );
+  const pruneNotifications = db.prepare('DELETE FROM sent_notifications WHERE sent_at < ?');
   const countOldStarted = db.prepare<[string], { count: number }>(
     `SELECT count(*) AS count FROM intents WHERE state = 'started' AND started_at < ?`,
   );
@@ -163,6 +175,7 @@ export function openSqliteStore(file: string, { inFlightGraceMs = DEFAULT_IN_FLI
           deleted: pruneCommitted.run(before).changes,
           startedKept: countOldStarted.get(before)!.count,
           contentsDeleted: pruneContents.run(before).changes,
+          notificationsDeleted: pruneNotifications.run(before).changes,
         };
       });
     },
@@ -176,6 +189,15 @@ export function openSqliteStore(file: string, { inFlightGraceMs = DEFAULT_IN_FLI
       return guarded(`read content ${key}`, (): KeptContent | undefined => {
         const row = selectContent.get(key);
         return row && { key: row.key, taskId: row.task_id, digest: row.digest, content: row.content };
+      });
+    },
+    notificationSent(id) {
+      return guarded(`read sent notification ${id}`, () => sentNotificationFromRow(selectNotification.get(id)));
+    },
+    recordNotificationSent(sent) {
+      return guarded(`record sent notification ${sent?.id}`, () => {
+        checkSentNotification(sent);
+        insertNotification.run(sent);
       });
     },
     async close() {

@@ -83,23 +83,27 @@ const LAYERS: Record<string, string[]> = {
   intents: ['common', 'config-parts', 'hardened'],
   policies: ['common', 'config-parts', 'hardened', 'intents'],
   tools: ['common', 'config-parts', 'hardened'],
+  notify: ['common', 'config-parts', 'hardened'],
   agents: ['common', 'config-parts', 'hardened', 'policies', 'tools'],
   connection: ['common', 'config-parts', 'hardened'],
   workflows: ['common'],
-  activities: ['common', 'config-parts', 'hardened', 'intents', 'policies', 'tools', 'agents'],
-  config: ['common', 'config-parts', 'hardened', 'codec', 'intents', 'policies', 'tools', 'agents', 'connection', 'activities'],
+  activities: ['common', 'config-parts', 'hardened', 'intents', 'policies', 'tools', 'agents', 'notify'],
+  config: ['common', 'config-parts', 'hardened', 'codec', 'intents', 'policies', 'tools', 'agents', 'notify', 'connection', 'activities'],
   server: ['common', 'config-parts', 'config', 'hardened', 'codec', 'connection'],
-  worker: ['common', 'config-parts', 'config', 'hardened', 'codec', 'intents', 'policies', 'tools', 'agents', 'connection', 'activities'],
+  worker: [
+    ...['common', 'config-parts', 'config', 'hardened', 'codec', 'intents', 'policies', 'tools', 'agents', 'notify', 'connection'],
+    'activities',
+  ],
   client: [
     ...['common', 'config-parts', 'config', 'hardened', 'codec', 'intents', 'policies', 'tools', 'agents', 'connection'],
     ...['workflows', 'server', 'worker'],
   ],
   testing: [
-    ...['common', 'config-parts', 'config', 'hardened', 'codec', 'intents', 'policies', 'tools', 'agents', 'connection'],
+    ...['common', 'config-parts', 'config', 'hardened', 'codec', 'intents', 'policies', 'tools', 'agents', 'notify', 'connection'],
     ...['workflows', 'activities', 'server', 'worker', 'client'],
   ],
   bench: [
-    ...['common', 'config-parts', 'config', 'hardened', 'codec', 'intents', 'policies', 'tools', 'agents', 'connection'],
+    ...['common', 'config-parts', 'config', 'hardened', 'codec', 'intents', 'policies', 'tools', 'agents', 'notify', 'connection'],
     ...['workflows', 'activities', 'server', 'worker', 'client', 'testing'],
   ],
   // The setup and build scripts run before anything is installed or built: they import nothing of the package.
@@ -193,6 +197,7 @@ describe('the layers', () => {
     ['hardened', ['activities', 'worker', 'client', 'workflows', 'intents', 'tools', 'testing']],
     ['activities', ['worker', 'client', 'workflows', 'testing']],
     ['agents', ['activities', 'worker', 'client', 'workflows', 'intents', 'testing']],
+    ['notify', ['activities', 'worker', 'client', 'workflows', 'intents', 'policies', 'tools', 'agents', 'testing']],
   ])('%s/ imports none of the layers above it', (folder, above) => {
     expect(shown(importsOf(folder).filter((found) => above.includes(topFolder(found.target))))).toEqual([]);
   });
