@@ -99,4 +99,22 @@ describe('TollgatePlugin in a worker of your own', () => {
     // The worker stopped: what the plugin opened is closed.
     expect(notes.record.events).toEqual(['open notes', 'close notes']);
   });
+
+  it('refuses your activities under the names of its own, naming them, and closes what it had opened', async () => {
+    const base = testConfig();
+    const config = { ...base, temporal: { ...base.temporal, taskQueue: `clash-${randomUUID()}` } };
+    const notes = staticNotesSource('notes', { a: 'kept' });
+    const plugin = new TollgatePlugin({ config, tools: [countingCharge().tool], toolSources: [notes.source] });
+    const yours = { runTool: async () => 'yours', recordRefund: userActivities().activities.recordRefund };
+    await expect(
+      Worker.create({
+        connection: env.nativeConnection,
+        taskQueue: config.temporal.taskQueue,
+        workflowsPath: path.join(__dirname, '..', 'fixtures', 'user-workflows.ts'),
+        activities: yours,
+        plugins: [plugin],
+      }),
+    ).rejects.toThrow("TollgatePlugin: your activities runTool have the names of Tollgate's; rename yours");
+    expect(notes.record.events).toEqual(['open notes', 'close notes']);
+  });
 });
