@@ -25,6 +25,9 @@ import { agentsFromConfig } from '../agents/agent-config';
 import { createAgentRegistry } from '../agents/agent-registry';
 import { createAgentInstructions } from './models/agent-instructions';
 import { agentCheckedRunTool } from './boundary/agent-checked-run-tool';
+import { createSendNotification } from './send-notification';
+import { configuredChannels } from '../notify/configured-channels';
+import type { NotificationChannel } from '../notify/notification-channel';
 
 /** What the activities are built from; tests pass their own tools and store. */
 export interface ActivityDependencies {
@@ -45,6 +48,8 @@ export interface ActivityDependencies {
   approvalRules?: ApprovalRule[];
   /** Agents given in code (`defineAgent`), next to the config's `agents` (a name may not be in both). */
   agents?: AgentDefinition[];
+  /** Notification channels built in code, next to the config's `approvals.notify.channels` (a name may not be in both). */
+  notifyChannels?: NotificationChannel[];
 }
 
 /** Builds the activities; their export names are their registered names. */
@@ -58,6 +63,7 @@ export function createActivities({
   policyStore,
   approvalRules,
   agents: codeAgents,
+  notifyChannels,
 }: ActivityDependencies): Activities {
   const models = createConfiguredModels(config, modelEnvironment, codeModels);
   const registry: ToolRegistry = createToolRegistry({
@@ -78,6 +84,13 @@ export function createActivities({
     toolNames: registry.list().map((tool) => tool.name),
     modelNames: [...models.keys()],
   });
+  // Channels are built now, their secrets read from the environment: one missing stops the worker at start, naming it.
+  const channels = configuredChannels(config.approvals.notify, { ...process.env, ...modelEnvironment?.env });
+  for (const channel of notifyChannels ?? []) {
+    if (channels.has(channel.name))
+      throw new Error(`notification channel "${channel.name}" is given in code and in approvals.notify.channels; give it once`);
+    channels.set(channel.name, channel);
+  }
   let policies = policyStore;
   const policyDependencies = { rules, agentRules: agents.rules, store: () => (policies ??= openPolicyStore(config)) };
   return {
@@ -96,6 +109,7 @@ export function createActivities({
     decideByPolicy: redactingActivity(createDecideByPolicy(policyDependencies), redactor),
     recordGrant: redactingActivity(createRecordGrant(policyDependencies), redactor),
     agentInstructions: redactingActivity(createAgentInstructions(agents), redactor),
+    sendNotification: redactingActivity(createSendNotification({ channels, store, redactor }), redactor),
   };
 }
 

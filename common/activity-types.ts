@@ -10,7 +10,7 @@ import type { Grant, GrantRequest } from './contract/decisions';
 import type { ApprovalRecord, CallEdit, ToolCallRequest, ToolCatalogue, ToolResult } from './contract/tools';
 import type { AgentTurnInput, ModelSelection, ResolvedTurnLimits, TurnLimits, Usage } from './contract/turn';
 import type { AgentReference } from './contract/agent';
-import type { NotifySettings } from './contract/notifications';
+import type { NotificationReceipt, NotifySettings, SendNotificationInput } from './contract/notifications';
 
 /** The registered names of the activities, as both sides spell them. */
 export const ACTIVITY_NAMES = {
@@ -24,6 +24,7 @@ export const ACTIVITY_NAMES = {
   decideByPolicy: 'decideByPolicy',
   recordGrant: 'recordGrant',
   agentInstructions: 'agentInstructions',
+  sendNotification: 'sendNotification',
 } as const;
 
 /**
@@ -41,6 +42,8 @@ export interface Activities {
   decideByPolicy(input: PolicyInput): Promise<PolicyVerdict>;
   recordGrant(input: RecordGrantInput): Promise<RecordGrantResult>;
   agentInstructions(input: AgentInstructionsInput): Promise<string>;
+  /** Tells one channel of one wait (docs/approvals.md, "Notifications"); never throws for the channel. */
+  sendNotification(input: SendNotificationInput): Promise<NotificationReceipt>;
 }
 
 /** Room an activity gets beyond the tool's own timeout, so the boundary's timer fires first. */
