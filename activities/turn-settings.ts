@@ -5,6 +5,10 @@ import { approverPublicKeysFromEnvironment } from '../common/approver-keys';
 import { toMilliseconds } from '../common/duration';
 import type { ResolvedTurnLimits } from '../common/contract/turn';
 import type { TollgateConfig } from '../config/config-schema';
+import { notifySettingsOf } from './notify-settings';
+
+/** The settings' `notify` key, present only when routes are set (the settings of turns without it stay as they were). */
+const notifyOf = (notify: ReturnType<typeof notifySettingsOf>) => (notify ? { notify } : {});
 
 /** The config's turn limits in the workflow's form (the schema fills in every default; a token budget only when set). */
 export function limitsFromConfig(config: TollgateConfig): ResolvedTurnLimits {
@@ -50,6 +54,7 @@ export function createTurnSettings(config: TollgateConfig, env: NodeJS.ProcessEn
       ...signing,
       ...(Object.keys(config.approvals.groups).length > 0 ? { groups: config.approvals.groups } : {}),
       policies: true,
+      ...notifyOf(notifySettingsOf(config.approvals.notify, config.inbox)),
     },
     interruptedStreams: {
       onInterruptedStream: config.model.onInterruptedStream,

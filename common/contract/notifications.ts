@@ -98,6 +98,11 @@ export interface NotifySettings {
   groups?: Record<string, string[]>;
   /** The web inbox's address, the base of each notification's link. */
   inboxUrl: string;
+  /**
+   * The longest one `sendNotification` may take by its channel's attempts, timeouts and pauses (the
+   * slowest channel's): its start-to-close bound, after which a lost worker's send is retried.
+   */
+  sendBoundMs?: number;
 }
 
 /** Who was told of one waiting call, when, and what failed; in each pending entry of the `state` query. */

@@ -17,11 +17,21 @@ import { DECISION_KINDS } from './kinds';
 /** The patch under which a turn tells people of its waits (turns recorded before it replay without it). */
 export const NOTIFY_WAITS = 'tollgate-notify-waits';
 
-// The activity bounds its own attempts and their timeouts; these only keep a lost worker from holding a notification forever.
-const { sendNotification } = proxyActivities<NotificationActivities>({
-  startToCloseTimeout: '2 minutes',
-  retry: { maximumAttempts: 3, initialInterval: '2 seconds' },
-});
+/** How long one notification may take when the settings do not say (workers whose settings predate `sendBoundMs`). */
+const DEFAULT_SEND_BOUND_MS = 2 * 60_000;
+
+/**
+ * The `sendNotification` activity, bounded by what its channels may take: the activity bounds its
+ * own attempts and their timeouts, so this bound only ends a send whose worker was lost, which
+ * Temporal then retries (on another worker) under the same id.
+ */
+function sendActivity(settings: NotifySettings): NotificationActivities['sendNotification'] {
+  return proxyActivities<NotificationActivities>({
+    startToCloseTimeout: settings.sendBoundMs ?? DEFAULT_SEND_BOUND_MS,
+    retry: { maximumAttempts: 3, initialInterval: '1 second' },
+    summary: 'tell the people who decide',
+  }).sendNotification;
+}
 
 /** What a wait is about, as its notifications tell it. */
 interface About {
@@ -64,6 +74,7 @@ function aboutOf<K extends Kind>(kind: K, pending: Pending<K>): About {
  */
 export class WaitNotifier implements WaitNotices {
   private readonly open = new Map<string, OpenWait>();
+  private readonly send: NotificationActivities['sendNotification'];
 
   constructor(
     private readonly state: TurnState,
@@ -74,7 +85,9 @@ export class WaitNotifier implements WaitNotices {
     private readonly publish: (kind: Kind) => void,
     /** Agent names from the root turn down to this one, when the turn is a subagent's. */
     private readonly lineage: () => string[] | undefined = () => undefined,
-  ) {}
+  ) {
+    this.send = sendActivity(settings ?? { routes: [], inboxUrl: '' });
+  }
 
   /** Starts telling of a wait that opened; nothing when no route matches it. */
   opened<K extends Kind>(kind: K, pending: Pending<K>): void {
@@ -171,7 +184,7 @@ export class WaitNotifier implements WaitNotices {
         ...(kind === 'escalation' ? { escalatedTo: wait.escalatedTo } : {}),
       };
       // Started outside the timers' scope: a decision ends the reminders, never a notification already on its way.
-      CancellationScope.nonCancellable(() => sendNotification({ notification, channel }))
+      CancellationScope.nonCancellable(() => this.send({ notification, channel }))
         .catch((error: unknown) => this.failed(notification, channel, error))
         .then((receipt) => this.received(about, { ...receipt, kind }));
     }
