@@ -20,6 +20,7 @@ import { TollgateMetrics } from './telemetry/metrics';
 import { startMetricsServer } from './telemetry/metrics-server';
 import { createTracing } from './telemetry/tracing';
 import { unsignedApprovalsWarning } from './unsigned-approvals';
+import { withNotifyInCode, type NotifyInCode } from './notify-in-code';
 
 /** What a worker serves Tollgate from, in `createWorker` and in `TollgatePlugin` alike. */
 export interface TollgateServingOptions {
@@ -57,6 +58,11 @@ export interface TollgateServingOptions {
   activities?: Activities;
   /** The Temporal runtime's own metrics endpoint (from `installRuntimeMetrics`), merged into this worker's `/metrics`. */
   coreMetricsUrl?: string;
+  /**
+   * Who is told when a call waits for a person, in code: channels, approver groups and routes in the
+   * shape of config `approvals.notify`, added to the config's (routes given here are matched first).
+   */
+  notify?: NotifyInCode;
 }
 
 /** Something that runs beside the worker while it runs (the store's retention): started with it, it returns how to stop it. */
@@ -90,7 +96,11 @@ export async function openTollgateServing(
   owned: Array<() => Promise<void>>,
   where = 'createWorker',
 ): Promise<TollgateServing> {
-  const { config, tools, store: givenStore, activities } = options;
+  const { tools, store: givenStore, activities } = options;
+  const config = withNotifyInCode(options.config, options.notify, where);
+  if (activities && options.notify) {
+    throw new Error(`${where}: give notify or activities, not both (activities already carry their channels)`);
+  }
   if (activities && options.toolSources) {
     throw new Error(`${where}: give toolSources or activities, not both (activities already carry their tools)`);
   }
