@@ -12,11 +12,18 @@ export function mailMessageId(id: string, from: string): string {
   return `<${id}@${from.slice(from.lastIndexOf('@') + 1)}>`;
 }
 
-/** Whether another attempt may deliver: a 4xx answer or a broken connection; not a 5xx refusal nor a refused sign-in. */
-function retryableMailError(error: { code?: string; responseCode?: number }): boolean {
-  if (error.code === 'EAUTH' || error.code === 'EENVELOPE' || error.code === 'EMESSAGE') return false;
+/** Codes another attempt would meet alike: a refused sign-in, a refused envelope or message, a connection that would not turn to TLS. */
+const FINAL_CODES = new Set(['EAUTH', 'EENVELOPE', 'EMESSAGE', 'ETLS', 'ECONFIG']);
+
+/**
+ * Whether another attempt may deliver: a 4xx answer or a broken connection may pass next time; a
+ * 5xx refusal, a refused sign-in, STARTTLS not offered or a certificate that does not verify will not.
+ */
+function retryableMailError(error: { code?: string; responseCode?: number; message?: string }, cause: unknown): boolean {
   if (typeof error.responseCode === 'number') return error.responseCode < 500;
-  return true;
+  if (error.code !== undefined && FINAL_CODES.has(error.code)) return false;
+  const system = systemErrorCode(cause) ?? '';
+  return !/CERT|TLS|SELF_SIGNED|UNABLE_TO_VERIFY/.test(system) && !/certificate/i.test(String(error.message));
 }
 
 /**
@@ -82,7 +89,7 @@ export function emailChannel(name: string, config: EmailChannelConfig, env: Node
         const said = typeof failure.responseCode === 'number' ? `answered ${failure.responseCode}` : `failed${code ? ` (${code})` : ''}`;
         throw new ChannelFailure(
           `SMTP server ${smtp.host} ${said}: ${String(failure.message ?? error).split('\n')[0]}`,
-          retryableMailError(failure),
+          retryableMailError(failure, (error as { cause?: unknown }).cause ?? error),
           { cause: error },
         );
       }

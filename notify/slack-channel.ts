@@ -25,7 +25,11 @@ export function slackPayload(message: NotificationMessage): Record<string, unkno
     .map(([label, value]) => `*${slackEscape(label)}:* ${slackEscape(value)}`)
     .join('\n');
   const blocks: Array<Record<string, unknown>> = [
-    { type: 'header', text: { type: 'plain_text', text: bounded(message.subject.replace(/^\[Tollgate\] /, ''), SLACK_LIMITS.header) } },
+    // Escaped in plain text too: Slack asks for &, < and > as entities in every text it shows.
+    {
+      type: 'header',
+      text: { type: 'plain_text', text: bounded(slackEscape(message.subject.replace(/^\[Tollgate\] /, '')), SLACK_LIMITS.header) },
+    },
     { type: 'section', text: { type: 'mrkdwn', text: bounded(rows, SLACK_LIMITS.section) } },
   ];
   if (message.fields.arguments !== undefined) {
