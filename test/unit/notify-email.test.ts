@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createSendNotification } from '../../activities/send-notification';
 import { ConfigError } from '../../config/config-error';
+import { parseConfig } from '../../config/load-config';
 import { openSqliteStore } from '../../intents/sqlite-store';
 import type { IdempotencyStore } from '../../intents/intent-store';
 import { configuredChannels } from '../../notify/configured-channels';
@@ -311,5 +312,35 @@ describe('the e-mail channel at the worker start', () => {
       channels: { m: { type: 'email', to: ['ops@example.com\r\nBcc: x@y.z'], from: 'tollgate@example.com', smtp: { host: 'h' } } },
     });
     expect(injected.success).toBe(false);
+  });
+
+  it("reads the section from a config file: caFile resolved from the file's folder, an unknown key named with its path", () => {
+    const data = {
+      approvals: {
+        notify: {
+          channels: {
+            'ops-mail': {
+              type: 'email',
+              to: ['ops@example.com'],
+              from: 'tollgate@example.com',
+              smtp: { host: 'smtp.example.com', caFile: 'certs/ca.pem' },
+            },
+          },
+        },
+      },
+    };
+    const config = parseConfig(data, { source: '/srv/app/tollgate.config.yaml', baseDir: '/srv/app' });
+    const channel = config.approvals.notify.channels['ops-mail'];
+    expect(channel.type === 'email' && channel.smtp.caFile).toBe(path.resolve('/srv/app', 'certs/ca.pem'));
+    expect(channel).toMatchObject({ arguments: false, attempts: 3, timeout: 10_000, smtp: { secure: 'starttls', auth: true } });
+    expect(() =>
+      parseConfig(
+        { approvals: { notify: { channels: { m: { type: 'email', to: ['a@b.c'], from: 'a@b.c', smtp: { host: 'h', password: 'x' } } } } } },
+        {
+          source: 'tollgate.config.yaml',
+          baseDir: '/srv/app',
+        },
+      ),
+    ).toThrow(/unknown key "approvals\.notify\.channels\.m\.smtp\.password"/);
   });
 });
