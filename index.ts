@@ -53,7 +53,10 @@ export { createActivities, type Activities, type ActivityDependencies } from './
 /** The idempotency store on one machine (SQLite); PostgreSQL is chosen by config for several machines. */
 export { openSqliteStore } from './intents/sqlite-store';
 /** The interface of an idempotency store and its records. */
-export type { IdempotencyStore, IntentRecord } from './intents/intent-store';
+export type { IdempotencyStore, IntentRecord, SentNotification } from './intents/intent-store';
+/** A notification channel of your own (given to `createActivities({ notifyChannels })`), the message it sends, and its failure. */
+export { ChannelFailure, type NotificationChannel } from './notify/notification-channel';
+export type { NotificationFields, NotificationMessage } from './notify/notification-message';
 /** Starts Temporal's dev server from the installed binaries, or reuses one that answers. */
 export { ensureServer, startDevServer, type DevServer, type ServerLease } from './server/dev-server';
 
