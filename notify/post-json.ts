@@ -62,7 +62,7 @@ export async function postJson({
       signal,
     });
   } catch (error) {
-    if (signal.aborted) throw new ChannelFailure(`${receiver} did not answer in time`, true, { cause: error });
+    if (signal.aborted) throw new ChannelFailure(`${receiver} had not answered when the attempt was cut off`, true, { cause: error });
     const code = systemErrorCode(error);
     throw new ChannelFailure(`${receiver} could not be reached${code ? ` (${code})` : ''}`, true, { cause: error });
   }
