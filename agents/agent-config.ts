@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DEFAULT_TURN_LIMITS, LIMITS_ALLOWING_ZERO } from '../common/defaults';
 import { approvalRulesSchema } from '../policies/approval-rules';
 import { compileOutsideSchema } from '../tools/json-schema/outside-schema';
-import { completeAgent, jsonSchemaOutput, type AgentDefinition } from './define-agent';
+import { completeAgent, jsonSchemaOutput, splitSubagents, type AgentDefinition } from './define-agent';
 
 // The config's `agents` section: agents declared in temporal.config.yaml, with the fields of
 // `defineAgent` (instructions a string, tools by name, output a JSON Schema).
@@ -44,7 +44,7 @@ export const agentConfigSchema = z.strictObject({
   instructions: z.string().min(1).optional(),
   model: z.string().min(1).optional(),
   modelSettings: modelSettingsSchema.optional(),
-  /** Tool names; all registered tools when left out. */
+  /** Tool names, and subagents as `agent:<name>`; all registered tools when left out. */
   tools: z.array(z.string().min(1)).optional(),
   limits: agentLimitsSchema.optional(),
   /** A JSON Schema the final answer must fit; it is compiled when the config is read. */
@@ -82,10 +82,14 @@ export const agentsSchema = z.record(
 export function agentsFromConfig(section: z.output<typeof agentsSchema> | undefined): AgentDefinition[] {
   return Object.entries(section ?? {}).map(([name, agent]) => {
     const where = `agents.${name}`;
-    const { output, ...rest } = agent;
+    const { output, tools, ...rest } = agent;
+    // `agent:<name>` entries of the tool list are subagents; the rest stay tool names.
+    const split = tools ? splitSubagents(tools) : undefined;
     return completeAgent(where, {
       name,
       ...Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== undefined)),
+      ...(split ? { tools: split.tools as string[] } : {}),
+      ...(split && split.subagents.length > 0 ? { subagents: split.subagents as string[] } : {}),
       ...(output ? { output: jsonSchemaOutput(`${where}.output`, output) } : {}),
     });
   });

@@ -45,9 +45,29 @@ export function createAgentRegistry({
     );
     byName.set(agent.name, agent);
   }
+  checkSubagents(byName, toolNames);
   return {
     get: (name) => byName.get(name),
     names: () => [...byName.keys()],
     rules: (name) => rules.get(name) ?? [],
   };
+}
+
+/**
+ * Each agent's subagents are agents of this worker, and none shares its name with a tool the worker
+ * serves: the model is offered a subagent as a tool of the agent's name, so two tools would share one.
+ */
+function checkSubagents(byName: Map<string, AgentDefinition>, toolNames: string[]): void {
+  for (const agent of byName.values()) {
+    for (const subagent of agent.subagents ?? []) {
+      if (!byName.has(subagent))
+        throw new Error(
+          `agent ${agent.name}: subagent "${subagent}" is not an agent of this worker (agents: ${[...byName.keys()].join(', ')})`,
+        );
+      if (toolNames.includes(subagent))
+        throw new Error(
+          `agent ${agent.name}: its subagent ${subagent} is offered to the model as the tool "${subagent}", which is also the name of a tool the worker serves`,
+        );
+    }
+  }
 }

@@ -32,8 +32,11 @@ export interface AgentSpec<Output extends z.ZodType | undefined = undefined> {
   /** A model of the config's `model.models` (or `createWorker({ models })`) used when the turn names none. */
   model?: string;
   modelSettings?: ModelSettings;
-  /** The agent's tools: definitions or names. The model is offered only these, and a call outside them is `forbidden`. */
-  tools?: Array<ToolDefinition | string>;
+  /**
+   * The agent's tools: definitions or names. The model is offered only these, and a call outside them is `forbidden`.
+   * An agent among them (its definition, or `"agent:<name>"`) is a subagent: the model is offered a tool named after it.
+   */
+  tools?: Array<ToolDefinition | AgentDefinition<unknown> | string>;
   /** The agent's limits, over the config's; a turn's own limits may only lower them. */
   limits?: TurnLimits;
   /** A zod schema the final answer must fit, as JSON: the turn's `output` is the parsed value. */
@@ -58,6 +61,8 @@ export interface AgentDefinition<Output = unknown> {
   readonly modelSettings?: ModelSettings;
   /** Tool names; all registered tools when left out. */
   readonly tools?: string[];
+  /** The names of the agents this one may call as tools (subagents, each run as a child turn); none when left out. */
+  readonly subagents?: string[];
   readonly limits?: TurnLimits;
   readonly output?: OutputCheck;
   readonly outputRetries: number;
@@ -69,6 +74,42 @@ export interface AgentDefinition<Output = unknown> {
 }
 
 const AGENT_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
+
+/** How a tool list names an agent called as a tool (a subagent): `"agent:researcher"`. */
+export const SUBAGENT_PREFIX = 'agent:';
+
+/** Whether a value is an agent's definition (from defineAgent or the config), not a tool's. */
+export function isAgentDefinition(value: unknown): value is AgentDefinition<unknown> {
+  return !!value && typeof value === 'object' && typeof (value as AgentDefinition).digest === 'string' && 'outputRetries' in value;
+}
+
+/**
+ * A tool list split into tool names and subagent names: agents (definitions or `agent:<name>`)
+ * are subagents, everything else is left as it is for the checks that follow.
+ */
+export function splitSubagents(tools: readonly unknown[]): { tools: unknown[]; subagents: unknown[] } {
+  const split = { tools: [] as unknown[], subagents: [] as unknown[] };
+  for (const entry of tools) {
+    if (isAgentDefinition(entry)) split.subagents.push(entry.name);
+    else if (typeof entry === 'string' && entry.startsWith(SUBAGENT_PREFIX)) split.subagents.push(entry.slice(SUBAGENT_PREFIX.length));
+    else split.tools.push(entry && typeof entry === 'object' && 'name' in entry ? entry.name : entry);
+  }
+  return split;
+}
+
+/** Checks the subagents: agent names, each once, never the agent itself. */
+function checkSubagents(where: string, self: string, subagents: unknown): void {
+  if (subagents === undefined) return;
+  if (!Array.isArray(subagents)) fail(where, 'must be a list of agent names');
+  const seen = new Set<string>();
+  for (const subagent of subagents) {
+    if (typeof subagent !== 'string' || !AGENT_NAME.test(subagent))
+      fail(where, `holds ${JSON.stringify(subagent)}, not an agent (a definition, or "${SUBAGENT_PREFIX}<name>")`);
+    if (subagent === self) fail(where, `names the agent itself (${self}); an agent cannot be its own subagent`);
+    if (seen.has(subagent)) fail(where, `names agent ${subagent} twice`);
+    seen.add(subagent);
+  }
+}
 
 /** Throws, naming the agent and the field, when a definition is malformed. */
 function fail(where: string, message: string): never {
@@ -209,6 +250,7 @@ export function completeAgent(where: string, parts: AgentParts): AgentDefinition
       seen.add(tool);
     }
   }
+  checkSubagents(`${where}.tools`, name, parts.subagents);
   checkModelSettings(`${where}.modelSettings`, parts.modelSettings);
   checkLimits(`${where}.limits`, parts.limits);
   checkNumber(`${where}.outputRetries`, outputRetries, { integer: true, min: 0 });
@@ -227,6 +269,8 @@ export function completeAgent(where: string, parts: AgentParts): AgentDefinition
     output: parts.output?.jsonSchema ?? null,
     outputRetries,
     approvals: parts.approvals ?? null,
+    // Only when declared, so the digests of agents without subagents stay those they always were.
+    ...(parts.subagents ? { subagents: [...parts.subagents].sort() } : {}),
   };
   return { ...parts, outputRetries, digest: sha256(canonicalJson(described)) };
 }
@@ -240,7 +284,9 @@ export function defineAgent<Output extends z.ZodType | undefined = undefined>(
 ): AgentDefinition<Output extends z.ZodType ? z.output<Output> : unknown> {
   if (!spec || typeof spec !== 'object') throw new Error('defineAgent: expected an object { name, instructions, tools, … }');
   const where = `defineAgent(${typeof spec.name === 'string' ? spec.name : '?'})`;
-  const tools = spec.tools?.map((tool) => (tool && typeof tool === 'object' && 'name' in tool ? tool.name : tool));
+  const split = spec.tools && Array.isArray(spec.tools) ? splitSubagents(spec.tools) : undefined;
+  const tools = split ? split.tools : spec.tools;
+  const subagents = split && split.subagents.length > 0 ? split.subagents : undefined;
   const output = spec.output === undefined ? undefined : zodOutput(`${where}.output`, spec.output);
   return completeAgent(where, {
     name: spec.name,
@@ -249,6 +295,7 @@ export function defineAgent<Output extends z.ZodType | undefined = undefined>(
     ...(spec.model !== undefined ? { model: spec.model } : {}),
     ...(spec.modelSettings !== undefined ? { modelSettings: spec.modelSettings } : {}),
     ...(tools !== undefined ? { tools: tools as string[] } : {}),
+    ...(subagents !== undefined ? { subagents: subagents as string[] } : {}),
     ...(spec.limits !== undefined ? { limits: spec.limits } : {}),
     ...(output ? { output } : {}),
     ...(spec.outputRetries !== undefined ? { outputRetries: spec.outputRetries } : {}),

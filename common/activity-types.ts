@@ -7,7 +7,7 @@ import { FAILURE_TYPE, failureTypes } from './failures';
 import type { IdempotencyOutcome, StatusLookupAnswer } from './telemetry';
 import type { ResultReference, StepMessage, TranscriptReference } from './kept-results';
 import type { Grant, GrantRequest } from './contract/decisions';
-import type { ApprovalRecord, CallEdit, ToolCallRequest, ToolCatalogue, ToolResult } from './contract/tools';
+import type { ApprovalRecord, CallEdit, DelegateRecord, ToolCallRequest, ToolCatalogue, ToolResult } from './contract/tools';
 import type { AgentTurnInput, ModelSelection, ResolvedTurnLimits, TurnLimits, Usage } from './contract/turn';
 import type { AgentReference } from './contract/agent';
 import type { NotificationReceipt, NotifySettings, SendNotificationInput } from './contract/notifications';
@@ -133,6 +133,12 @@ export type CheckedToolCall = ToolCallRequest & {
   needsApproval?: boolean;
   /** The turn's agent (set by the workflow before the call runs): `runTool` checks the executing worker declares it alike. */
   agent?: AgentReference;
+  /**
+   * A delegate call (a subagent, offered as a tool of its name): the agent and what the model asked
+   * of it. The workflow runs it as a child turn; `policy.effect` is the strongest effect among the
+   * tools the subagent may use.
+   */
+  delegate?: { agent: string; request: string };
 } & ({ policy: ToolPolicy; refusal?: undefined } | { policy?: ToolPolicy; refusal: { code: ErrorCode; message: string } });
 
 /** The input of the `modelStep` activity. */
@@ -218,6 +224,8 @@ export interface BoundaryResult {
   repeatOf?: string;
   /** `runTool`: the result, kept once in the shared store, as later model steps are sent it. */
   kept?: ResultReference;
+  /** A delegate call: the subagent, its child turn's workflow id and how it ended (set by the workflow, for the call's event). */
+  delegate?: DelegateRecord;
 }
 
 /** The input of the `decideByPolicy` local activity: one irreversible call, before anyone is asked. */

@@ -61,7 +61,7 @@ async function startRun(input: AgentTurnInput, telemetry: TurnTelemetry): Promis
   const decisions = new TurnDecisions(state, telemetry);
   takeTurnMessages(state, decisions);
 
-  const settings = await settingsFor({ limits: input.limits, agent: input.agent });
+  const settings = await settingsFor({ limits: input.limits, agent: input.agent, lowerOnly: input.lineage !== undefined });
   const { agent } = settings;
   // The agent's tools narrow the turn's list: the model step, the approval's check of an edit and runTool all take this one.
   const allowedTools = narrowTools(input.tools, agent?.tools);

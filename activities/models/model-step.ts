@@ -35,6 +35,7 @@ import type { IdempotencyStore } from '../../intents/intent-store';
 import { currentWorkflowId, keepsContents, keepTranscript, resolveKeptResults, stepMessages, storeName } from '../kept-results';
 import type { AgentRegistry } from '../../agents/agent-registry';
 import { agentStep } from './agent-step';
+import { checkDelegateCall, delegateTools, subagentsOf } from './delegate-calls';
 
 const LIVE_TEXT_CHARS = 8_000;
 const KEEP_ALIVE_MS = 5_000;
@@ -248,6 +249,9 @@ function streamStep({
         description: tool.description,
         inputSchema: toolJsonSchema(tool) as LanguageModelV4FunctionTool['inputSchema'],
       }));
+    // The agents the step's agent may call as tools (subagents), each as a tool of its name (agentStep checked its digest).
+    const delegating = input.agent ? agents?.get(input.agent.name) : undefined;
+    tools.push(...delegateTools(subagentsOf(delegating, agents)));
 
     const progress: StreamProgress = { chunks: 0, text: '' };
     const startedAt = performance.now();
@@ -377,6 +381,8 @@ function streamStep({
           refusal: { code: 'invalid_arguments', message },
         };
       }
+      const delegate = checkDelegateCall({ callId, tool: toolName, args, agent: delegating, agents, registry, redactor });
+      if (delegate) return delegate;
       const checked = checkToolCall({
         registry,
         request: { callId, tool: toolName, args },

@@ -40,7 +40,9 @@ function recordedFiles(): string[] {
 /** The workflow id a history replays under: a conversation's child turns derive their ids from it. */
 function replayId(recorded: Recorded, file: string): string {
   const child = recorded.events.find((event) => event.startChildWorkflowExecutionInitiatedEventAttributes);
-  return child ? child.startChildWorkflowExecutionInitiatedEventAttributes!.workflowId.replace(/-turn-\d+$/, '') : path.basename(file);
+  // A conversation's turn is `<id>-turn-<n>`, a delegate call's child turn `<id>-call-<callId>`.
+  const started = child?.startChildWorkflowExecutionInitiatedEventAttributes!.workflowId;
+  return started ? started.replace(/-turn-\d+$/, '').replace(/-call-call-\d+-\d+$/, '') : path.basename(file);
 }
 
 describe('replay of recorded turns', () => {

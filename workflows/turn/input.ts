@@ -4,6 +4,7 @@ import { FAILURE_TYPE } from '../../common/failures';
 import { CONVERSATION_BOUNDS, TURN_LIMIT_NAMES } from '../../common/defaults';
 import { unencryptedMode } from '../../common/unencrypted';
 import { jsonBytes } from '../conversation-history';
+import { lineageProblem } from '../delegation/lineage';
 
 function invalidInput(message: string): ApplicationFailure {
   return ApplicationFailure.create({ type: FAILURE_TYPE.invalid_input, message: `agentTurn input: ${message}`, nonRetryable: true });
@@ -17,7 +18,9 @@ function isWholeNumber(value: unknown): value is number {
 export function checkInput(input: unknown): asserts input is AgentTurnInput {
   if (!input || typeof input !== 'object') throw invalidInput('expected an object { taskId, prompt, model?, tools?, limits? }');
   if (unencryptedMode(input) === 'all') throw invalidInput('the input arrived unencrypted; encryption.requireEncrypted is "all"');
-  const { taskId, prompt, tools, limits, history, tokenAllowance, agent } = input as Record<string, unknown>;
+  const { taskId, prompt, tools, limits, history, tokenAllowance, agent, lineage } = input as Record<string, unknown>;
+  const misplaced = lineage === undefined ? undefined : lineageProblem(lineage);
+  if (misplaced) throw invalidInput(misplaced);
   if (history !== undefined && !Array.isArray(history)) throw invalidInput('history must be a list of messages');
   // A history is carried into every model step's input: past this bound the steps would pass Temporal's payload limit.
   const historyBytes = history === undefined ? 0 : jsonBytes(history);

@@ -61,6 +61,8 @@ export function wouldPassTokenBudget(usage: Usage, lastInputTokens: number, budg
 function stopBeforeStep(run: TurnRun): TurnRun['status'] {
   const { limits } = run.settings;
   if (Date.now() - run.startedAt > limits.deadlineMs) return 'deadline_exceeded';
+  // The steps of the turn's subagents count against its own.
+  if (run.delegated && run.state.step + run.delegated.steps >= limits.maxSteps) return 'step_limit';
   if (historyReached(limits)) return 'history_limit';
   if (run.budget !== undefined && wouldPassTokenBudget(run.usage, run.lastInputTokens, run.budget)) return 'token_budget_exhausted';
   return undefined;
@@ -116,7 +118,7 @@ export async function modelPhase(run: TurnRun, step: number): Promise<ModelPhase
   messages.push({ role: 'assistant', text: reply.text, toolCalls: kept });
   if (reply.text) showModelText(run.state, reply.text);
   if (reply.toolCalls.length === 0) return finalAnswer(run, reply);
-  if (run.events.length + reply.toolCalls.length > settings.limits.maxToolCalls) {
+  if (run.events.length + (run.delegated?.toolCalls ?? 0) + reply.toolCalls.length > settings.limits.maxToolCalls) {
     run.status = 'tool_call_limit';
     return 'ended';
   }

@@ -41,7 +41,16 @@ export interface TurnRunSettings {
  * may only lower those) and the agent's approver groups on top of the worker's; an agent the worker
  * does not declare fails the turn at once with `invalid_input`, naming the agents it does.
  */
-export async function settingsFor({ limits: own, agent: named }: { limits?: TurnLimits; agent?: string }): Promise<TurnRunSettings> {
+export async function settingsFor({
+  limits: own,
+  agent: named,
+  lowerOnly = false,
+}: {
+  limits?: TurnLimits;
+  agent?: string;
+  /** A subagent's turn: its limits (a share of its parent's) only lower its agent's and the config's, never raise them. */
+  lowerOnly?: boolean;
+}): Promise<TurnRunSettings> {
   // The default agent asks as turns always did, so their recorded histories replay unchanged.
   const settings = named === undefined ? await turnSettings() : await turnSettings({ agent: named });
   if (settings.unknownAgent) {
@@ -55,7 +64,11 @@ export async function settingsFor({ limits: own, agent: named }: { limits?: Turn
   const { agent } = settings;
   const { requireDigest, publicKeys, signatureMaxAgeMs, policies = false } = settings.approvals;
   const signing = publicKeys ? { publicKeys, maxAgeMs: signatureMaxAgeMs ?? 0 } : undefined;
-  const limits = agent ? agentLimits(settings.limits, agent.limits, own) : { ...settings.limits, ...own };
+  const limits = lowerOnly
+    ? lowered(agent ? agentLimits(settings.limits, agent.limits) : settings.limits, own)
+    : agent
+      ? agentLimits(settings.limits, agent.limits, own)
+      : { ...settings.limits, ...own };
   const groups = agent?.groups ? withAgentGroups(settings.approvals.groups, agent.groups) : settings.approvals.groups;
   const metrics = settings.telemetry?.metrics ?? false;
   return {
@@ -80,6 +93,16 @@ function agentLimits(config: ResolvedTurnLimits, agent: TurnLimits = {}, own: Tu
     limits[key] = bound === undefined ? value : Math.min(bound, value);
   }
   return limits;
+}
+
+/** Limits lowered by another set: each the smaller of the two (a limit the first leaves out is the second's). */
+function lowered(limits: ResolvedTurnLimits, by: TurnLimits = {}): ResolvedTurnLimits {
+  const result: ResolvedTurnLimits = { ...limits };
+  for (const [key, value] of Object.entries(by) as Array<[keyof TurnLimits, number]>) {
+    const bound = limits[key];
+    result[key] = bound === undefined ? value : Math.min(bound, value);
+  }
+  return result;
 }
 
 /**

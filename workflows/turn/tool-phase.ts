@@ -5,12 +5,15 @@ import type { StepMessage } from '../../common/kept-results';
 import { EFFECT_TRAITS } from '../../common/effects';
 import { EFFECT_STRATEGIES } from '../effects';
 import type { TurnRun } from './turn-run';
+import { runDelegateCall } from '../delegation/delegate-call';
+import { shareOutDelegation } from '../delegation/child-limits';
 
 type Executed = { call: CheckedToolCall; outcome: BoundaryResult; event: ToolEvent };
 
 /** Refused calls and reads run at once; writes wait for the calls before them. */
 function runsConcurrently(call: CheckedToolCall): boolean {
-  return call.refusal !== undefined || EFFECT_TRAITS[call.policy.effect].concurrentInStep;
+  // Delegate calls run at once too, at most `maxConcurrentSubagents` of them (delegation/delegate-call.ts).
+  return call.refusal !== undefined || call.delegate !== undefined || EFFECT_TRAITS[call.policy.effect].concurrentInStep;
 }
 
 /** Runs one checked call by its effect's strategy inside its span, and records its event. */
@@ -18,7 +21,8 @@ function executeCall(run: TurnRun, step: number, call: CheckedToolCall): Promise
   return run.telemetry.toolSpan(call, () => runCall(run, step, call));
 }
 
-async function runCall({ input, decisions, allowedTools, agent }: TurnRun, step: number, checked: CheckedToolCall): Promise<Executed> {
+async function runCall(run: TurnRun, step: number, checked: CheckedToolCall): Promise<Executed> {
+  const { input, decisions, allowedTools, agent } = run;
   const { taskId } = input;
   const { approvals, resolutions } = decisions;
   const startedAt = Date.now();
@@ -26,7 +30,9 @@ async function runCall({ input, decisions, allowedTools, agent }: TurnRun, step:
   const call = agent && !checked.refusal ? { ...checked, agent: { name: agent.name, digest: agent.digest } } : checked;
   const outcome = call.refusal
     ? BoundaryResults.refused(call.refusal.code, call.refusal.message)
-    : await EFFECT_STRATEGIES[call.policy.effect].run({ taskId, call, allowedTools, approvals, resolutions });
+    : call.delegate
+      ? await runDelegateCall(run, call, run.delegated?.shares.get(call.callId))
+      : await EFFECT_STRATEGIES[call.policy.effect].run({ taskId, call, allowedTools, approvals, resolutions });
   const event: ToolEvent = {
     callId: call.callId,
     step,
@@ -41,6 +47,7 @@ async function runCall({ input, decisions, allowedTools, agent }: TurnRun, step:
     ...(outcome.edit ? { edit: outcome.edit } : {}),
     ...(outcome.approval ? { approval: outcome.approval } : {}),
     ...(outcome.repeatOf ? { repeatOf: outcome.repeatOf } : {}),
+    ...(outcome.delegate ? { delegate: outcome.delegate } : {}),
   };
   return { call, outcome, event };
 }
@@ -64,6 +71,7 @@ function asSent(call: CheckedToolCall, outcome: BoundaryResult): StepMessage {
  */
 export async function toolPhase(run: TurnRun, step: number, calls: CheckedToolCall[]): Promise<void> {
   run.state.phase = 'tools';
+  shareOutDelegation(run, step, calls);
   const reads = calls.map((call) => (runsConcurrently(call) ? executeCall(run, step, call) : undefined));
   const executed: Executed[] = [];
   for (const [index, call] of calls.entries()) executed.push(await (reads[index] ?? executeCall(run, step, call)));

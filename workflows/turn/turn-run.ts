@@ -6,6 +6,7 @@ import type { TurnDecisions } from '../decisions/turn-decisions';
 import type { TurnTelemetry } from '../turn-telemetry';
 import type { TurnRunSettings } from './settings';
 import type { AgentReference } from '../../common/contract/agent';
+import type { DelegatedUsage } from '../delegation/child-limits';
 
 /** What the phases of one turn share: its input and settings, its state and decisions, the messages so far, and how it ends. */
 export interface TurnRun {
@@ -41,6 +42,8 @@ export interface TurnRun {
   outputRetries: number;
   /** The agent's typed answer, once one fitted its output schema. */
   output?: unknown;
+  /** What the turn's subagents (child turns) used, counted against its limits; set on its first delegate call. */
+  delegated?: DelegatedUsage;
 }
 
 /** The state of a turn at its start: running its first model step, nothing waiting, decided or called yet. */

@@ -1,0 +1,405 @@
+// Subagents as tools, run as child turns, on the time-skipping server. The children's model is the
+// fake OpenAI-compatible provider, answering each turn from the queue named by its workflow id (a
+// child's id derives from its parent's and the call's); a parent with several calls in one step
+// plays a script. Handler executions are counted where they happen.
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { CancelledFailure } from '@temporalio/common';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createActivities } from '../../activities';
+import { defineAgent, type AgentDefinition } from '../../agents/define-agent';
+import type { TurnState, AgentTurnInput, AgentTurnResult } from '../../common/contract/turn';
+import type { TollgateConfig } from '../../config/config-schema';
+import { openSqliteStore } from '../../intents/sqlite-store';
+import { defineTool, type ToolDefinition } from '../../tools/define-tool';
+import { createWorker } from '../../worker/create-worker';
+import { approvalSignal, stateQuery } from '../../workflows/messages';
+import { childWorkflowId } from '../../workflows/delegation/delegate-call';
+import { openaiStream, startFakeProvider, type FakeProvider, type FakeReply } from '../helpers/fake-provider';
+import { testConfig } from '../helpers/test-config';
+import { HISTORY_FOLDER, keepHistory } from '../helpers/histories';
+import { scripted, useTimeSkippingEnvironment } from '../helpers/turn-runner';
+
+/** A recorded tree (a parent, its subagent's child turn with a typed output), replayed by test/workflow/replay.test.ts. */
+const TREE_PARENT_HISTORY = path.join(HISTORY_FOLDER, 'delegation', 'delegate-parent.json');
+const TREE_CHILD_HISTORY = path.join(HISTORY_FOLDER, 'delegation', 'delegate-child.json');
+
+const environment = useTimeSkippingEnvironment();
+let provider: FakeProvider;
+beforeAll(async () => {
+  provider = await startFakeProvider();
+});
+afterAll(() => provider?.close());
+
+/** Handler executions by tool and order id, counted where they happen. */
+const executions = new Map<string, number>();
+function counted(tool: ToolDefinition): ToolDefinition {
+  return {
+    ...tool,
+    handler: (args, context) => {
+      const key = `${tool.name}:${(args as { orderId: string }).orderId}`;
+      executions.set(key, (executions.get(key) ?? 0) + 1);
+      return tool.handler(args, context);
+    },
+  } as ToolDefinition;
+}
+const ran = (tool: string, orderId: string) => executions.get(`${tool}:${orderId}`) ?? 0;
+
+const lookupOrder = defineTool({
+  name: 'lookup_order',
+  description: 'Looks an order up.',
+  input: z.strictObject({ orderId: z.string() }),
+  effect: 'read',
+  handler: ({ orderId }) => ({ orderId, paidCents: 1200, state: 'delivered' }),
+});
+const refundOrder = defineTool({
+  name: 'refund_order',
+  description: 'Refunds an order.',
+  input: z.strictObject({ orderId: z.string(), cents: z.number().int().positive() }),
+  effect: 'irreversible_write',
+  handler: ({ cents }) => ({ refundedCents: cents }),
+});
+const tools = [counted(lookupOrder), counted(refundOrder)];
+
+const researcher = defineAgent({
+  name: 'researcher',
+  description: 'Finds the facts about an order.',
+  instructions: 'Look orders up and report the facts.',
+  tools: [lookupOrder],
+  output: z.object({ facts: z.array(z.string()) }),
+});
+const refunds = defineAgent({
+  name: 'refunds',
+  description: 'Refunds orders.',
+  instructions: 'Refund what you are asked to refund.',
+  tools: [refundOrder],
+});
+const lead = defineAgent({
+  name: 'lead',
+  description: 'Answers customers, asking its subagents.',
+  instructions: 'Ask the researcher, then answer.',
+  tools: [researcher, refunds, lookupOrder],
+});
+// A cycle: alpha may call beta, and beta alpha. A chain: top → middle → bottom.
+const alpha = defineAgent({ name: 'alpha', description: 'Alpha.', tools: ['agent:beta'] });
+const beta = defineAgent({ name: 'beta', description: 'Beta.', tools: ['agent:alpha'] });
+const bottom = defineAgent({ name: 'bottom', description: 'Bottom.', tools: [lookupOrder] });
+const middle = defineAgent({ name: 'middle', description: 'Middle.', tools: [bottom] });
+const top = defineAgent({ name: 'top', description: 'Top.', tools: [middle] });
+const agents: AgentDefinition<unknown>[] = [researcher, refunds, lead, alpha, beta, bottom, middle, top];
+
+/** A fetch that names the turn asking, so that each turn (parent or child) is answered from its own queue. */
+async function routedFetch(input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) {
+  const { Context } = await import('@temporalio/activity');
+  const headers = new Headers(init?.headers);
+  headers.set('x-tollgate-fake-queue', Context.current().info.workflowExecution?.workflowId ?? '');
+  return fetch(input, { ...init, headers });
+}
+
+function configFor(): TollgateConfig {
+  const base = testConfig({
+    retry: { initialInterval: '100ms', maximumInterval: '1s' },
+    model: { default: 'fake', models: { fake: { provider: 'openai-compatible', model: 'gpt-test', baseURL: provider.baseURL } } },
+  });
+  return { ...base, temporal: { ...base.temporal, taskQueue: `delegation-${randomUUID()}` } };
+}
+
+const text = (answer: string): FakeReply => ({ kind: 'stream', events: openaiStream.text([answer]) });
+const toolCall = (tool: string, args: unknown): FakeReply => ({
+  kind: 'stream',
+  events: openaiStream.toolCall(tool, [JSON.stringify(args)]),
+});
+
+/**
+ * Runs one tree on a fresh worker: `replies` by workflow id (the root's is `workflowId`; a child's
+ * is `childWorkflowId(parent, callId)`), `interact` after the start and before the result is awaited.
+ */
+async function runTree({
+  input,
+  replies,
+  interact,
+}: {
+  input: Omit<AgentTurnInput, 'taskId'>;
+  replies: (workflowId: string) => Array<[string, FakeReply[]]>;
+  interact?: (handle: WorkflowHandle, workflowId: string) => Promise<void>;
+}) {
+  const { env, workflowBundle } = environment;
+  const config = configFor();
+  const store = openSqliteStore(':memory:');
+  const activities = createActivities({ config, tools, store, modelEnvironment: { fetch: routedFetch as typeof fetch }, agents });
+  const worker = await createWorker({ config, connection: env.nativeConnection, activities, workflowBundle });
+  const workflowId = `tree-${randomUUID()}`;
+  for (const [queue, queued] of replies(workflowId)) provider.enqueueFor(queue, ...queued);
+  const taskId = `task-${randomUUID()}`;
+  try {
+    return await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start('agentTurn', {
+        workflowId,
+        taskQueue: config.temporal.taskQueue,
+        args: [{ taskId, ...input }],
+      });
+      await interact?.(handle, workflowId);
+      const outcome: { result?: AgentTurnResult; failure?: unknown } = await handle.result().then(
+        (result) => ({ result: result as AgentTurnResult }),
+        (error: unknown) => ({ failure: error }),
+      );
+      const history = await handle.fetchHistory();
+      return { ...outcome, history, workflowId, taskId, taskQueue: config.temporal.taskQueue };
+    });
+  } finally {
+    await store.close();
+  }
+}
+
+/** The state of a child turn once it is ready (the child may not have started yet when first asked). */
+async function childState(workflowId: string, ready: (state: TurnState) => boolean): Promise<TurnState> {
+  const handle = environment.env.client.workflow.getHandle(workflowId);
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const state = await handle.query(stateQuery).catch(() => undefined);
+    if (state && ready(state)) return state;
+    if (Date.now() > deadline) throw new Error(`child ${workflowId} never became ready: ${JSON.stringify(state)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Approves the one call a child turn waits on, by a signal to that child. */
+async function approveInChild(workflowId: string): Promise<void> {
+  const state = await childState(workflowId, (current) => current.pendingApprovals.length > 0);
+  const [pending] = state.pendingApprovals;
+  await environment.env.client.workflow
+    .getHandle(workflowId)
+    .signal(approvalSignal, { callId: pending.callId, decision: 'approve', argsDigest: pending.argsDigest, approver: 'alice' });
+}
+
+describe('a subagent called as a tool', () => {
+  it('runs as one child turn with the derived id, on the parent task queue and task, and returns its typed output', async () => {
+    const facts = { facts: ['order 7 was delivered'] };
+    const { result, workflowId, taskId, taskQueue, history } = await runTree({
+      input: { prompt: 'Where is order 7?', agent: 'lead' },
+      replies: (root) => [
+        [root, [toolCall('researcher', { request: 'Find out about order 7.' }), text('Delivered.')]],
+        [childWorkflowId(root, 'call-0-0'), [toolCall('lookup_order', { orderId: 'r1' }), text(JSON.stringify(facts))]],
+      ],
+    });
+    const childId = childWorkflowId(workflowId, 'call-0-0');
+    expect(result).toMatchObject({ status: 'completed', answer: 'Delivered.' });
+    expect(result!.toolCalls).toEqual([
+      expect.objectContaining({
+        tool: 'researcher',
+        effect: 'read',
+        status: 'success',
+        executions: 1,
+        delegate: { agent: 'researcher', workflowId: childId, status: 'completed' },
+      }),
+    ]);
+    expect(ran('lookup_order', 'r1')).toBe(1);
+    // The parent's second step was sent the child's typed output as the call's result.
+    const second = provider.requests.filter((request) => request.queue === workflowId)[1].body as {
+      messages: Array<{ role: string; content: unknown }>;
+    };
+    expect(JSON.stringify(second.messages.at(-1)!.content)).toContain('order 7 was delivered');
+
+    const child = environment.env.client.workflow.getHandle(childId);
+    const childResult = (await child.result()) as AgentTurnResult;
+    expect(childResult).toMatchObject({ status: 'completed', output: facts, agent: { name: 'researcher' } });
+    const described = await child.describe();
+    expect(described.taskQueue).toBe(taskQueue);
+    expect(described.raw.workflowExecutionInfo?.parentExecution?.workflowId).toBe(workflowId);
+    expect(described.searchAttributes.TollgateTaskId).toEqual([taskId]);
+    // The parent's usage is its own two steps (13 + 11 in, 9 + 7 out) and the child's two.
+    expect(childResult.usage).toEqual({ inputTokens: 24, outputTokens: 16 });
+    expect(result!.usage).toEqual({ inputTokens: 48, outputTokens: 32 });
+    keepHistory(TREE_PARENT_HISTORY, history);
+    keepHistory(TREE_CHILD_HISTORY, await child.fetchHistory());
+  });
+
+  it("runs the child's irreversible write once when a person approves it by a signal to the child; the call's effect is the strongest", async () => {
+    const { result, workflowId } = await runTree({
+      input: { prompt: 'Refund order 8.', agent: 'lead' },
+      replies: (root) => [
+        [root, [toolCall('refunds', { request: 'Refund order 8, 12 EUR.' }), text('Refunded.')]],
+        [childWorkflowId(root, 'call-0-0'), [toolCall('refund_order', { orderId: 'a8', cents: 1200 }), text('Done: 1200 cents.')]],
+      ],
+      interact: (_, root) => approveInChild(childWorkflowId(root, 'call-0-0')),
+    });
+    expect(ran('refund_order', 'a8')).toBe(1);
+    expect(result!.toolCalls).toEqual([
+      expect.objectContaining({
+        tool: 'refunds',
+        effect: 'irreversible_write',
+        status: 'success',
+        executions: 1,
+        delegate: expect.objectContaining({ status: 'completed' }),
+      }),
+    ]);
+    const child = environment.env.client.workflow.getHandle(childWorkflowId(workflowId, 'call-0-0'));
+    const childResult = (await child.result()) as AgentTurnResult;
+    expect(childResult.toolCalls).toEqual([
+      expect.objectContaining({ tool: 'refund_order', executions: 1, approval: { decision: 'approve', by: 'alice', via: 'person' } }),
+    ]);
+  });
+
+  it('withdraws the wait of a child when its parent is cancelled: the approval signalled after it runs nothing', async () => {
+    let childId = '';
+    const { failure } = await runTree({
+      input: { prompt: 'Refund order 9.', agent: 'lead' },
+      replies: (root) => [
+        [root, [toolCall('refunds', { request: 'Refund order 9.' })]],
+        [childWorkflowId(root, 'call-0-0'), [toolCall('refund_order', { orderId: 'c9', cents: 900 })]],
+      ],
+      interact: async (handle, root) => {
+        childId = childWorkflowId(root, 'call-0-0');
+        const waiting = await childState(childId, (state) => state.pendingApprovals.length > 0);
+        await handle.cancel();
+        await expect(handle.result()).rejects.toBeInstanceOf(WorkflowFailedError);
+        const child = environment.env.client.workflow.getHandle(childId);
+        expect((await child.describe()).status.name).toBe('CANCELLED');
+        // The decision arrives after the cancel: the child is closed, nothing runs.
+        const [pending] = waiting.pendingApprovals;
+        await child
+          .signal(approvalSignal, { callId: pending.callId, decision: 'approve', argsDigest: pending.argsDigest })
+          .catch(() => undefined);
+      },
+    });
+    expect((failure as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
+    expect(ran('refund_order', 'c9')).toBe(0);
+  });
+
+  it('runs one business intent once when two sibling subagents of one step both ask for it', async () => {
+    const { result, workflowId } = await runTree({
+      input: {
+        prompt: 'Refund order 5.',
+        agent: 'lead',
+        model: scripted([
+          {
+            toolCalls: [
+              { tool: 'refunds', args: { request: 'Refund order 5.' } },
+              { tool: 'refunds', args: { request: 'Please refund order 5.' } },
+            ],
+          },
+          { text: 'Refunded once.' },
+        ]),
+      },
+      replies: (root) => [
+        [childWorkflowId(root, 'call-0-0'), [toolCall('refund_order', { orderId: 's5', cents: 500 }), text('Refunded.')]],
+        [childWorkflowId(root, 'call-0-1'), [toolCall('refund_order', { orderId: 's5', cents: 500 }), text('Refunded.')]],
+      ],
+      interact: async (_, root) => {
+        // Both children run at once and wait; the first approved runs, the second finds the intent taken.
+        await approveInChild(childWorkflowId(root, 'call-0-0'));
+        await childState(childWorkflowId(root, 'call-0-0'), (state) => state.status !== 'running');
+        const second = await childState(
+          childWorkflowId(root, 'call-0-1'),
+          (state) => state.pendingApprovals.length > 0 || state.status !== 'running',
+        );
+        if (second.pendingApprovals.length > 0) await approveInChild(childWorkflowId(root, 'call-0-1'));
+      },
+    });
+    expect(ran('refund_order', 's5')).toBe(1);
+    expect(result!.toolCalls.map((event) => event.delegate?.workflowId)).toEqual([
+      childWorkflowId(workflowId, 'call-0-0'),
+      childWorkflowId(workflowId, 'call-0-1'),
+    ]);
+    expect(result!.toolCalls.reduce((sum, event) => sum + event.executions, 0)).toBe(1);
+  });
+});
+
+describe("a subagent's budget", () => {
+  it("is a share of the parent's remaining steps: the child ends step_limit, the parent sees it and its usage holds the child's", async () => {
+    const { result, workflowId } = await runTree({
+      // 4 steps: the parent's first, one kept for its answer, 2 for the child.
+      input: { prompt: 'Order 6?', agent: 'lead', limits: { maxSteps: 4 } },
+      replies: (root) => [
+        [root, [toolCall('researcher', { request: 'Order 6.' }), text('I could not find out.')]],
+        [
+          childWorkflowId(root, 'call-0-0'),
+          [
+            toolCall('lookup_order', { orderId: 'b6' }),
+            toolCall('lookup_order', { orderId: 'b6' }),
+            toolCall('lookup_order', { orderId: 'b6' }),
+          ],
+        ],
+      ],
+    });
+    const child = (await environment.env.client.workflow.getHandle(childWorkflowId(workflowId, 'call-0-0')).result()) as AgentTurnResult;
+    expect(child).toMatchObject({ status: 'step_limit', steps: 2 });
+    expect(ran('lookup_order', 'b6')).toBe(2);
+    expect(result!.toolCalls[0]).toMatchObject({
+      tool: 'researcher',
+      status: 'error',
+      code: 'tool_failure',
+      executions: 2,
+      delegate: { agent: 'researcher', status: 'step_limit' },
+    });
+    expect(result).toMatchObject({ status: 'completed', answer: 'I could not find out.' });
+    expect(result!.usage).toEqual({ inputTokens: 13 + 11 + 2 * 13, outputTokens: 9 + 7 + 2 * 9 });
+  });
+
+  it("is a share of the parent's remaining tool calls: the child ends tool_call_limit", async () => {
+    const { result, workflowId } = await runTree({
+      // 3 tool calls: the delegate call itself and 2 for the child.
+      input: { prompt: 'Order 4?', agent: 'lead', limits: { maxToolCalls: 3 } },
+      replies: (root) => [
+        [root, [toolCall('researcher', { request: 'Order 4.' }), text('Unknown.')]],
+        [
+          childWorkflowId(root, 'call-0-0'),
+          [
+            toolCall('lookup_order', { orderId: 't4' }),
+            toolCall('lookup_order', { orderId: 't4' }),
+            toolCall('lookup_order', { orderId: 't4' }),
+          ],
+        ],
+      ],
+    });
+    const child = (await environment.env.client.workflow.getHandle(childWorkflowId(workflowId, 'call-0-0')).result()) as AgentTurnResult;
+    expect(child.status).toBe('tool_call_limit');
+    expect(ran('lookup_order', 't4')).toBe(2);
+    expect(result!.toolCalls[0]).toMatchObject({ code: 'tool_failure', delegate: { status: 'tool_call_limit' } });
+  });
+});
+
+describe('delegation that must not go on', () => {
+  it('refuses a cycle A → B → A with delegation_refused, naming the path; nothing is started', async () => {
+    const { result, workflowId } = await runTree({
+      input: { prompt: 'Go.', agent: 'alpha' },
+      replies: (root) => [
+        [root, [toolCall('beta', { request: 'Ask alpha.' }), text('Alpha done.')]],
+        [childWorkflowId(root, 'call-0-0'), [toolCall('alpha', { request: 'Back to you.' }), text('Beta done.')]],
+      ],
+    });
+    const childId = childWorkflowId(workflowId, 'call-0-0');
+    const child = (await environment.env.client.workflow.getHandle(childId).result()) as AgentTurnResult;
+    expect(child.toolCalls).toEqual([
+      expect.objectContaining({
+        tool: 'alpha',
+        code: 'delegation_refused',
+        executions: 0,
+        delegate: { agent: 'alpha', workflowId: childWorkflowId(childId, 'call-0-0'), status: 'refused' },
+      }),
+    ]);
+    const sent = provider.requests.filter((request) => request.queue === childId)[1].body as { messages: Array<{ content: unknown }> };
+    expect(JSON.stringify(sent.messages.at(-1)!.content)).toContain('alpha → beta → alpha');
+    await expect(environment.env.client.workflow.getHandle(childWorkflowId(childId, 'call-0-0')).describe()).rejects.toThrow();
+    expect(result).toMatchObject({ status: 'completed', answer: 'Alpha done.' });
+  });
+
+  it('refuses delegation past limits.maxDepth with delegation_refused; the turn goes on', async () => {
+    const { result, workflowId } = await runTree({
+      input: { prompt: 'Go.', agent: 'top', limits: { maxDepth: 1 } },
+      replies: (root) => [
+        [root, [toolCall('middle', { request: 'Go deeper.' }), text('Top done.')]],
+        [childWorkflowId(root, 'call-0-0'), [toolCall('bottom', { request: 'Deeper still.' }), text('Middle done.')]],
+      ],
+    });
+    const childId = childWorkflowId(workflowId, 'call-0-0');
+    const child = (await environment.env.client.workflow.getHandle(childId).result()) as AgentTurnResult;
+    expect(child.toolCalls).toEqual([expect.objectContaining({ tool: 'bottom', code: 'delegation_refused', executions: 0 })]);
+    const sent = provider.requests.filter((request) => request.queue === childId)[1].body as { messages: Array<{ content: unknown }> };
+    expect(JSON.stringify(sent.messages.at(-1)!.content)).toMatch(/top → middle → bottom would be 2 levels deep, past limits.maxDepth 1/);
+    expect(result).toMatchObject({ status: 'completed', answer: 'Top done.' });
+    expect(result!.toolCalls[0]).toMatchObject({ tool: 'middle', status: 'success', delegate: { status: 'completed' } });
+  });
+});
