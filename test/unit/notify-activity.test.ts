@@ -3,6 +3,7 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities';
+import type { NotificationReceipt } from '../../common/contract/notifications';
 import { ConfigError } from '../../config/config-error';
 import { openSqliteStore } from '../../intents/sqlite-store';
 import { sampleNotification } from '../helpers/notifications';
@@ -55,7 +56,7 @@ describe('sendNotification on a worker', () => {
     const { activities, receiver, store } = await workerActivities(() => 'never');
     const notification = sampleNotification('audit-hook');
     const environment = new MockActivityEnvironment();
-    const running = environment.run(activities.sendNotification, { notification, channel: 'audit-hook' });
+    const running: Promise<NotificationReceipt> = environment.run(activities.sendNotification, { notification, channel: 'audit-hook' });
     await until('the delivery at the receiver', async () => (receiver.deliveries.length === 1 ? true : undefined), 10_000);
     environment.cancel();
     const receipt = await running;
