@@ -191,6 +191,26 @@ describe('the webhook channel', () => {
   });
 });
 
+describe('hostile text in a webhook', () => {
+  it('reaches the payload as marks (CR/LF, bidi, zero-width, tag characters), and no header but the signed ones carries anything of the call', async () => {
+    const { receiver, send } = await setUp();
+    const notification = sampleNotification('hook', {
+      tool: 'send_email\r\nX-Injected: 1',
+      agent: 'support\u202Egpj.exe\u200B',
+      taskId: 'task\u{E0041}',
+    });
+    await expect(send({ notification, channel: 'hook' })).resolves.toMatchObject({ status: 'sent' });
+    const [delivery] = receiver.deliveries;
+    expect(delivery.verified).toBe(true);
+    expect(delivery.headers).not.toHaveProperty('x-injected');
+    const data = (delivery.payload as { data: Record<string, string> }).data;
+    expect(data.tool).toBe('send_email\\u{D}\\u{A}X-Injected: 1');
+    expect(data.agent).toBe('support\\u{202E}gpj.exe\\u{200B}');
+    expect(data.taskId).toBe('task\\u{E0041}');
+    expect(delivery.body).not.toMatch(/[\u202E\u200B\u{E0041}]|\\r\\n/u);
+  });
+});
+
 describe('the sendNotification activity refuses bad input with a receipt naming what was wrong', () => {
   it('names an unknown channel, a bad id, a link that is not http(s), and input that is not an object', async () => {
     const { receiver, send } = await setUp();
