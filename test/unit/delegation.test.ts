@@ -18,15 +18,8 @@ import { outcomeOfChild, outcomeOfFailure } from '../../workflows/delegation/del
 import { childLineage, delegationRefusal, lineageProblem } from '../../workflows/delegation/lineage';
 import type { TurnRun } from '../../workflows/turn/turn-run';
 
-const tool = (name: string, effect: 'read' | 'reversible_write' | 'irreversible_write') =>
-  defineTool({
-    name,
-    description: name,
-    input: z.strictObject({ id: z.string() }),
-    effect,
-    handler: () => 'ok',
-    ...(effect === 'reversible_write' ? { statusCheck: () => ({ status: 'not_applied' as const }) } : {}),
-  });
+const tool = (name: string, effect: 'read' | 'irreversible_write') =>
+  defineTool({ name, description: name, input: z.strictObject({ id: z.string() }), effect, handler: () => 'ok' });
 const lookup = tool('lookup_order', 'read');
 const refund = tool('refund_order', 'irreversible_write');
 const tools = createToolRegistry({ tools: [lookup, refund] });

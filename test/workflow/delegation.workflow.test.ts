@@ -2,23 +2,14 @@
 // fake OpenAI-compatible provider, answering each turn from the queue named by its workflow id (a
 // child's id derives from its parent's and the call's); a parent with several calls in one step
 // plays a script. Handler executions are counted where they happen.
-import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowFailedError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { createActivities } from '../../activities';
-import { defineAgent, type AgentDefinition } from '../../agents/define-agent';
-import type { TurnState, AgentTurnInput, AgentTurnResult } from '../../common/contract/turn';
-import type { TollgateConfig } from '../../config/config-schema';
-import { openSqliteStore } from '../../intents/sqlite-store';
-import { defineTool, type ToolDefinition } from '../../tools/define-tool';
-import { createWorker } from '../../worker/create-worker';
-import { approvalSignal, stateQuery } from '../../workflows/messages';
+import { describe, expect, it } from 'vitest';
+import type { AgentTurnResult } from '../../common/contract/turn';
+import { approvalSignal } from '../../workflows/messages';
 import { childWorkflowId } from '../../workflows/delegation/delegate-call';
-import { openaiStream, startFakeProvider, type FakeProvider, type FakeReply } from '../helpers/fake-provider';
-import { testConfig } from '../helpers/test-config';
+import { ran, text, toolCall, useDelegationTree } from '../helpers/delegation-tree';
 import { HISTORY_FOLDER, keepHistory } from '../helpers/histories';
 import { scripted, useTimeSkippingEnvironment } from '../helpers/turn-runner';
 
@@ -27,152 +18,7 @@ const TREE_PARENT_HISTORY = path.join(HISTORY_FOLDER, 'delegation', 'delegate-pa
 const TREE_CHILD_HISTORY = path.join(HISTORY_FOLDER, 'delegation', 'delegate-child.json');
 
 const environment = useTimeSkippingEnvironment();
-let provider: FakeProvider;
-beforeAll(async () => {
-  provider = await startFakeProvider();
-});
-afterAll(() => provider?.close());
-
-/** Handler executions by tool and order id, counted where they happen. */
-const executions = new Map<string, number>();
-function counted(tool: ToolDefinition): ToolDefinition {
-  return {
-    ...tool,
-    handler: (args, context) => {
-      const key = `${tool.name}:${(args as { orderId: string }).orderId}`;
-      executions.set(key, (executions.get(key) ?? 0) + 1);
-      return tool.handler(args, context);
-    },
-  } as ToolDefinition;
-}
-const ran = (tool: string, orderId: string) => executions.get(`${tool}:${orderId}`) ?? 0;
-
-const lookupOrder = defineTool({
-  name: 'lookup_order',
-  description: 'Looks an order up.',
-  input: z.strictObject({ orderId: z.string() }),
-  effect: 'read',
-  handler: ({ orderId }) => ({ orderId, paidCents: 1200, state: 'delivered' }),
-});
-const refundOrder = defineTool({
-  name: 'refund_order',
-  description: 'Refunds an order.',
-  input: z.strictObject({ orderId: z.string(), cents: z.number().int().positive() }),
-  effect: 'irreversible_write',
-  handler: ({ cents }) => ({ refundedCents: cents }),
-});
-const tools = [counted(lookupOrder), counted(refundOrder)];
-
-const researcher = defineAgent({
-  name: 'researcher',
-  description: 'Finds the facts about an order.',
-  instructions: 'Look orders up and report the facts.',
-  tools: [lookupOrder],
-  output: z.object({ facts: z.array(z.string()) }),
-});
-const refunds = defineAgent({
-  name: 'refunds',
-  description: 'Refunds orders.',
-  instructions: 'Refund what you are asked to refund.',
-  tools: [refundOrder],
-});
-const lead = defineAgent({
-  name: 'lead',
-  description: 'Answers customers, asking its subagents.',
-  instructions: 'Ask the researcher, then answer.',
-  tools: [researcher, refunds, lookupOrder],
-});
-// A cycle: alpha may call beta, and beta alpha. A chain: top → middle → bottom.
-const alpha = defineAgent({ name: 'alpha', description: 'Alpha.', tools: ['agent:beta'] });
-const beta = defineAgent({ name: 'beta', description: 'Beta.', tools: ['agent:alpha'] });
-const bottom = defineAgent({ name: 'bottom', description: 'Bottom.', tools: [lookupOrder] });
-const middle = defineAgent({ name: 'middle', description: 'Middle.', tools: [bottom] });
-const top = defineAgent({ name: 'top', description: 'Top.', tools: [middle] });
-const agents: AgentDefinition<unknown>[] = [researcher, refunds, lead, alpha, beta, bottom, middle, top];
-
-/** A fetch that names the turn asking, so that each turn (parent or child) is answered from its own queue. */
-async function routedFetch(input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) {
-  const { Context } = await import('@temporalio/activity');
-  const headers = new Headers(init?.headers);
-  headers.set('x-tollgate-fake-queue', Context.current().info.workflowExecution?.workflowId ?? '');
-  return fetch(input, { ...init, headers });
-}
-
-function configFor(): TollgateConfig {
-  const base = testConfig({
-    retry: { initialInterval: '100ms', maximumInterval: '1s' },
-    model: { default: 'fake', models: { fake: { provider: 'openai-compatible', model: 'gpt-test', baseURL: provider.baseURL } } },
-  });
-  return { ...base, temporal: { ...base.temporal, taskQueue: `delegation-${randomUUID()}` } };
-}
-
-const text = (answer: string): FakeReply => ({ kind: 'stream', events: openaiStream.text([answer]) });
-const toolCall = (tool: string, args: unknown): FakeReply => ({
-  kind: 'stream',
-  events: openaiStream.toolCall(tool, [JSON.stringify(args)]),
-});
-
-/**
- * Runs one tree on a fresh worker: `replies` by workflow id (the root's is `workflowId`; a child's
- * is `childWorkflowId(parent, callId)`), `interact` after the start and before the result is awaited.
- */
-async function runTree({
-  input,
-  replies,
-  interact,
-}: {
-  input: Omit<AgentTurnInput, 'taskId'>;
-  replies: (workflowId: string) => Array<[string, FakeReply[]]>;
-  interact?: (handle: WorkflowHandle, workflowId: string) => Promise<void>;
-}) {
-  const { env, workflowBundle } = environment;
-  const config = configFor();
-  const store = openSqliteStore(':memory:');
-  const activities = createActivities({ config, tools, store, modelEnvironment: { fetch: routedFetch as typeof fetch }, agents });
-  const worker = await createWorker({ config, connection: env.nativeConnection, activities, workflowBundle });
-  const workflowId = `tree-${randomUUID()}`;
-  for (const [queue, queued] of replies(workflowId)) provider.enqueueFor(queue, ...queued);
-  const taskId = `task-${randomUUID()}`;
-  try {
-    return await worker.runUntil(async () => {
-      const handle = await env.client.workflow.start('agentTurn', {
-        workflowId,
-        taskQueue: config.temporal.taskQueue,
-        args: [{ taskId, ...input }],
-      });
-      await interact?.(handle, workflowId);
-      const outcome: { result?: AgentTurnResult; failure?: unknown } = await handle.result().then(
-        (result) => ({ result: result as AgentTurnResult }),
-        (error: unknown) => ({ failure: error }),
-      );
-      const history = await handle.fetchHistory();
-      return { ...outcome, history, workflowId, taskId, taskQueue: config.temporal.taskQueue };
-    });
-  } finally {
-    await store.close();
-  }
-}
-
-/** The state of a child turn once it is ready (the child may not have started yet when first asked). */
-async function childState(workflowId: string, ready: (state: TurnState) => boolean): Promise<TurnState> {
-  const handle = environment.env.client.workflow.getHandle(workflowId);
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const state = await handle.query(stateQuery).catch(() => undefined);
-    if (state && ready(state)) return state;
-    if (Date.now() > deadline) throw new Error(`child ${workflowId} never became ready: ${JSON.stringify(state)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-/** Approves the one call a child turn waits on, by a signal to that child. */
-async function approveInChild(workflowId: string): Promise<void> {
-  const state = await childState(workflowId, (current) => current.pendingApprovals.length > 0);
-  const [pending] = state.pendingApprovals;
-  await environment.env.client.workflow
-    .getHandle(workflowId)
-    .signal(approvalSignal, { callId: pending.callId, decision: 'approve', argsDigest: pending.argsDigest, approver: 'alice' });
-}
+const { runTree, childState, approveInChild, provider } = useDelegationTree(environment);
 
 describe('a subagent called as a tool', () => {
   it('runs as one child turn with the derived id, on the parent task queue and task, and returns its typed output', async () => {
@@ -197,7 +43,7 @@ describe('a subagent called as a tool', () => {
     ]);
     expect(ran('lookup_order', 'r1')).toBe(1);
     // The parent's second step was sent the child's typed output as the call's result.
-    const second = provider.requests.filter((request) => request.queue === workflowId)[1].body as {
+    const second = provider().requests.filter((request) => request.queue === workflowId)[1].body as {
       messages: Array<{ role: string; content: unknown }>;
     };
     expect(JSON.stringify(second.messages.at(-1)!.content)).toContain('order 7 was delivered');
@@ -307,6 +153,44 @@ describe('a subagent called as a tool', () => {
   });
 });
 
+describe('subagents of one step', () => {
+  it('runs at most maxConcurrentSubagents children at once: the second starts once the first ended', async () => {
+    const { result, workflowId } = await runTree({
+      input: {
+        prompt: 'Refund orders 1 and 11.',
+        agent: 'lead',
+        limits: { maxConcurrentSubagents: 1 },
+        model: scripted([
+          {
+            toolCalls: [
+              { tool: 'refunds', args: { request: 'Refund order 1.' } },
+              { tool: 'refunds', args: { request: 'Refund order 11.' } },
+            ],
+          },
+          { text: 'Both refunded.' },
+        ]),
+      },
+      replies: (root) => [
+        [childWorkflowId(root, 'call-0-0'), [toolCall('refund_order', { orderId: 'q1', cents: 100 }), text('Refunded 1.')]],
+        [childWorkflowId(root, 'call-0-1'), [toolCall('refund_order', { orderId: 'q11', cents: 100 }), text('Refunded 11.')]],
+      ],
+      interact: async (_, root) => {
+        await childState(childWorkflowId(root, 'call-0-0'), (state) => state.pendingApprovals.length > 0);
+        // The first waits for a person: the second has not been started.
+        await expect(environment.env.client.workflow.getHandle(childWorkflowId(root, 'call-0-1')).describe()).rejects.toThrow();
+        await approveInChild(childWorkflowId(root, 'call-0-0'));
+        await approveInChild(childWorkflowId(root, 'call-0-1'));
+      },
+    });
+    expect(ran('refund_order', 'q1')).toBe(1);
+    expect(ran('refund_order', 'q11')).toBe(1);
+    expect(result!.toolCalls.map((event) => event.delegate?.status)).toEqual(['completed', 'completed']);
+    const first = await environment.env.client.workflow.getHandle(childWorkflowId(workflowId, 'call-0-0')).describe();
+    const second = await environment.env.client.workflow.getHandle(childWorkflowId(workflowId, 'call-0-1')).describe();
+    expect(second.startTime.getTime()).toBeGreaterThanOrEqual(first.closeTime!.getTime());
+  });
+});
+
 describe("a subagent's budget", () => {
   it("is a share of the parent's remaining steps: the child ends step_limit, the parent sees it and its usage holds the child's", async () => {
     const { result, workflowId } = await runTree({
@@ -380,7 +264,7 @@ describe('delegation that must not go on', () => {
         delegate: { agent: 'alpha', workflowId: childWorkflowId(childId, 'call-0-0'), status: 'refused' },
       }),
     ]);
-    const sent = provider.requests.filter((request) => request.queue === childId)[1].body as { messages: Array<{ content: unknown }> };
+    const sent = provider().requests.filter((request) => request.queue === childId)[1].body as { messages: Array<{ content: unknown }> };
     expect(JSON.stringify(sent.messages.at(-1)!.content)).toContain('alpha → beta → alpha');
     await expect(environment.env.client.workflow.getHandle(childWorkflowId(childId, 'call-0-0')).describe()).rejects.toThrow();
     expect(result).toMatchObject({ status: 'completed', answer: 'Alpha done.' });
@@ -397,7 +281,7 @@ describe('delegation that must not go on', () => {
     const childId = childWorkflowId(workflowId, 'call-0-0');
     const child = (await environment.env.client.workflow.getHandle(childId).result()) as AgentTurnResult;
     expect(child.toolCalls).toEqual([expect.objectContaining({ tool: 'bottom', code: 'delegation_refused', executions: 0 })]);
-    const sent = provider.requests.filter((request) => request.queue === childId)[1].body as { messages: Array<{ content: unknown }> };
+    const sent = provider().requests.filter((request) => request.queue === childId)[1].body as { messages: Array<{ content: unknown }> };
     expect(JSON.stringify(sent.messages.at(-1)!.content)).toMatch(/top → middle → bottom would be 2 levels deep, past limits.maxDepth 1/);
     expect(result).toMatchObject({ status: 'completed', answer: 'Top done.' });
     expect(result!.toolCalls[0]).toMatchObject({ tool: 'middle', status: 'success', delegate: { status: 'completed' } });

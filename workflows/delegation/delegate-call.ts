@@ -5,7 +5,7 @@ import type { AgentTurnInput, AgentTurnResult } from '../../common/contract/turn
 import { AGENT_TURN_WORKFLOW_TYPE, DEFAULT_TURN_LIMITS } from '../../common/defaults';
 import type { agentTurn } from '../agent-turn';
 import type { TurnRun } from '../turn/turn-run';
-import { delegatedUsage, type ChildShare } from './child-limits';
+import { delegatedUsage, type ChildShare, type DelegatedUsage } from './child-limits';
 import { outcomeOfChild, outcomeOfFailure, type DelegateOutcome } from './delegate-outcome';
 import { childLineage, delegationRefusal } from './lineage';
 
@@ -32,8 +32,7 @@ export async function runDelegateCall(run: TurnRun, call: CheckedToolCall, share
   }
   const used = delegatedUsage(run);
   const cap = run.settings.limits.maxConcurrentSubagents ?? DEFAULT_TURN_LIMITS.maxConcurrentSubagents;
-  await condition(() => used.running < cap);
-  used.running++;
+  await takeSlot(used, cap);
   let ended: DelegateOutcome;
   try {
     const input: AgentTurnInput = {
@@ -56,6 +55,19 @@ export async function runDelegateCall(run: TurnRun, call: CheckedToolCall, share
     used.running--;
   }
   return { ...ended.outcome, delegate: { agent, workflowId: childId, status: ended.status } };
+}
+
+/**
+ * Takes one of the turn's `cap` child slots, waiting for one to free. The slot is taken in the same
+ * check that finds it free: calls of one step woken together cannot all take the last one.
+ */
+async function takeSlot(used: DelegatedUsage, cap: number): Promise<void> {
+  const take = () => {
+    if (used.running >= cap) return false;
+    used.running++;
+    return true;
+  };
+  if (!take()) await condition(take);
 }
 
 /** Starts the child turn and waits for its result. */
