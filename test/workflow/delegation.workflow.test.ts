@@ -245,6 +245,26 @@ describe("a subagent's budget", () => {
   });
 });
 
+describe("a subagent's token allowance", () => {
+  it("is the parent's tokens left: the child ends token_budget_exhausted within it, and what it used ends the parent's budget too", async () => {
+    const lookups = Array.from({ length: 5 }, () => toolCall('lookup_order', { orderId: 'm1' }));
+    const { result, workflowId } = await runTree({
+      input: { prompt: 'Order 1?', agent: 'lead', limits: { maxTokens: 100 } },
+      replies: (root) => [
+        [root, [toolCall('researcher', { request: 'Order 1.' }), text('Never asked.')]],
+        [childWorkflowId(root, 'call-0-0'), lookups],
+      ],
+    });
+    const child = (await environment.env.client.workflow.getHandle(childWorkflowId(workflowId, 'call-0-0')).result()) as AgentTurnResult;
+    // The parent's first step used 13 + 9 of 100: the child may use 78; each of its steps uses 13 + 9.
+    expect(child).toMatchObject({ status: 'token_budget_exhausted', tokenBudget: 78, usage: { inputTokens: 39, outputTokens: 27 } });
+    expect(ran('lookup_order', 'm1')).toBe(3);
+    // 22 + 66 used and the last prompt's 13 would pass 100: the parent asks its model nothing more.
+    expect(result).toMatchObject({ status: 'token_budget_exhausted', usage: { inputTokens: 13 + 39, outputTokens: 9 + 27 } });
+    expect(provider().requests.filter((request) => request.queue === workflowId)).toHaveLength(1);
+  });
+});
+
 describe('delegation that must not go on', () => {
   it('refuses a cycle A → B → A with delegation_refused, naming the path; nothing is started', async () => {
     const { result, workflowId } = await runTree({
