@@ -27,12 +27,17 @@ export async function runDelegateCall(run: TurnRun, call: CheckedToolCall, share
   const childId = childWorkflowId(workflowId, call.callId);
   const refusal = delegationRefusal(run, agent) ?? (share && 'refused' in share ? share.refused : undefined);
   if (refusal || !share || 'refused' in share) {
-    const message = refusal ?? `agent ${agent}: no share of the turn's limits; delegation refused`;
-    return { ...BoundaryResults.refused('delegation_refused', message), delegate: { agent, workflowId: childId, status: 'refused' } };
+    return refusedCall(agent, childId, refusal ?? `agent ${agent}: no share of the turn's limits; delegation refused`);
   }
   const used = delegatedUsage(run);
   const cap = run.settings.limits.maxConcurrentSubagents ?? DEFAULT_TURN_LIMITS.maxConcurrentSubagents;
   await takeSlot(used, cap);
+  // A child that waited for a slot gets only the time left now before the parent's deadline.
+  const timeLeft = run.settings.limits.deadlineMs - (Date.now() - run.startedAt);
+  if (timeLeft < 1) {
+    used.running--;
+    return refusedCall(agent, childId, `agent ${agent}: no time left before this turn's deadline; delegation refused`);
+  }
   let ended: DelegateOutcome;
   try {
     const input: AgentTurnInput = {
@@ -40,7 +45,7 @@ export async function runDelegateCall(run: TurnRun, call: CheckedToolCall, share
       prompt: request,
       agent,
       ...(run.input.tools ? { tools: run.input.tools } : {}),
-      limits: share.limits,
+      limits: { ...share.limits, deadlineMs: Math.min(share.limits.deadlineMs ?? timeLeft, timeLeft) },
       ...(share.tokenAllowance !== undefined ? { tokenAllowance: share.tokenAllowance } : {}),
       lineage: childLineage({ run, workflowId, callId: call.callId, agent, request }),
     };
@@ -55,6 +60,11 @@ export async function runDelegateCall(run: TurnRun, call: CheckedToolCall, share
     used.running--;
   }
   return { ...ended.outcome, delegate: { agent, workflowId: childId, status: ended.status } };
+}
+
+/** A delegate call refused before its child started: `delegation_refused`, nothing run. */
+function refusedCall(agent: string, workflowId: string, message: string): BoundaryResult {
+  return { ...BoundaryResults.refused('delegation_refused', message), delegate: { agent, workflowId, status: 'refused' } };
 }
 
 /**
