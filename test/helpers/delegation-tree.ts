@@ -48,7 +48,16 @@ const refundOrder = defineTool({
   effect: 'irreversible_write',
   handler: ({ cents }) => ({ refundedCents: cents }),
 });
-const tools = [counted(lookupOrder), counted(refundOrder)];
+// A bank that takes the request and answers too late: the call is cut off at its timeout, its outcome unknown.
+const payOut = defineTool({
+  name: 'pay_out',
+  description: 'Pays money out.',
+  input: z.strictObject({ orderId: z.string(), cents: z.number().int().positive() }),
+  effect: 'irreversible_write',
+  timeout: '1s',
+  handler: () => new Promise((resolve) => setTimeout(() => resolve({ paid: true }), 3_000)),
+});
+const tools = [counted(lookupOrder), counted(refundOrder), counted(payOut)];
 
 const researcher = defineAgent({
   name: 'researcher',
@@ -75,8 +84,11 @@ const beta = defineAgent({ name: 'beta', description: 'Beta.', tools: ['agent:al
 const bottom = defineAgent({ name: 'bottom', description: 'Bottom.', tools: [lookupOrder] });
 const middle = defineAgent({ name: 'middle', description: 'Middle.', tools: [bottom] });
 const top = defineAgent({ name: 'top', description: 'Top.', tools: [middle] });
+// A desk whose subagent pays out through the bank that never answers.
+const payer = defineAgent({ name: 'payer', description: 'Pays out.', tools: [payOut] });
+const desk = defineAgent({ name: 'desk', description: 'Desk.', tools: [payer] });
 /** Every agent the tree tests' worker declares. */
-export const agents: AgentDefinition<unknown>[] = [researcher, refunds, lead, alpha, beta, bottom, middle, top];
+export const agents: AgentDefinition<unknown>[] = [researcher, refunds, lead, alpha, beta, bottom, middle, top, payer, desk];
 
 /** A reply of the fake provider with a final text. */
 export const text = (answer: string): FakeReply => ({ kind: 'stream', events: openaiStream.text([answer]) });
@@ -109,8 +121,9 @@ export function useDelegationTree(environment: TreeEnvironment) {
     return fetch(input, { ...init, headers });
   }
 
-  function configFor(): TollgateConfig {
+  function configFor(extra: Record<string, unknown>): TollgateConfig {
     const base = testConfig({
+      ...extra,
       retry: { initialInterval: '100ms', maximumInterval: '1s' },
       model: { default: 'fake', models: { fake: { provider: 'openai-compatible', model: 'gpt-test', baseURL: fake().baseURL } } },
     });
@@ -125,13 +138,16 @@ export function useDelegationTree(environment: TreeEnvironment) {
     input,
     replies,
     interact,
+    config: extra = {},
   }: {
     input: Omit<AgentTurnInput, 'taskId'>;
+    /** Config sections of the worker, over the test config's. */
+    config?: Record<string, unknown>;
     replies: (workflowId: string) => Array<[string, FakeReply[]]>;
     interact?: (handle: WorkflowHandle, workflowId: string) => Promise<void>;
   }) {
     const { env, workflowBundle } = environment;
-    const config = configFor();
+    const config = configFor(extra);
     const store = openSqliteStore(':memory:');
     const activities = createActivities({ config, tools, store, modelEnvironment: { fetch: routedFetch as typeof fetch }, agents });
     const worker = await createWorker({ config, connection: env.nativeConnection, activities, workflowBundle });

@@ -88,6 +88,35 @@ describe('a subagent called as a tool', () => {
     ]);
   });
 
+  it('makes the call outcome_unknown when a call of the child stayed unknown, and never runs it again', async () => {
+    const { result, workflowId } = await runTree({
+      input: { prompt: 'Pay order 12 out.', agent: 'desk' },
+      replies: (root) => [
+        [root, [toolCall('payer', { request: 'Pay 1200 cents for order 12.' }), text('Whether it was paid is not known.')]],
+        [childWorkflowId(root, 'call-0-0'), [toolCall('pay_out', { orderId: 'u12', cents: 1200 }), text('The bank did not answer.')]],
+      ],
+      // Approved; the bank's answer never comes, and the worker reports an unknown outcome at once (no person resolves it).
+      config: { outcomes: { onUnknown: 'report' } },
+      interact: (_, root) => approveInChild(childWorkflowId(root, 'call-0-0')),
+    });
+    expect(ran('pay_out', 'u12')).toBe(1);
+    const child = (await environment.env.client.workflow.getHandle(childWorkflowId(workflowId, 'call-0-0')).result()) as AgentTurnResult;
+    expect(child).toMatchObject({
+      status: 'completed',
+      toolCalls: [expect.objectContaining({ tool: 'pay_out', code: 'outcome_unknown' })],
+    });
+    expect(result!.toolCalls).toEqual([
+      expect.objectContaining({
+        tool: 'payer',
+        effect: 'irreversible_write',
+        code: 'outcome_unknown',
+        executions: 1,
+        delegate: expect.objectContaining({ status: 'completed' }),
+      }),
+    ]);
+    expect(result).toMatchObject({ status: 'completed', answer: 'Whether it was paid is not known.' });
+  });
+
   it('withdraws the wait of a child when its parent is cancelled: the approval signalled after it runs nothing', async () => {
     let childId = '';
     const { failure } = await runTree({
