@@ -13,6 +13,13 @@ export const AWAITING_APPROVAL_SEARCH_ATTRIBUTE = defineSearchAttributeKey('Toll
  */
 export const WAITING_FOR_SEARCH_ATTRIBUTE = defineSearchAttributeKey('TollgateWaitingFor', SearchAttributeType.KEYWORD_LIST);
 
+/**
+ * The root turn of a tree of turns: set on every subagent's turn (and by TollgateClient on the turns
+ * it starts), so `TollgateRootWorkflowId = '<root>'` lists a whole tree and, with
+ * `TollgateAwaitingApproval = true`, the turns in it that wait. A workflow id only, never user data.
+ */
+export const ROOT_WORKFLOW_ID_SEARCH_ATTRIBUTE = defineSearchAttributeKey('TollgateRootWorkflowId', SearchAttributeType.KEYWORD);
+
 /** The kinds of wait `TollgateWaitingFor` lists. */
 export const WAITING_KINDS = ['approval', 'resolution', 'resume'] as const;
 
@@ -24,4 +31,5 @@ export const REQUIRED_SEARCH_ATTRIBUTES = [
   { key: TASK_ID_SEARCH_ATTRIBUTE, cliType: 'Keyword' },
   { key: AWAITING_APPROVAL_SEARCH_ATTRIBUTE, cliType: 'Bool' },
   { key: WAITING_FOR_SEARCH_ATTRIBUTE, cliType: 'KeywordList' },
+  { key: ROOT_WORKFLOW_ID_SEARCH_ATTRIBUTE, cliType: 'Keyword' },
 ] as const;

@@ -1,7 +1,11 @@
 import { ActivityFailure, ApplicationFailure, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../common/activity-types';
 import { narrowTools } from '../common/contract/agent';
-import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE } from '../common/search-attributes';
+import {
+  AWAITING_APPROVAL_SEARCH_ATTRIBUTE,
+  ROOT_WORKFLOW_ID_SEARCH_ATTRIBUTE,
+  TASK_ID_SEARCH_ATTRIBUTE,
+} from '../common/search-attributes';
 import type { AgentTurnInput, AgentTurnResult } from '../common/contract/turn';
 import type { TurnStatus } from '../common/codes';
 import { TurnDecisions } from './decisions/turn-decisions';
@@ -54,11 +58,18 @@ async function startRun(input: AgentTurnInput, telemetry: TurnTelemetry): Promis
   // TollgateClient sets both search attributes at the start, so such a turn records no upsert; a
   // turn started by another client (the Temporal CLI, another SDK) sets the task id here.
   const started = workflowInfo().typedSearchAttributes;
+  const listed = [];
   if (started.get(TASK_ID_SEARCH_ATTRIBUTE) !== taskId || started.get(AWAITING_APPROVAL_SEARCH_ATTRIBUTE) === undefined) {
-    upsertSearchAttributes([{ key: TASK_ID_SEARCH_ATTRIBUTE, value: taskId }]);
+    listed.push({ key: TASK_ID_SEARCH_ATTRIBUTE, value: taskId });
   }
+  // A subagent's turn names its root, so the Web UI's list shows a tree's waits from the root (in the same upsert).
+  const root = input.lineage?.rootWorkflowId;
+  if (root !== undefined && started.get(ROOT_WORKFLOW_ID_SEARCH_ATTRIBUTE) !== root) {
+    listed.push({ key: ROOT_WORKFLOW_ID_SEARCH_ATTRIBUTE, value: root });
+  }
+  if (listed.length > 0) upsertSearchAttributes(listed);
   const state = startingState(taskId);
-  const decisions = new TurnDecisions(state, telemetry);
+  const decisions = new TurnDecisions(state, telemetry, input.lineage);
   takeTurnMessages(state, decisions);
 
   const settings = await settingsFor({ limits: input.limits, agent: input.agent, lowerOnly: input.lineage !== undefined });

@@ -7,6 +7,7 @@ import type {
   ResumeReceipt,
   ResolutionDecision,
   ResolutionReceipt,
+  WaitsReport,
 } from '../common/contract/decisions';
 import type { AgentTurnResult, TurnState } from '../common/contract/turn';
 
@@ -29,6 +30,12 @@ export const resolveSignal = defineSignal<[ResolutionDecision]>('resolve');
 
 /** Update `resolve`: the same word, with a validator that rejects an invalid one to the caller at once. */
 export const resolveUpdate = defineUpdate<ResolutionReceipt, [ResolutionDecision]>('resolve');
+
+/**
+ * Signal `waitsBelow`: a subagent's turn reports to its parent every decision waiting in it and below
+ * it, on each change; the root's `state` lists them all (`waitsBelow`). Sent by turns, not by people.
+ */
+export const waitsBelowSignal = defineSignal<[WaitsReport]>('waitsBelow');
 
 /** Update `send`: one user message of a conversation; answered with the result of the turn it ran. */
 export const sendUpdate = defineUpdate<AgentTurnResult, [{ text: string }]>('send');

@@ -5,7 +5,17 @@ import type { Decision, DecisionDesk, DecisionRecord, Kind } from './decisions/d
 import type { TurnDecisions } from './decisions/turn-decisions';
 import { FAILURE_TYPE } from '../common/failures';
 import { decodedOrRefused, decodedValue, decodeMessage, rawQuery, rawSignal, rawUpdate } from './message-payload';
-import { approvalSignal, decideUpdate, resolveSignal, resolveUpdate, resumeSignal, resumeUpdate, stateQuery } from './messages';
+import {
+  approvalSignal,
+  decideUpdate,
+  resolveSignal,
+  resolveUpdate,
+  resumeSignal,
+  resumeUpdate,
+  stateQuery,
+  waitsBelowSignal,
+} from './messages';
+import type { WaitsReport } from '../common/contract/decisions';
 
 /** Whether a decision as sent carries edited arguments. */
 function hasEditedArgs(decision: unknown): boolean {
@@ -67,8 +77,16 @@ function takeDecisions<D, R>(route: DecisionRoute<D, R>, record: DecisionRecord)
  * workflow task: a signal that does not decode is recorded in `state.rejectedDecisions`, an update is
  * refused to its caller, and the turn goes on.
  */
-export function takeTurnMessages(state: TurnState, { record, approvals, resolutions, resumes }: TurnDecisions): void {
+export function takeTurnMessages(state: TurnState, { record, approvals, resolutions, resumes, below }: TurnDecisions): void {
   setHandler(rawQuery<TurnState>(stateQuery.name), () => state);
+  // A child's report of what waits in it and below it: one that is not a well-formed report from below is recorded as rejected.
+  setHandler(rawSignal(waitsBelowSignal.name), (raw) => {
+    const message = decodeMessage(raw);
+    if (!message.decoded) return record.rejectUndecodable(message.payload, message.why);
+    const why = below.judge(message.value);
+    if (why) return record.reject(message.value, why);
+    below.take(message.value as WaitsReport);
+  });
   takeDecisions<ApprovalDecision, DecisionReceipt>(
     {
       signalName: approvalSignal.name,

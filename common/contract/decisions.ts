@@ -1,5 +1,6 @@
 import type { AgentReference } from './agent';
 import type { NotificationReceipt } from './notifications';
+import type { TurnLineage } from './turn';
 
 /**
  * The waits for a person and their decisions: approvals (an irreversible call), resolutions (a write
@@ -21,6 +22,46 @@ export interface PendingWait {
   notifications?: NotificationReceipt[];
   /** Set once the wait was escalated (a route's `escalateAfter`): the approver group told, which may decide on it too. */
   escalatedTo?: string;
+  /** In a subagent's turn: where the waiting turn stands in its tree, and its own workflow id, to which the decision goes. */
+  lineage?: WaitLineage;
+}
+
+/** Where a wait in a subagent's turn stands: the turn's lineage, and the workflow id of the turn that waits. */
+export interface WaitLineage extends TurnLineage {
+  /** The turn that waits: a decision is sent to this workflow, and a signed one signs this id. */
+  workflowId: string;
+}
+
+/**
+ * A wait in a turn below this one (a subagent's, at any depth), as its parent reported it: enough to
+ * find it and to send the decision to exactly the turn that waits. The arguments are not carried up;
+ * they are in that turn's own `state` query.
+ */
+export interface WaitBelow {
+  kind: keyof DecisionKinds;
+  /** The turn that waits: the decision goes to this workflow (its update or signal), bound to its call, digest and round. */
+  workflowId: string;
+  /** Approvals and resolutions: the call that waits. */
+  callId?: string;
+  /** Resume decisions: the model step that waits. */
+  step?: number;
+  tool?: string;
+  /** What a decision names: the digest of the arguments as shown (`shownDigest` when redacted, else `argsDigest`). */
+  argsDigest?: string;
+  round: number;
+  expiresAt: string;
+  lineage: WaitLineage;
+  /** The agent whose turn asks (left out for the default agent). */
+  agent?: AgentReference;
+}
+
+/** What a subagent's turn signals its parent (`waitsBelow`) on each change: every wait in it and below it, newest `sequence` wins. */
+export interface WaitsReport {
+  /** The reporting turn (a child of the receiver). */
+  workflowId: string;
+  /** Counts the reporter's reports: one that arrives after a newer one changes nothing. */
+  sequence: number;
+  waits: WaitBelow[];
 }
 
 /** What every decision on a wait may carry besides its verdict: the round it decides on and, when signed, its signature. */

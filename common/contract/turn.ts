@@ -7,6 +7,7 @@ import type {
   PendingResume,
   RejectedDecision,
   ResolutionDecision,
+  WaitBelow,
 } from './decisions';
 import type { ToolEvent } from './tools';
 import type { TurnNotificationReceipt } from './notifications';
@@ -164,6 +165,12 @@ export interface TurnState {
   notifications?: TurnNotificationReceipt[];
   /** The turn's handoffs so far, in order (left out when there were none). */
   handoffs?: TurnHandoff[];
+  /**
+   * The decisions waiting in the turns below this one (its subagents', at any depth), each with the
+   * workflow id of the turn that waits and its lineage; the root's lists the whole tree. Left out until
+   * a child reports one.
+   */
+  waitsBelow?: WaitBelow[];
 }
 
 /** A model step whose stream broke after chunks had gone out; it was never replayed unasked. */

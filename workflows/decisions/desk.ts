@@ -1,5 +1,5 @@
 import { REJECTED_DECISION_BOUNDS } from '../../common/defaults';
-import type { DecisionKinds, TruncatedDecision } from '../../common/contract/decisions';
+import type { DecisionKinds, TruncatedDecision, WaitLineage } from '../../common/contract/decisions';
 import type { TurnPhase, TurnState } from '../../common/contract/turn';
 import { signatureProblem, type SignatureParts } from '../../common/signed-decision';
 import { unencryptedMode } from '../../common/unencrypted';
@@ -70,6 +70,8 @@ export interface DecisionHost {
   workflowId(): string;
   /** Shows the state's waits: `changed` is the kind whose waits changed, none when only the turn's progress did. */
   publish(changed?: Kind): void;
+  /** In a subagent's turn: its place in the tree, which each of its waits carries. */
+  lineage?(): WaitLineage | undefined;
 }
 
 /** The approvers' public keys (base64 by name) and how old a signature may be. */
@@ -275,7 +277,9 @@ export class DecisionDesk<K extends Kind> {
   open(waiting: Omit<Pending<K>, 'round'>): Pending<K> {
     const { declaration, record } = this;
     const partial = waiting as Pending<K>;
-    const pending = { ...partial, round: record.ledger.nextRound(declaration.kind, declaration.pendingSubject(partial)) } as Pending<K>;
+    const lineage = record.host.lineage?.();
+    const round = record.ledger.nextRound(declaration.kind, declaration.pendingSubject(partial));
+    const pending = { ...partial, round, ...(lineage ? { lineage } : {}) } as Pending<K>;
     declaration.add(record.state, pending);
     this.observer?.opened(pending);
     record.state.phase = declaration.phase;
@@ -297,9 +301,22 @@ export class DecisionDesk<K extends Kind> {
 
 /** The checks every kind has, each with the reason it gives. */
 export const checks = {
-  /** An open wait is named; `why` says what is wrong when none is. */
+  /**
+   * An open wait is named; `why` says what is wrong when none is, and where the subject waits instead
+   * when a turn below this one (a subagent's) has it waiting: the decision goes to that turn.
+   */
   waits<K extends Kind>(why: (judging: Judging<K>) => string | undefined): Check<K> {
-    return (judging) => (judging.pending ? undefined : why(judging));
+    return (judging) => {
+      if (judging.pending) return undefined;
+      const reason = why(judging);
+      const { declaration, record } = judging.desk;
+      const subject = declaration.subject(judging.decision);
+      const places = (record.state.waitsBelow ?? [])
+        .filter((wait) => wait.kind === declaration.kind && (wait.callId ?? String(wait.step)) === subject)
+        .map((wait) => wait.workflowId);
+      if (reason === undefined || places.length === 0) return reason;
+      return `${reason} in this turn; it waits in ${places.join(', ')}, below this turn: send the decision there`;
+    };
   },
   /** Its subject was not decided yet. */
   undecided<K extends Kind>(why: (subject: string, taken: Decision<K>) => string): Check<K> {

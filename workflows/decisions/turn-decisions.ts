@@ -1,13 +1,15 @@
-import { condition, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { condition, getExternalWorkflowHandle, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../common/activity-types';
 import type { PendingResume, ResumeDecision } from '../../common/contract/decisions';
-import type { TurnState } from '../../common/contract/turn';
+import type { TurnLineage, TurnState } from '../../common/contract/turn';
+import { waitsBelowSignal } from '../messages';
 import type { TurnTelemetry } from '../turn-telemetry';
 import { ApprovalBook } from './approval';
 import { DecisionDesk, DecisionRecord } from './desk';
 import { publishWaits } from './inbox';
 import { ResolutionBook } from './resolution';
 import { RESUME } from './resume';
+import { WaitsBelow } from './waits-below';
 
 const { checkCall } = proxyLocalActivities<Activities>({
   startToCloseTimeout: '10 seconds',
@@ -25,15 +27,30 @@ export class TurnDecisions {
   readonly approvals: ApprovalBook;
   readonly resolutions: ResolutionBook;
   readonly resumes: DecisionDesk<'resume'>;
+  /** The waits of the turns below this one, as its children report them; a subagent's turn reports its own and theirs to its parent. */
+  readonly below: WaitsBelow;
 
   constructor(
     readonly state: TurnState,
     telemetry: TurnTelemetry,
+    lineage?: TurnLineage,
   ) {
+    this.below = new WaitsBelow(state, lineage, {
+      workflowId: () => workflowInfo().workflowId,
+      // A parent that has ended (or was never there) takes no report; the child's own waits stand regardless.
+      send: (parent, report) =>
+        void getExternalWorkflowHandle(parent)
+          .signal(waitsBelowSignal, report)
+          .catch(() => undefined),
+    });
     this.record = new DecisionRecord(state, {
       now: () => Date.now(),
       workflowId: () => workflowInfo().workflowId,
-      publish: (changed) => publishWaits(state, changed),
+      publish: (changed) => {
+        publishWaits(state, changed);
+        this.below.changed();
+      },
+      lineage: () => this.below.waitLineage(),
     });
     this.approvals = new ApprovalBook(this.record, checkCall, {
       opened: ({ callId, tool, requestedAt, expiresAt }) =>
