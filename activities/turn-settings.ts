@@ -19,7 +19,7 @@ export function limitsFromConfig(config: TollgateConfig): ResolvedTurnLimits {
 }
 
 /** What a turn needs of its agent, as data recorded in its settings (the instructions and schema stay on the worker). */
-export function agentTurnSettings(agent: AgentDefinition): AgentTurnSettings {
+export function agentTurnSettings(agent: AgentDefinition, agents?: AgentRegistry): AgentTurnSettings {
   const { name, digest, tools, limits, model, instructions, output, outputRetries, approvals } = agent;
   return {
     name,
@@ -31,7 +31,16 @@ export function agentTurnSettings(agent: AgentDefinition): AgentTurnSettings {
     output: output !== undefined,
     outputRetries,
     ...(approvals?.groups && Object.keys(approvals.groups).length > 0 ? { groups: approvals.groups } : {}),
+    ...(agent.handoffs ? { handoffs: handoffReferences(agent.handoffs, agents) } : {}),
   };
+}
+
+/** The handoff targets as this worker declares them (the registry checked each is one of its agents). */
+function handoffReferences(names: string[], agents: AgentRegistry | undefined): AgentTurnSettings['handoffs'] {
+  return names.flatMap((name) => {
+    const target = agents?.get(name);
+    return target ? [{ name, digest: target.digest }] : [];
+  });
 }
 
 /**
@@ -69,6 +78,6 @@ export function createTurnSettings(config: TollgateConfig, env: NodeJS.ProcessEn
     if (name === undefined) return settings;
     const agent = agents?.get(name);
     if (!agent) return { ...settings, unknownAgent: { name, known: agents?.names() ?? [] } };
-    return { ...settings, agent: agentTurnSettings(agent) };
+    return { ...settings, agent: agentTurnSettings(agent, agents) };
   };
 }

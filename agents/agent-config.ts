@@ -46,6 +46,8 @@ export const agentConfigSchema = z.strictObject({
   modelSettings: modelSettingsSchema.optional(),
   /** Tool names, and subagents as `agent:<name>`; all registered tools when left out. */
   tools: z.array(z.string().min(1)).optional(),
+  /** Agents this one may hand the turn to, by name (the model is offered `transfer_to_<agent>`). */
+  handoffs: z.array(z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, 'expected an agent name')).optional(),
   limits: agentLimitsSchema.optional(),
   /** A JSON Schema the final answer must fit; it is compiled when the config is read. */
   output: z

@@ -1,5 +1,6 @@
 import { compileRules, type CompiledRule } from '../policies/approval-rules';
 import type { AgentDefinition } from './define-agent';
+import { handoffToolName } from '../common/handoff-names';
 
 /** The agents one worker serves, checked against its tools and models once, at worker start. */
 export interface AgentRegistry {
@@ -45,12 +46,33 @@ export function createAgentRegistry({
     );
     byName.set(agent.name, agent);
   }
+  checkHandoffTargets(byName, toolNames);
   checkSubagents(byName, toolNames);
   return {
     get: (name) => byName.get(name),
     names: () => [...byName.keys()],
     rules: (name) => rules.get(name) ?? [],
   };
+}
+
+/**
+ * Each agent's handoff targets are agents of this worker, and no handoff tool (`transfer_to_<agent>`)
+ * shares its name with a tool the worker serves: the model would be offered two tools of one name.
+ */
+function checkHandoffTargets(byName: Map<string, AgentDefinition>, toolNames: string[]): void {
+  for (const agent of byName.values()) {
+    for (const target of agent.handoffs ?? []) {
+      if (!byName.has(target))
+        throw new Error(
+          `agent ${agent.name}: handoff target "${target}" is not an agent of this worker (agents: ${[...byName.keys()].join(', ')})`,
+        );
+      const tool = handoffToolName(target);
+      if (toolNames.includes(tool))
+        throw new Error(
+          `agent ${agent.name}: its handoff to ${target} is offered as "${tool}", which is also the name of a tool the worker serves`,
+        );
+    }
+  }
 }
 
 /**

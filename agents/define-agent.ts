@@ -37,6 +37,8 @@ export interface AgentSpec<Output extends z.ZodType | undefined = undefined> {
    * An agent among them (its definition, or `"agent:<name>"`) is a subagent: the model is offered a tool named after it.
    */
   tools?: Array<ToolDefinition | AgentDefinition<unknown> | string>;
+  /** Agents this one may hand the turn to (definitions or names): the model is offered `transfer_to_<agent>` for each. */
+  handoffs?: Array<AgentDefinition<unknown> | string>;
   /** The agent's limits, over the config's; a turn's own limits may only lower them. */
   limits?: TurnLimits;
   /** A zod schema the final answer must fit, as JSON: the turn's `output` is the parsed value. */
@@ -61,6 +63,8 @@ export interface AgentDefinition<Output = unknown> {
   readonly modelSettings?: ModelSettings;
   /** Tool names; all registered tools when left out. */
   readonly tools?: string[];
+  /** The names of the agents this one may hand the turn to (`transfer_to_<agent>`); none when left out. */
+  readonly handoffs?: string[];
   /** The names of the agents this one may call as tools (subagents, each run as a child turn); none when left out. */
   readonly subagents?: string[];
   readonly limits?: TurnLimits;
@@ -172,6 +176,20 @@ function checkGroups(where: string, groups: unknown): void {
   }
 }
 
+/** Checks the handoff targets: agent names, each once, never the agent itself. */
+function checkHandoffs(where: string, self: string, handoffs: unknown): void {
+  if (handoffs === undefined) return;
+  if (!Array.isArray(handoffs)) fail(where, 'must be a list of agents or agent names');
+  const seen = new Set<string>();
+  for (const target of handoffs) {
+    if (typeof target !== 'string' || !AGENT_NAME.test(target))
+      fail(where, `holds ${JSON.stringify(target)}, not an agent or an agent name`);
+    if (target === self) fail(where, `names the agent itself (${self})`);
+    if (seen.has(target)) fail(where, `names ${target} twice`);
+    seen.add(target);
+  }
+}
+
 function checkLimits(where: string, limits: unknown): TurnLimits | undefined {
   if (limits === undefined) return undefined;
   if (!limits || typeof limits !== 'object' || Array.isArray(limits)) fail(where, 'must be an object');
@@ -250,6 +268,7 @@ export function completeAgent(where: string, parts: AgentParts): AgentDefinition
       seen.add(tool);
     }
   }
+  checkHandoffs(`${where}.handoffs`, name, parts.handoffs);
   checkSubagents(`${where}.tools`, name, parts.subagents);
   checkModelSettings(`${where}.modelSettings`, parts.modelSettings);
   checkLimits(`${where}.limits`, parts.limits);
@@ -269,7 +288,8 @@ export function completeAgent(where: string, parts: AgentParts): AgentDefinition
     output: parts.output?.jsonSchema ?? null,
     outputRetries,
     approvals: parts.approvals ?? null,
-    // Only when declared, so the digests of agents without subagents stay those they always were.
+    // Only when declared, so the digests of agents without handoffs or subagents stay those they always were.
+    ...(parts.handoffs ? { handoffs: [...parts.handoffs].sort() } : {}),
     ...(parts.subagents ? { subagents: [...parts.subagents].sort() } : {}),
   };
   return { ...parts, outputRetries, digest: sha256(canonicalJson(described)) };
@@ -288,6 +308,7 @@ export function defineAgent<Output extends z.ZodType | undefined = undefined>(
   const tools = split ? split.tools : spec.tools;
   const subagents = split && split.subagents.length > 0 ? split.subagents : undefined;
   const output = spec.output === undefined ? undefined : zodOutput(`${where}.output`, spec.output);
+  const handoffs = spec.handoffs?.map((agent) => (agent && typeof agent === 'object' && 'name' in agent ? agent.name : agent));
   return completeAgent(where, {
     name: spec.name,
     ...(spec.description !== undefined ? { description: spec.description } : {}),
@@ -296,6 +317,7 @@ export function defineAgent<Output extends z.ZodType | undefined = undefined>(
     ...(spec.modelSettings !== undefined ? { modelSettings: spec.modelSettings } : {}),
     ...(tools !== undefined ? { tools: tools as string[] } : {}),
     ...(subagents !== undefined ? { subagents: subagents as string[] } : {}),
+    ...(handoffs !== undefined ? { handoffs: handoffs as string[] } : {}),
     ...(spec.limits !== undefined ? { limits: spec.limits } : {}),
     ...(output ? { output } : {}),
     ...(spec.outputRetries !== undefined ? { outputRetries: spec.outputRetries } : {}),

@@ -133,6 +133,8 @@ export type CheckedToolCall = ToolCallRequest & {
   needsApproval?: boolean;
   /** The turn's agent (set by the workflow before the call runs): `runTool` checks the executing worker declares it alike. */
   agent?: AgentReference;
+  /** A handoff (`transfer_to_<agent>`): the agent the turn goes to from the next step, and the reason the model gave. Runs no tool. */
+  handoff?: { to: string; reason?: string };
   /**
    * A delegate call (a subagent, offered as a tool of its name): the agent and what the model asked
    * of it. The workflow runs it as a child turn; `policy.effect` is the strongest effect among the
@@ -329,6 +331,8 @@ export interface AgentTurnSettings extends AgentReference {
   outputRetries: number;
   /** The agent's approver groups, on top of the worker's: a call its groups name needs an approver both allow. */
   groups?: ApproverGroups;
+  /** The agents it may hand the turn to, as this worker declares them: a handoff goes on only to the same definition. */
+  handoffs?: AgentReference[];
 }
 
 /** The input of the `agentInstructions` activity: the agent whose instructions function runs, on the turn's input. */

@@ -19,6 +19,8 @@ export type IdempotencyOutcome = 'claimed' | 'receipt' | 'status_check' | 'in_fl
 /** One finished tool call, as the metrics count it. */
 export interface FinishedToolCall {
   tool: string;
+  /** The agent the turn ran as when the call was made (`default` for a turn naming none); left out by workflows recorded before. */
+  agent?: string;
   effect: ToolEffect | 'unknown';
   status: ToolCallStatus;
   code?: ErrorCode;
@@ -43,7 +45,8 @@ export interface ApprovalWait {
 export interface TelemetrySinks extends Sinks {
   [TELEMETRY_SINK]: {
     toolCallFinished(call: FinishedToolCall): void;
-    turnFinished(turn: { status: TurnStatus }): void;
+    /** `agent`: the agent that ended the turn (`default` for a turn naming none). */
+    turnFinished(turn: { status: TurnStatus; agent?: string }): void;
     approvalOpened(wait: ApprovalWait): void;
     approvalClosed(wait: { callId: string }): void;
   };

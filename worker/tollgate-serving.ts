@@ -140,6 +140,7 @@ export async function openTollgateServing(
       agents: options.agents,
     });
     telemetry.metrics?.knowTools(servedTools);
+    telemetry.metrics?.knowAgents([...(options.agents ?? []).map((agent) => agent.name), ...Object.keys(config.agents ?? {})]);
     const unsigned = unsignedApprovalsWarning(config, servedTools);
     if (unsigned) Runtime.instance().logger.warn(unsigned);
   }

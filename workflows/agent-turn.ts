@@ -28,7 +28,7 @@ export { wouldPassTokenBudget } from './turn/model-phase';
 export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult> {
   checkInput(input);
   const telemetry = new TurnTelemetry();
-  return telemetry.turnSpan(input.taskId, () => runTurn(input, telemetry));
+  return telemetry.turnSpan({ taskId: input.taskId, agent: input.agent }, () => runTurn(input, telemetry));
 }
 
 const { agentInstructions } = proxyActivities<Activities>({
@@ -77,6 +77,7 @@ async function startRun(input: AgentTurnInput, telemetry: TurnTelemetry): Promis
   // The agent's tools narrow the turn's list: the model step, the approval's check of an edit and runTool all take this one.
   const allowedTools = narrowTools(input.tools, agent?.tools);
   if (agent) state.agent = { name: agent.name, digest: agent.digest };
+  if (agent) telemetry.agent = agent.name;
   const { limits, outcomes } = settings;
   const { requireDigest, signing, groups, policies } = settings;
   Object.assign(decisions.record, { requireDigest, signing, groups, policies });
@@ -145,5 +146,6 @@ function finish(run: TurnRun): AgentTurnResult {
     toolCalls: run.events,
     usage: run.usage,
     ...(budget !== undefined ? { tokenBudget: budget } : {}),
+    ...(state.handoffs ? { handoffs: state.handoffs } : {}),
   };
 }

@@ -12,8 +12,11 @@ import type { ToolEvent } from '../common/contract/tools';
 
 const TRACER_NAME = 'tollgate';
 
-/** The agent's `gen_ai.agent.name`, in its `invoke_agent` span's name too. */
-const AGENT_NAME = 'tollgate';
+/** The `gen_ai.agent.name` of a turn that names no agent, in its `invoke_agent` span's name too. */
+const DEFAULT_AGENT_SPAN_NAME = 'tollgate';
+
+/** The agent label of a turn that names no agent, in metrics. */
+export const DEFAULT_AGENT_LABEL = 'default';
 
 /** The name telemetry gives a tool the worker's registry does not declare. */
 export const UNKNOWN_TOOL = 'unknown';
@@ -32,23 +35,34 @@ export class TurnTelemetry {
   /** Whether the worker that started the turn counts calls and turns (its recorded settings). */
   metrics = false;
 
+  /** The agent the turn runs as now (a handoff changes it); left out for the default agent. */
+  agent?: string;
+
   private sink(): TelemetrySinks[typeof TELEMETRY_SINK] | undefined {
     return this.metrics ? proxySinks<TelemetrySinks>()[TELEMETRY_SINK] : undefined;
   }
 
-  /** Runs the turn inside its `invoke_agent tollgate` span (`gen_ai.conversation.id` = the task id). */
-  async turnSpan<R extends { status: TurnStatus }>(taskId: string, run: () => Promise<R>): Promise<R> {
+  /**
+   * Runs the turn inside its `invoke_agent <agent>` span (`gen_ai.agent.name` = the agent the turn
+   * names, `tollgate` for none; `gen_ai.conversation.id` = the task id). The name is the turn's
+   * input's, known before anything runs; an agent the worker does not declare fails the turn inside it.
+   */
+  async turnSpan<R extends { status: TurnStatus }>(
+    { taskId, agent }: { taskId: string; agent?: string },
+    run: () => Promise<R>,
+  ): Promise<R> {
+    const agentName = agent ?? DEFAULT_AGENT_SPAN_NAME;
     const attributes: Attributes = {
       [semconv.ATTR_GEN_AI_OPERATION_NAME]: semconv.GEN_AI_OPERATION_NAME_VALUE_INVOKE_AGENT,
       [semconv.ATTR_GEN_AI_CONVERSATION_ID]: taskId,
-      [semconv.ATTR_GEN_AI_AGENT_NAME]: AGENT_NAME,
+      [semconv.ATTR_GEN_AI_AGENT_NAME]: agentName,
     };
-    const name = `${semconv.GEN_AI_OPERATION_NAME_VALUE_INVOKE_AGENT} ${AGENT_NAME}`;
+    const name = `${semconv.GEN_AI_OPERATION_NAME_VALUE_INVOKE_AGENT} ${agentName}`;
     return trace.getTracer(TRACER_NAME).startActiveSpan(name, { attributes }, async (span) => {
       try {
         const result = await run();
         span.setAttribute(TOLLGATE_ATTRIBUTES.turnStatus, result.status);
-        this.sink()?.turnFinished({ status: result.status });
+        this.sink()?.turnFinished({ status: result.status, agent: this.agent ?? DEFAULT_AGENT_LABEL });
         return result;
       } catch (error) {
         failed(span, error);
@@ -77,6 +91,7 @@ export class TurnTelemetry {
         if (event.status === 'error') span.setStatus({ code: SpanStatusCode.ERROR, message: event.code });
         this.sink()?.toolCallFinished({
           tool,
+          agent: this.agent ?? DEFAULT_AGENT_LABEL,
           effect: event.effect,
           status: event.status,
           ...(event.code ? { code: event.code } : {}),

@@ -10,6 +10,8 @@ import { mismatchMessage } from './agent-instructions';
 
 /** What a model step runs under for its turn's agent: the system message, the call options, the tools and the answer's check. */
 export interface AgentStep {
+  /** The agent as this worker declares it. */
+  definition: AgentDefinition;
   system: string;
   /** Call options the agent's model settings and output schema set (merged over the step's own). */
   callOptions: Partial<LanguageModelV4CallOptions>;
@@ -37,6 +39,7 @@ export function agentStep(agents: AgentRegistry | undefined, input: Pick<ModelSt
   }
   const instructions = typeof declared.instructions === 'function' ? reference.instructions : declared.instructions;
   return {
+    definition: declared,
     system: systemMessage(declared, instructions),
     callOptions: callOptions(declared),
     allowedTools: narrowTools(input.allowedTools, declared.tools),

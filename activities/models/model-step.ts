@@ -35,6 +35,7 @@ import type { IdempotencyStore } from '../../intents/intent-store';
 import { currentWorkflowId, keepsContents, keepTranscript, resolveKeptResults, stepMessages, storeName } from '../kept-results';
 import type { AgentRegistry } from '../../agents/agent-registry';
 import { agentStep } from './agent-step';
+import { checkHandoffCall, handoffTargets, handoffTools } from './handoff-calls';
 import { checkDelegateCall, delegateTools, subagentsOf } from './delegate-calls';
 
 const LIVE_TEXT_CHARS = 8_000;
@@ -249,6 +250,8 @@ function streamStep({
         description: tool.description,
         inputSchema: toolJsonSchema(tool) as LanguageModelV4FunctionTool['inputSchema'],
       }));
+    // The agents the step's agent may hand the turn to, each as a `transfer_to_<agent>` tool.
+    tools.push(...handoffTools(handoffTargets(agent?.definition, agents)));
     // The agents the step's agent may call as tools (subagents), each as a tool of its name (agentStep checked its digest).
     const delegating = input.agent ? agents?.get(input.agent.name) : undefined;
     tools.push(...delegateTools(subagentsOf(delegating, agents)));
@@ -381,6 +384,8 @@ function streamStep({
           refusal: { code: 'invalid_arguments', message },
         };
       }
+      const handoff = checkHandoffCall({ callId, tool: toolName, args, agent: agent?.definition, agents, redactor });
+      if (handoff) return handoff;
       const delegate = checkDelegateCall({ callId, tool: toolName, args, agent: delegating, agents, registry, redactor });
       if (delegate) return delegate;
       const checked = checkToolCall({

@@ -5,9 +5,13 @@ import type { ModelStepObservation } from '../../activities/activity-telemetry';
 import { TELEMETRY_SINK, type ApprovalWait, type FinishedToolCall, type TelemetrySinks } from '../../common/telemetry';
 import { ERROR_CODES, TOOL_EFFECTS, type ToolCallStatus, type TurnStatus } from '../../common/codes';
 import { isWriteEffect } from '../../common/effects';
+import { handoffToolName } from '../../common/handoff-names';
 
 /** The label value of anything the worker does not declare: a tool name, an effect, a code or a status from elsewhere. */
 export const UNKNOWN_LABEL = 'unknown';
+
+/** The agent label of a turn that names no agent. */
+const DEFAULT_AGENT = 'default';
 
 const CALL_STATUSES: readonly string[] = Object.keys({ success: true, error: true, denied: true } satisfies Record<ToolCallStatus, true>);
 const TURN_STATUSES: readonly string[] = Object.keys({
@@ -37,7 +41,13 @@ const APPROVAL_WAIT_BUCKETS = [1, 10, 60, 300, 900, 1800, 3600, 7200, 14400, 432
 export class TollgateMetrics {
   /** The registry `/metrics` serves. */
   readonly registry = new Registry();
-  private readonly toolCalls = this.counter('tollgate_tool_calls_total', 'Finished tool calls.', ['tool', 'effect', 'status', 'code']);
+  private readonly toolCalls = this.counter('tollgate_tool_calls_total', 'Finished tool calls.', [
+    'tool',
+    'effect',
+    'status',
+    'code',
+    'agent',
+  ]);
   private readonly toolDuration = new Histogram({
     name: 'tollgate_tool_call_duration_seconds',
     help: 'How long a tool call took from the boundary to its final result (approval waits included).',
@@ -58,7 +68,10 @@ export class TollgateMetrics {
     ['tool', 'decision', 'by'],
   );
   private readonly outcomeUnknown = this.counter('tollgate_outcome_unknown_total', 'Writes that ended with outcome_unknown.', ['tool']);
-  private readonly turns = this.counter('tollgate_turns_total', 'Finished turns by status.', ['status']);
+  private readonly turns = this.counter('tollgate_turns_total', 'Finished turns by status and the agent that ended them.', [
+    'status',
+    'agent',
+  ]);
   private readonly tokens = new Histogram({
     name: 'gen_ai_client_token_usage',
     help: 'Tokens per model request (gen_ai.client.token.usage), by token type.',
@@ -87,6 +100,8 @@ export class TollgateMetrics {
    * takes. Before the registry is known, no tool name is a label at all.
    */
   private readonly knownTools = new Set<string>();
+  /** The agent names this worker declares ({@link knowAgents}) and `default`: the only agent names a label takes. */
+  private readonly knownAgents = new Set<string>([DEFAULT_AGENT]);
 
   constructor(private readonly now: () => number = Date.now) {
     const waiting = () => this.waitingByTool();
@@ -123,6 +138,24 @@ export class TollgateMetrics {
     }
   }
 
+  /**
+   * The agents this worker declares: each name becomes an agent label, and the tools the model is
+   * offered for them (`transfer_to_<agent>`, and a delegate call's tool named after the agent) tool labels.
+   */
+  knowAgents(names: readonly string[]): void {
+    for (const name of names) {
+      this.knownAgents.add(name);
+      this.knownTools.add(name);
+      this.knownTools.add(handoffToolName(name));
+    }
+  }
+
+  /** An agent name as a label: one the worker declares, or `default`, else `unknown`. */
+  private agentLabel(name: string | undefined): string {
+    if (name === undefined) return DEFAULT_AGENT;
+    return this.knownAgents.has(name) ? name : UNKNOWN_LABEL;
+  }
+
   /** A tool name as a label: one the registry declares, else `unknown` (the series stay as many as the declared tools). */
   private toolLabel(name: string): string {
     return this.knownTools.has(name) ? name : UNKNOWN_LABEL;
@@ -133,7 +166,7 @@ export class TollgateMetrics {
     const tool = this.toolLabel(call.tool);
     const effect = oneOf(call.effect, TOOL_EFFECTS);
     const code = call.code === undefined ? '' : oneOf(call.code, ERROR_CODES);
-    this.toolCalls.inc({ tool, effect, status: oneOf(call.status, CALL_STATUSES), code });
+    this.toolCalls.inc({ tool, effect, status: oneOf(call.status, CALL_STATUSES), code, agent: this.agentLabel(call.agent) });
     this.toolDuration.observe({ tool, effect }, call.durationMs / 1000);
     if (call.approvalWaitMs !== undefined) this.approvalWait.observe({ tool }, call.approvalWaitMs / 1000);
     if (call.code === 'outcome_unknown') this.outcomeUnknown.inc({ tool });
@@ -143,9 +176,9 @@ export class TollgateMetrics {
     }
   }
 
-  /** Counts one finished turn by its status. */
-  turnFinished(status: string): void {
-    this.turns.inc({ status: oneOf(status, TURN_STATUSES) });
+  /** Counts one finished turn by its status and the agent that ended it. */
+  turnFinished(status: string, agent?: string): void {
+    this.turns.inc({ status: oneOf(status, TURN_STATUSES), agent: this.agentLabel(agent) });
   }
 
   /** Observes one attempt of a model step: its tokens, its duration, its time to the first chunk. */
@@ -163,7 +196,7 @@ export class TollgateMetrics {
     return {
       [TELEMETRY_SINK]: {
         toolCallFinished: { fn: (_info, call) => this.toolCallFinished(call), callDuringReplay: false },
-        turnFinished: { fn: (_info, turn) => this.turnFinished(turn.status), callDuringReplay: false },
+        turnFinished: { fn: (_info, turn) => this.turnFinished(turn.status, turn.agent), callDuringReplay: false },
         approvalOpened: {
           fn: (info, wait) => void this.waiting.set(key(info, wait.callId), this.onOwnClock(wait)),
           callDuringReplay: false,

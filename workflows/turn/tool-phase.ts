@@ -5,6 +5,7 @@ import type { StepMessage } from '../../common/kept-results';
 import { EFFECT_TRAITS } from '../../common/effects';
 import { EFFECT_STRATEGIES } from '../effects';
 import type { TurnRun } from './turn-run';
+import { applyHandoff, handoffOutcome } from './handoff';
 import { runDelegateCall } from '../delegation/delegate-call';
 import { shareOutDelegation } from '../delegation/child-limits';
 
@@ -13,7 +14,12 @@ type Executed = { call: CheckedToolCall; outcome: BoundaryResult; event: ToolEve
 /** Refused calls and reads run at once; writes wait for the calls before them. */
 function runsConcurrently(call: CheckedToolCall): boolean {
   // Delegate calls run at once too, at most `maxConcurrentSubagents` of them (delegation/delegate-call.ts).
-  return call.refusal !== undefined || call.delegate !== undefined || EFFECT_TRAITS[call.policy.effect].concurrentInStep;
+  return (
+    call.refusal !== undefined ||
+    call.handoff !== undefined ||
+    call.delegate !== undefined ||
+    EFFECT_TRAITS[call.policy.effect].concurrentInStep
+  );
 }
 
 /** Runs one checked call by its effect's strategy inside its span, and records its event. */
@@ -30,9 +36,11 @@ async function runCall(run: TurnRun, step: number, checked: CheckedToolCall): Pr
   const call = agent && !checked.refusal ? { ...checked, agent: { name: agent.name, digest: agent.digest } } : checked;
   const outcome = call.refusal
     ? BoundaryResults.refused(call.refusal.code, call.refusal.message)
-    : call.delegate
-      ? await runDelegateCall(run, call, run.delegated?.shares.get(call.callId))
-      : await EFFECT_STRATEGIES[call.policy.effect].run({ taskId, call, allowedTools, approvals, resolutions });
+    : call.handoff
+      ? handoffOutcome(run, step, call)
+      : call.delegate
+        ? await runDelegateCall(run, call, run.delegated?.shares.get(call.callId))
+        : await EFFECT_STRATEGIES[call.policy.effect].run({ taskId, call, allowedTools, approvals, resolutions });
   const event: ToolEvent = {
     callId: call.callId,
     step,
@@ -81,5 +89,7 @@ export async function toolPhase(run: TurnRun, step: number, calls: CheckedToolCa
     if (event.status === 'error') run.errors++;
   }
   run.decisions.publish();
-  if (run.errors > run.settings.limits.errorBudget) run.status = 'error_budget_exhausted';
+  // A handoff the step accepted: the next step runs as that agent.
+  if (!run.status) await applyHandoff(run);
+  if (run.errors > run.settings.limits.errorBudget && !run.status) run.status = 'error_budget_exhausted';
 }

@@ -1,7 +1,7 @@
 import type { TurnStatus } from '../../common/codes';
 import type { StepMessage, TranscriptReference } from '../../common/kept-results';
 import type { ToolEvent } from '../../common/contract/tools';
-import type { AgentTurnInput, AgentTurnResult, TurnState, Usage } from '../../common/contract/turn';
+import type { AgentTurnInput, AgentTurnResult, TurnHandoff, TurnState, Usage } from '../../common/contract/turn';
 import type { TurnDecisions } from '../decisions/turn-decisions';
 import type { TurnTelemetry } from '../turn-telemetry';
 import type { TurnRunSettings } from './settings';
@@ -44,6 +44,8 @@ export interface TurnRun {
   output?: unknown;
   /** What the turn's subagents (child turns) used, counted against its limits; set on its first delegate call. */
   delegated?: DelegatedUsage;
+  /** The handoff this step's calls accepted: the turn goes to that agent once they are done (`handoff.ts`). */
+  handoff?: TurnHandoff;
 }
 
 /** The state of a turn at its start: running its first model step, nothing waiting, decided or called yet. */
