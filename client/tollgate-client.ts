@@ -4,7 +4,12 @@ import { connectClient } from '../connection/temporal-connection';
 import { defaultPayloadConverter, type Duration, type Payload, type PayloadCodec } from '@temporalio/common';
 import { codecFromEnvironment, ENCRYPTED_CONVERTER_PATHS } from '../codec/aes-gcm-codec';
 import { AGENT_TURN_WORKFLOW_TYPE } from '../common/defaults';
-import { AWAITING_APPROVAL_SEARCH_ATTRIBUTE, TASK_ID_SEARCH_ATTRIBUTE, WAITING_FOR_SEARCH_ATTRIBUTE } from '../common/search-attributes';
+import {
+  AWAITING_APPROVAL_SEARCH_ATTRIBUTE,
+  ROOT_WORKFLOW_ID_SEARCH_ATTRIBUTE,
+  TASK_ID_SEARCH_ATTRIBUTE,
+  WAITING_FOR_SEARCH_ATTRIBUTE,
+} from '../common/search-attributes';
 import type {
   GrantRequest,
   ApprovalDecision,
@@ -16,6 +21,7 @@ import type {
   ResolutionReceipt,
   ResumeDecision,
   ResumeReceipt,
+  WaitLineage,
 } from '../common/contract/decisions';
 import type { AgentTurnInput, AgentTurnResult, TurnState } from '../common/contract/turn';
 import type { TollgateConfig } from '../config/config-schema';
@@ -191,6 +197,8 @@ export class TollgateClient {
       typedSearchAttributes: [
         { key: TASK_ID_SEARCH_ATTRIBUTE, value: input.taskId },
         { key: AWAITING_APPROVAL_SEARCH_ATTRIBUTE, value: false },
+        // The root of its own tree: `TollgateRootWorkflowId = '<id>'` lists it with every subagent's turn below it.
+        { key: ROOT_WORKFLOW_ID_SEARCH_ATTRIBUTE, value: input.lineage?.rootWorkflowId ?? workflowId },
       ],
       // The Web UI's summary of the turn: the prompt's first line, through the same redaction as the worker's.
       staticSummary: this.redactor.text(firstLine(input.prompt)),
@@ -269,12 +277,17 @@ export class TollgateClient {
     })) {
       const state = await this.client.workflow.getHandle(execution.workflowId, execution.runId).query(stateQuery);
       const place = { workflowId: execution.workflowId, runId: execution.runId, taskId: state.taskId };
-      for (const pending of state.pendingApprovals) {
+      // A subagent's wait carries its lineage; the request its parent made is shown through the same redaction as the prompt.
+      const shown = <Pending extends { lineage?: WaitLineage }>(entry: Pending): Pending =>
+        entry.lineage ? { ...entry, lineage: { ...entry.lineage, request: this.redactor.text(entry.lineage.request) } } : entry;
+      for (const unshown of state.pendingApprovals) {
+        const pending = shown(unshown);
         const round = pending.round > 1 ? { round: pending.round } : {};
         const json = { callId: pending.callId, decision: 'approve', argsDigest: pending.shownDigest ?? pending.argsDigest, ...round };
         entries.push({ kind: 'approval', ...place, ...pending, needs: { update: 'decide', signal: 'approval', json } });
       }
-      for (const pending of state.pendingResolutions ?? []) {
+      for (const unshown of state.pendingResolutions ?? []) {
+        const pending = shown(unshown);
         const round = pending.round > 1 ? { round: pending.round } : {};
         const json = {
           callId: pending.callId,
@@ -284,7 +297,7 @@ export class TollgateClient {
         };
         entries.push({ kind: 'resolution', ...place, ...pending, needs: { update: 'resolve', signal: 'resolve', json } });
       }
-      const resume = state.pendingResume;
+      const resume = state.pendingResume && shown(state.pendingResume);
       if (resume) {
         const json = { step: resume.step, decision: 'retry', ...(resume.round > 1 ? { round: resume.round } : {}) };
         entries.push({ kind: 'resume', ...place, ...resume, needs: { update: 'resume', signal: 'resume', json } });

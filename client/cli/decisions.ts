@@ -1,6 +1,6 @@
 // The decision commands: the inbox of what waits for a person, and approve, deny, resolve and resume.
 import { Argument, type Command } from 'commander';
-import type { GrantRequest, PendingResolution } from '../../common/contract/decisions';
+import type { GrantRequest, PendingResolution, WaitLineage } from '../../common/contract/decisions';
 import { displayValue, hiddenWarning } from '../../common/display-text';
 import { parseDuration } from '../../common/duration';
 import { grantRequestProblem } from '../../common/grant-request';
@@ -32,6 +32,7 @@ function describeInbox(entries: InboxEntry[]): string {
           entry.kind === 'approval'
             ? `\n${forTerminal(entry.workflowId)} ${describeApproval(entry).text}`
             : `\n${forTerminal(entry.workflowId)} ${describeResolution(entry)}`,
+          ...describeLineage(entry.lineage),
           ...describeNotices(entry),
         ].join('\n'),
       ),
@@ -47,9 +48,26 @@ function describeInbox(entries: InboxEntry[]): string {
           [entry.workflowId, entry.taskId, String(entry.step + 1), String(entry.chunks), entry.expiresAt].map((cell) => forTerminal(cell)),
         ),
       ),
+      ...resumes.filter((entry) => entry.lineage).flatMap((entry) => [forTerminal(entry.workflowId), ...describeLineage(entry.lineage)]),
     );
   }
   return lines.join('\n');
+}
+
+/**
+ * Where a subagent's wait stands, as the inbox shows it under the entry: the path of agents from the
+ * root's, the root turn, and what the parent asked; no lines for a root turn's wait. The decision goes
+ * to the entry's own workflow, the subagent's turn.
+ */
+export function describeLineage(lineage: WaitLineage | undefined): string[] {
+  if (!lineage) return [];
+  const request = forTerminal(lineage.request).split('\n');
+  const path = lineage.path.map((agent) => forTerminal(String(agent))).join(' → ');
+  return [
+    `  subagent ${path} (depth ${forTerminal(String(lineage.depth))}) below the root turn ${forTerminal(lineage.rootWorkflowId)}`,
+    `  its parent ${forTerminal(lineage.parentWorkflowId)} asked (call ${forTerminal(lineage.parentCallId)}): ${request[0]}`,
+    ...request.slice(1).map((line) => `    ${line}`),
+  ];
 }
 
 /** A write waiting for a resolution, as the inbox shows it: why, its arguments, and the command that resolves it. */

@@ -1,7 +1,7 @@
 // What the web inbox lists: everything that waits for a person across running turns (found by
 // `TollgateWaitingFor`), each with what a person needs to decide, and the waits that ended since
 // someone last looked (decided elsewhere, by whom). One look is shared by every page that watches.
-import type { PendingApproval, PendingResolution, PendingResume } from '../../common/contract/decisions';
+import type { PendingApproval, PendingResolution, PendingResume, WaitLineage } from '../../common/contract/decisions';
 import type { ToolCatalogue, ToolDescription } from '../../common/contract/tools';
 import type { TurnState } from '../../common/contract/turn';
 import { askToolCatalogue } from '../ask-tool-catalogue';
@@ -26,6 +26,8 @@ export interface TurnSummary {
   decided: Array<{ callId: string; tool: string; decision: 'approve' | 'deny'; by: string }>;
   /** The agent that runs the turn, as its settings recorded it (left out for the default agent). */
   agent?: TurnState['agent'];
+  /** A subagent's turn: where it stands in its tree (the request its parent made, redacted); decisions go to this turn. */
+  lineage?: WaitLineage;
 }
 
 /**
@@ -53,6 +55,18 @@ export type InboxItem =
     }
   | { id: string; kind: 'resolution'; turn: TurnSummary; pending: PendingResolution; display: ArgumentsDisplay; tool?: ToolDescription }
   | { id: string; kind: 'resume'; turn: TurnSummary; pending: PendingResume };
+
+/** A subagent's turn's place in its tree, as every one of its waits carries it, with its parent's request redacted. */
+function lineageOf(state: TurnState, redactor: Redactor): { lineage?: WaitLineage } {
+  const waits = [...state.pendingApprovals, ...(state.pendingResolutions ?? []), ...(state.pendingResume ? [state.pendingResume] : [])];
+  const lineage = waits.find((pending) => pending.lineage)?.lineage;
+  return lineage ? { lineage: { ...lineage, request: redactor.text(lineage.request) } } : {};
+}
+
+/** A waiting entry with its lineage as the page is sent it: the request redacted, as the turn's. */
+function withLineage<Pending extends { lineage?: WaitLineage }>(pending: Pending, turn: TurnSummary): Pending {
+  return pending.lineage && turn.lineage ? { ...pending, lineage: turn.lineage } : pending;
+}
 
 /** The arguments of a waiting call as the page shows them. */
 export function argumentsDisplay(args: unknown): ArgumentsDisplay {
@@ -218,6 +232,7 @@ export class InboxItems {
       prompt: await this.promptOf(workflowId, runId),
       modelText: this.redactor.text(state.modelText ?? ''),
       ...(state.agent ? { agent: state.agent } : {}),
+      ...lineageOf(state, this.redactor),
       decided: state.toolCalls.flatMap((event) =>
         event.approval ? [{ callId: event.callId, tool: event.tool, decision: event.approval.decision, by: event.approval.by }] : [],
       ),
@@ -230,7 +245,7 @@ export class InboxItems {
         id: itemId('approval', workflowId, pending.callId, pending.round),
         kind: 'approval',
         turn,
-        pending,
+        pending: withLineage(pending, turn),
         display: argumentsDisplay(pending.args),
         ...(tool ? { tool: tool.description } : {}),
         ...(tool?.changed ? { toolChanged: true } : {}),
@@ -242,14 +257,19 @@ export class InboxItems {
         id: itemId('resolution', workflowId, pending.callId, pending.round),
         kind: 'resolution',
         turn,
-        pending,
+        pending: withLineage(pending, turn),
         display: argumentsDisplay(pending.args),
         ...(tool ? { tool: tool.description } : {}),
       });
     }
     if (state.pendingResume) {
       const pending = state.pendingResume;
-      items.push({ id: itemId('resume', workflowId, `step-${pending.step}`, pending.round), kind: 'resume', turn, pending });
+      items.push({
+        id: itemId('resume', workflowId, `step-${pending.step}`, pending.round),
+        kind: 'resume',
+        turn,
+        pending: withLineage(pending, turn),
+      });
     }
     return items;
   }

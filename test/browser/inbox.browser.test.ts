@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { startInboxServer, type InboxServer } from '../../client/inbox/inbox-server';
 import { TollgateClient } from '../../client/tollgate-client';
 import { generateApproverKeyPair } from '../../common/approver-keys';
-import type { TurnState } from '../../common/contract/turn';
+import type { TurnLineage, TurnState } from '../../common/contract/turn';
 import type { TollgateConfig } from '../../config/config-schema';
 import { PROJECT_ROOT } from '../../config/load-config';
 import { freePort } from '../../connection/ports';
@@ -584,6 +584,56 @@ describe('the web inbox', () => {
     expect(result.toolCalls[0]).toMatchObject({ tool: 'file_report', status: 'success', executions: 1 });
     expect(reports.executions - before).toBe(1);
     expect(reports.last).toEqual(args);
+  });
+
+  it("shows a grandchild's approval with its lineage, and approving it there runs the write once in the grandchild", async () => {
+    const taskId = 'inbox-subagents';
+    const send = (body: string) => ({ toolCalls: [{ tool: 'send_message', args: { to: 'ops', subject: 'deposit', body } }] });
+    const turn = (workflowId: string, body: string, lineage?: TurnLineage) =>
+      client.client.workflow.start('agentTurn', {
+        workflowId,
+        taskQueue: config.temporal.taskQueue,
+        args: [{ taskId, prompt: `Send: ${body}`, model: scripted([send(body), { text: 'sent' }]), ...(lineage ? { lineage } : {}) }],
+      });
+    // A tree as delegate calls build it (child ids `<parent>-call-<callId>`): each turn waits on its own send.
+    const root = await client.startTurn({ taskId, prompt: 'Look after the deposit.', model: scripted([send('root'), { text: 'sent' }]) });
+    const childId = `${root.workflowId}-call-call-0-1`;
+    const grandchildId = `${childId}-call-call-0-1`;
+    const path = ['default', 'default', 'default'];
+    const lineage = (workflowId: string, depth: number, request: string): TurnLineage => ({
+      rootWorkflowId: root.workflowId,
+      parentWorkflowId: workflowId,
+      parentCallId: 'call-0-1',
+      path: path.slice(0, depth + 1),
+      request,
+      depth,
+    });
+    const handles = [await turn(childId, 'child', lineage(root.workflowId, 1, 'Handle the deposit.'))];
+    // The request as the parent's model wrote it, a right-to-left override in it: shown marked, never acted on.
+    handles.push(await turn(grandchildId, 'grandchild', lineage(childId, 2, 'Tell ops \u202Etisoped\u202C is due.')));
+    const waiting = await pending(root.workflowId, (state) => (state.waitsBelow ?? []).length === 2);
+    expect(waiting.waitsBelow!.map((wait) => wait.workflowId).sort()).toEqual([childId, grandchildId].sort());
+
+    const { page } = people.alice;
+    await open(page, grandchildId, 'approval');
+    expect(await page.locator(`[data-item^="approval:${grandchildId}:"]`).textContent()).toContain('subagent default → default → default');
+    const shown = page.getByTestId('lineage');
+    expect(await shown.textContent()).toContain('(depth 2), below the root turn');
+    expect(await shown.textContent()).toContain(root.workflowId);
+    const request = page.getByTestId('lineage-request');
+    expect(await request.locator('mark.hidden-char').count()).toBe(2);
+    expect(await request.textContent()).not.toContain('\u202E');
+    await page.getByRole('button', { name: 'Approve', exact: true }).click();
+    await expect.poll(() => page.getByRole('status').textContent(), { timeout: 15_000 }).toContain('Sent: approve');
+
+    const result = await client.result(grandchildId);
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'send_message', status: 'success', executions: 1 })]);
+    expect((await client.state(grandchildId)).decisions).toEqual([expect.objectContaining({ approver: 'alice', keyId: 'alice' })]);
+    expect(outboxFiles(taskId)).toHaveLength(1);
+    const after = await pending(root.workflowId, (state) => state.waitsBelow?.length === 1);
+    expect(after.waitsBelow![0].workflowId).toBe(childId);
+    for (const workflowId of [childId, root.workflowId]) await client.client.workflow.getHandle(workflowId).terminate('test over');
+    expect(outboxFiles(taskId)).toHaveLength(1);
   });
 
   it('logged no console error and no content-security violation in either browser', () => {

@@ -143,6 +143,11 @@ function until(iso) {
   return `in ${Math.round(seconds / 3600)} h`;
 }
 
+/** How a notification went, after its channel's name; one string, so that no line break in the template can drop a space. */
+function toldLine(receipt) {
+  return `: ${receipt.status} ${ago(receipt.at)} ago${receipt.attempts > 1 ? ` after ${receipt.attempts} attempts` : ''}`;
+}
+
 function duration(ms) {
   return ms >= 3_600_000 ? `${ms / 3_600_000} h` : ms >= 60_000 ? `${ms / 60_000} min` : `${ms / 1000} s`;
 }
@@ -580,6 +585,18 @@ function Detail({ item }) {
       <dd>${turn.taskId}</dd>
       <dt>Turn</dt>
       <dd><a href=${turn.webUiLink} target="_blank" rel="noopener noreferrer">${turn.workflowId} in the Temporal Web UI</a></dd>
+      ${
+        turn.lineage &&
+        html`<dt>Subagent</dt>
+          <dd data-testid="lineage">
+            <${Shown} text=${turn.lineage.path.join(' → ')} /> (depth ${String(turn.lineage.depth)}), below the root turn
+            <code><${Shown} text=${turn.lineage.rootWorkflowId} /></code>; the decision goes to this subagent's turn
+          </dd>
+          <dt>Its parent asked</dt>
+          <dd>
+            <pre data-testid="lineage-request"><${Shown} text=${turn.lineage.request} /></pre>
+          </dd>`
+      }
       <dt>Waiting for</dt>
       <dd>${ago(pending.requestedAt ?? pending.since)}; it expires ${until(pending.expiresAt)} (${pending.expiresAt})</dd>
       ${
@@ -621,8 +638,7 @@ function Detail({ item }) {
           ${pending.notifications.map(
             (receipt) =>
               html`<li key=${receipt.id}>
-                ${receipt.kind ?? 'notice'} to <strong><${Shown} text=${receipt.channel} /></strong>: ${receipt.status} ${ago(receipt.at)}
-                ago${receipt.attempts > 1 ? ` after ${receipt.attempts} attempts` : ''}${
+                ${receipt.kind ?? 'notice'} to <strong><${Shown} text=${receipt.channel} /></strong>${toldLine(receipt)}${
                   receipt.error ? html`: <span class="errors"><${Shown} text=${receipt.error} /></span>` : ''
                 }
               </li>`,
@@ -710,6 +726,7 @@ function Inbox() {
                   <strong>${item.kind === 'resume' ? 'model stream' : item.pending.tool}</strong>${' · '}<${Shown}
                     text=${item.turn.taskId}
                   />
+                  ${item.turn.lineage && html` · subagent <${Shown} text=${item.turn.lineage.path.join(' → ')} />`}
                   ${item.display?.warning && html` <span class="warning-badge">hidden characters</span>`}<br />
                   <span class="muted"
                     >waiting ${ago(item.pending.requestedAt ?? item.pending.since)}, expires ${until(item.pending.expiresAt)}</span
