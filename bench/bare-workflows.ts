@@ -1,7 +1,8 @@
 // The floor the benchmarks compare Tollgate with: the same handlers as bare Temporal activities.
-import { condition, defineQuery, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
+import { condition, defineQuery, defineSignal, executeChild, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { JSONValue, ModelMessage } from 'ai';
 import type { BareActivities } from './bench-tools';
+import type { BareReaderActivities } from './delegate-model';
 import type { PlanModelActivities } from './plan-model';
 import type { GetDocumentArgs, PlanToolActivities, SaveDraftArgs, SearchArgs } from './plan-tools';
 
@@ -141,4 +142,45 @@ export async function bareAgentPlan(input: BarePlanInput): Promise<{ answer: str
     });
   }
   return { answer: '', steps: 8, toolCalls };
+}
+
+const { bareReaderStep } = proxyActivities<BareReaderActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { maximumAttempts: 3 },
+});
+
+/**
+ * The bare floor of a subagent: the same model steps (the scripted plan through the AI SDK) and the
+ * same lookup as the delegate section's subagent turn, as plain activities, with the messages kept
+ * in the workflow; no checks, records or limits.
+ */
+export async function bareReaderChild(request: string): Promise<string> {
+  const messages: ModelMessage[] = [{ role: 'user', content: request }];
+  for (let step = 1; step <= 4; step++) {
+    const reply = await bareReaderStep(messages);
+    if (reply.toolCalls.length === 0) return reply.text;
+    messages.push({ role: 'assistant', content: reply.toolCalls.map((call) => ({ type: 'tool-call' as const, ...call })) });
+    const results = await Promise.all(reply.toolCalls.map((call) => bareLookup((call.input as { query: string }).query)));
+    messages.push({
+      role: 'tool',
+      content: reply.toolCalls.map((call, index) => ({
+        type: 'tool-result' as const,
+        toolCallId: call.toolCallId,
+        toolName: call.toolName,
+        output: { type: 'json' as const, value: results[index] },
+      })),
+    });
+  }
+  return '';
+}
+
+/**
+ * The bare floor of a delegate call: a parent that runs `bareReaderChild` as a child workflow on its
+ * own task queue and returns how long the child took in workflow time (ms), from before its start to
+ * its result, as a delegate call's duration is measured.
+ */
+export async function bareDelegate(request: string): Promise<{ durationMs: number; answer: string }> {
+  const started = Date.now();
+  const answer = await executeChild(bareReaderChild, { workflowId: `${workflowInfo().workflowId}-child`, args: [request] });
+  return { durationMs: Date.now() - started, answer };
 }

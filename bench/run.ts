@@ -1,14 +1,16 @@
 // `npm run bench`: every benchmark against one dev server (and the time-skipping server for the
 // expiry), printed as markdown tables and written to bench/results/ as JSON and markdown.
 // `npm run bench -- --only overhead,history` runs some sections; names: overhead, throughput,
-// history, memory, expiry, peers, scale, startup (start time from source against the built package, and the package's size);
-// throughput runs only when named. `npm run bench -- --search` runs only the search benchmark, which needs
+// history, memory, expiry, peers, scale, startup (start time from source against the built package, and the package's size),
+// delegate (a subagent's call against a bare child workflow); throughput and delegate run only when named, and
+// `npm run bench -- delegate` names one alone. `npm run bench -- --search` runs only the search benchmark, which needs
 // no Temporal server: retrieval quality and cost of the read tools' index over the Node.js docs.
 // `npm run bench -- --peers` runs the peer section alone.
 import os from 'node:os';
 import { pinnedVersion } from '../server/temporal-binaries';
 import { withBenchContext, type BenchContext } from './context';
 import { writeResult, type SectionResult } from './lib';
+import { delegateSection } from './sections/delegate';
 import { expirySection } from './sections/expiry';
 import { historySection } from './sections/history';
 import { memorySection } from './sections/memory';
@@ -28,12 +30,16 @@ const SECTIONS: Record<string, (context: BenchContext) => Promise<SectionResult>
   peers: peersSection,
   scale: scaleSection,
   startup: startupSection,
+  delegate: delegateSection,
 };
 
 /** What `npm run bench` runs without --only: `throughput` (the scripted turn against bare workflows) is in the peer section's runs, so only on demand. */
 const DEFAULT_SECTIONS = ['overhead', 'history', 'memory', 'expiry', 'peers', 'scale', 'startup'];
 
 function chosenSections(argv: string[]): string[] {
+  // `npm run bench -- delegate`: a section named alone, without --only.
+  const named = argv.filter((argument) => !argument.startsWith('--') && argument in SECTIONS);
+  if (named.length > 0 && !argv.includes('--only') && !argv.includes('--peers')) return named;
   if (argv.includes('--peers')) {
     if (argv.includes('--only')) throw new Error('--peers runs the peer section alone; leave out --only (or use --only peers)');
     return ['peers'];
