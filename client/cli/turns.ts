@@ -2,6 +2,7 @@
 import { Option, type Command } from 'commander';
 import type { AgentTurnInput, TurnState } from '../../common/contract/turn';
 import { describeApproval, describeUsage, followTurn, toolCallTable } from '../follow-turn';
+import { loadTurnTree, renderTurnTree } from '../turn-tree';
 import { forTerminal } from '../terminal-text';
 import { json, print, withClient } from './context';
 import { describeResolution } from './decisions';
@@ -116,14 +117,17 @@ export function registerTurnCommands(program: Command): void {
     });
 }
 
-/** `history`: a turn's tool calls as a table. */
+/** `history`: a turn's tool calls as a table, each delegate call's child turn under it; `--tree` shows the children's calls too. */
 export function registerHistoryCommand(program: Command): void {
   program
     .command('history')
-    .description("a turn's tool calls as a table")
+    .description("a turn's tool calls as a table, with the subagents' child turns under their calls (--tree: their calls too)")
     .argument('<workflowId>')
-    .action(async (workflowId: string) => {
-      const state = await withClient((client) => client.state(workflowId));
-      print(state.toolCalls, () => (state.toolCalls.length === 0 ? 'No tool calls yet.' : toolCallTable(state.toolCalls)));
+    .option('--tree', "follow the child turns of delegate calls, and theirs, showing each one's calls")
+    .action(async (workflowId: string, options: { tree?: boolean }) => {
+      const tree = await withClient((client) =>
+        loadTurnTree({ workflowId, loadState: (id) => client.state(id), depth: options.tree ? Infinity : 0 }),
+      );
+      print(options.tree ? tree : tree.toolCalls, () => renderTurnTree(tree));
     });
 }

@@ -8,6 +8,7 @@ import type { TurnRun } from '../turn/turn-run';
 import { delegatedUsage, type ChildShare, type DelegatedUsage } from './child-limits';
 import { outcomeOfChild, outcomeOfFailure, type DelegateOutcome } from './delegate-outcome';
 import { childLineage, delegationRefusal } from './lineage';
+import { childSummaryOf } from './child-summary';
 
 /** The workflow id of the child turn a delegate call starts: the parent's and the call's, so a start tried again finds the one child. */
 export function childWorkflowId(parentWorkflowId: string, callId: string): string {
@@ -92,7 +93,8 @@ async function childTurn(childId: string, taskQueue: string, input: AgentTurnInp
     cancellationType: 'WAIT_CANCELLATION_COMPLETED',
     // A parent that closes any other way (terminated, timed out) leaves no child running.
     parentClosePolicy: 'TERMINATE',
-    staticSummary: `agent ${input.agent}`,
+    // The Web UI names the agent and the request that led there (the request's hidden characters marked).
+    ...childSummaryOf(input),
   });
   return handle.result();
 }
