@@ -1,5 +1,7 @@
 // `npm run demo [-- "<request>"] [--approve | --deny] [--model NAME | --model loopback] [--mcp | --openapi]
-// [--keep-server] [--task-id ID] [--inbox] [--rules FILE]`: one real agent turn, end to end. `--rules` gives the worker
+// [--keep-server] [--task-id ID] [--inbox] [--rules FILE] [--delegate]`: one real agent turn, end to end. `--delegate` runs
+// a coordinator agent that asks a researcher subagent (a child turn, client/demo/delegate-demo.ts); the researcher's send
+// waits in the child and is decided here from the root's state, and the tree is printed. `--rules` gives the worker
 // approval rules from a YAML file (examples/approval-rules.yaml) and plays a turn that sends twice: a routine
 // note a rule approves, and one the rules leave to a person. `--inbox` serves the web inbox
 // and waits for the send to be decided there (it prints a one-time link to enroll a passkey). `--mcp` runs a turn through the
@@ -24,6 +26,7 @@ import { startLoopbackModelServer } from './loopback-model-server';
 import { mcpToolSource } from '../../tools/mcp/mcp-tool-source';
 import { mcpDemo } from './mcp-demo';
 import { openapiDemo } from './openapi-demo';
+import { COORDINATOR, coordinatorScript, delegateAgents, followTree, printTree } from './delegate-demo';
 import { openapiToolSource } from '../../tools/openapi/openapi-tool-source';
 import { followTurn } from '../follow-turn';
 import { formatTable } from '../format-table';
@@ -77,6 +80,7 @@ async function main(): Promise<number> {
       openapi: { type: 'boolean', default: false },
       inbox: { type: 'boolean', default: false },
       rules: { type: 'string' },
+      delegate: { type: 'boolean', default: false },
     },
   });
   if (values.rules && (values.mcp || values.openapi || values.model))
@@ -87,6 +91,8 @@ async function main(): Promise<number> {
     throw new Error('--inbox leaves the decision to the web inbox; leave out --approve and --deny');
   if (values.mcp && values.model) throw new Error('--mcp plays its own script; leave out --model');
   if (values.openapi && (values.model || values.mcp)) throw new Error('--openapi plays its own script; leave out --model and --mcp');
+  if (values.delegate && (values.rules || values.mcp || values.openapi || values.inbox))
+    throw new Error('--delegate plays its own tree; leave out --rules, --mcp, --openapi and --inbox');
   const prompt = positionals.join(' ').trim() || DEFAULT_REQUEST;
   const taskId = values['task-id'] ?? `demo-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')}`;
 
@@ -123,7 +129,9 @@ async function main(): Promise<number> {
   try {
     // The worker opens its own connection (registering the search attributes) and store, and closes them when it stops.
     const toolSources = mcp ? [mcpToolSource(mcp.mcp)] : openapi ? [openapiToolSource(openapi.openapi)] : undefined;
-    worker = await createWorker({ config, approvalRules, ...(toolSources ? { toolSources } : {}) });
+    // --delegate: the researcher runs on the model named (the loopback one too), else the config's default.
+    const agents = values.delegate ? delegateAgents(values.model) : undefined;
+    worker = await createWorker({ config, approvalRules, ...(toolSources ? { toolSources } : {}), ...(agents ? { agents } : {}) });
     workerRun = worker.run();
     client = await TollgateClient.connect(config);
     if (values.inbox) {
@@ -135,15 +143,18 @@ async function main(): Promise<number> {
     const scriptedDemo = mcp ?? openapi;
     const turnPrompt = scriptedDemo && positionals.length === 0 ? scriptedDemo.prompt : prompt;
     console.log(`Task ${taskId}: "${turnPrompt}"`);
-    const model = approvalRules ? rulesDemoModel() : scriptedDemo ? scriptedDemo.model : values.model;
+    const delegateModel = values.delegate && (!values.model || loopback) ? coordinatorScript(turnPrompt) : values.model;
+    const model = approvalRules ? rulesDemoModel() : scriptedDemo ? scriptedDemo.model : values.delegate ? delegateModel : values.model;
     if (approvalRules) console.log(`Approval rules from ${values.rules}: ${approvalRules.map((rule) => rule.name).join(', ')}.`);
-    const handle = await client.startTurn({ taskId, prompt: turnPrompt, model });
+    const handle = await client.startTurn({ taskId, prompt: turnPrompt, model, ...(values.delegate ? { agent: COORDINATOR } : {}) });
     console.log(`Started workflow ${handle.workflowId} on task queue ${config.temporal.taskQueue}.`);
     if (!values.inbox && !values.approve && !values.deny) {
       console.log(`Decide here, or in the web inbox: npm run inbox (http://localhost:${config.inbox.port} once it runs).`);
     }
     const mode = values.inbox ? 'wait' : values.approve ? 'approve' : values.deny ? 'deny' : 'ask';
-    const result = await followTurn(client, handle.workflowId, { mode });
+    const result = values.delegate
+      ? await followTree(client, handle.workflowId, mode)
+      : await followTurn(client, handle.workflowId, { mode });
 
     console.log(`\nStatus: ${result.status} after ${result.steps} model steps\n`);
     console.log(`Answer:\n${forTerminal(result.answer ?? '(none)')}\n`);
@@ -165,6 +176,7 @@ async function main(): Promise<number> {
           .map((row) => row.map((cell) => forTerminal(String(cell)))),
       ),
     );
+    if (values.delegate) await printTree(client, result, handle.workflowId);
     const outbox = path.join(config.workspace, 'outbox');
     // Messages lie in one folder per task: outbox/<task>/<key>.json.
     const messages = existsSync(outbox)
