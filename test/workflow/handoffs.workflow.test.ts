@@ -230,6 +230,18 @@ describe('a handoff', () => {
     const events = history.events ?? [];
     const scheduled = events.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'agentInstructions');
     expect(scheduled).toHaveLength(1);
+    // The Web UI's line beside each activity names the agent whose step or call it is.
+    const summaries = events
+      .filter((event) => event.activityTaskScheduledEventAttributes && event.userMetadata?.summary?.data)
+      .map((event) => JSON.parse(Buffer.from(event.userMetadata!.summary!.data!).toString('utf8')) as string);
+    expect(summaries).toEqual([
+      'model step · agent triage',
+      'agent instructions',
+      'model step · agent billing',
+      'model step · agent billing',
+      'billing · refund_order 7',
+      'model step · agent billing',
+    ]);
 
     // The recorded history replays on the current workflow code.
     const { workflowBundle } = environment;

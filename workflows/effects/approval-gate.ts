@@ -4,6 +4,7 @@ import { BoundaryResults } from '../../common/boundary-results';
 import type { ApprovalDecision } from '../../common/contract/decisions';
 import type { ApprovalRecord } from '../../common/contract/tools';
 import type { EffectContext, RunnableCall } from './effect-strategy';
+import { activitySummary } from './activity-summary';
 
 const { decideByPolicy, recordGrant } = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
@@ -115,7 +116,7 @@ async function awaitApproval(
     () => approvals.decisionFor(call.callId) !== undefined || approvals.historyFull(),
     policy.approvalTimeoutMs,
     {
-      summary: `approval of ${call.callId}: ${call.summary ?? call.tool}`,
+      summary: `approval of ${call.callId}: ${activitySummary(call)}`,
     },
   );
   approvals.close(call.callId);

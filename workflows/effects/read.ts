@@ -9,6 +9,7 @@ import { runToolInput, type EffectContext, type EffectStrategy } from './effect-
 import { approvalGate } from './approval-gate';
 import { EFFECT_TRAITS } from '../../common/effects';
 import type { BoundaryResult } from '../../common/activity-types';
+import { activitySummary } from './activity-summary';
 
 /**
  * `read`: Temporal retries transient failures and timeouts up to the tool's maxAttempts; a failure
@@ -25,7 +26,7 @@ async function runRead({ taskId, call, allowedTools }: EffectContext): Promise<B
     nonRetryableErrorTypes: [...NON_RETRYABLE_CODES],
   };
   const startToCloseTimeout = policy.timeoutMs + ACTIVITY_GRACE_MS;
-  const summary = call.summary ?? call.tool;
+  const summary = activitySummary(call);
   const { runTool } = policy.local
     ? proxyLocalActivities<Activities>({ startToCloseTimeout, summary, retry })
     : proxyActivities<Activities>({

@@ -5,6 +5,7 @@ import { ACTIVITY_GRACE_MS } from '../../common/activity-types';
 import { EFFECT_TRAITS } from '../../common/effects';
 import { FAILURE_TYPE } from '../../common/failures';
 import type { RunnableCall } from './effect-strategy';
+import { activitySummary } from './activity-summary';
 
 /**
  * The status lookup of one call, a local activity (in the worker that runs the workflow task: one
@@ -13,7 +14,7 @@ import type { RunnableCall } from './effect-strategy';
 export function lookupActivity(call: RunnableCall) {
   const options: LocalActivityOptions = {
     startToCloseTimeout: '30 seconds',
-    summary: `status of ${call.summary ?? call.tool}`,
+    summary: `status of ${activitySummary(call)}`,
     retry: { maximumAttempts: 3, initialInterval: '200 ms', nonRetryableErrorTypes: [FAILURE_TYPE.invalid_arguments] },
   };
   return proxyLocalActivities<Activities>(options).lookupStatus;
@@ -32,7 +33,7 @@ export function writeActivity(call: RunnableCall) {
     ...(EFFECT_TRAITS[call.policy.effect].scheduleToStartBound && scheduleToStartMs !== undefined
       ? { scheduleToStartTimeout: scheduleToStartMs }
       : {}),
-    summary: call.summary ?? call.tool,
+    summary: activitySummary(call),
     retry: { maximumAttempts: 1 },
   }).runTool;
 }

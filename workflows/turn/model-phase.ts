@@ -13,11 +13,12 @@ import type { TurnRun } from './turn-run';
  * The model step activity, with the heartbeat timeout of the turn's settings. Retried only before
  * the first chunk: the activity throws stream_interrupted once one went out.
  */
-function modelStepActivity(heartbeatTimeoutMs = DEFAULT_MODEL_HEARTBEAT_TIMEOUT_MS) {
+function modelStepActivity(heartbeatTimeoutMs = DEFAULT_MODEL_HEARTBEAT_TIMEOUT_MS, agent?: string) {
   return proxyActivities<Activities>({
     startToCloseTimeout: '5 minutes',
     heartbeatTimeout: heartbeatTimeoutMs,
-    summary: 'model step',
+    // The Web UI names the agent whose step it is (a handoff changes it from the next step on).
+    summary: agent ? `model step · agent ${agent}` : 'model step',
     retry: {
       maximumAttempts: 4,
       initialInterval: '1 second',
@@ -89,7 +90,7 @@ export async function modelPhase(run: TurnRun, step: number): Promise<ModelPhase
     // The messages the last step kept are sent by reference: each step records only what was added since.
     const { transcript } = run;
     const sent = transcript ? { messages: messages.slice(transcript.count), earlier: transcript } : { messages };
-    reply = await modelStepActivity(settings.streams.heartbeatTimeoutMs)({ taskId, step, ...sent, ...named });
+    reply = await modelStepActivity(settings.streams.heartbeatTimeoutMs, agent?.name)({ taskId, step, ...sent, ...named });
   } catch (failure) {
     const problem = modelFailure(failure);
     if (!problem) throw failure;
