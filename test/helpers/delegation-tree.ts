@@ -87,8 +87,24 @@ const top = defineAgent({ name: 'top', description: 'Top.', tools: [middle] });
 // A desk whose subagent pays out through the bank that never answers.
 const payer = defineAgent({ name: 'payer', description: 'Pays out.', tools: [payOut] });
 const desk = defineAgent({ name: 'desk', description: 'Desk.', tools: [payer] });
+// A chain whose grandchild writes: head → supervisor → refunds.
+const supervisor = defineAgent({ name: 'supervisor', description: 'Supervises refunds.', tools: [refunds] });
+const head = defineAgent({ name: 'head', description: 'Head of the desk.', tools: [supervisor] });
 /** Every agent the tree tests' worker declares. */
-export const agents: AgentDefinition<unknown>[] = [researcher, refunds, lead, alpha, beta, bottom, middle, top, payer, desk];
+export const agents: AgentDefinition<unknown>[] = [
+  researcher,
+  refunds,
+  lead,
+  alpha,
+  beta,
+  bottom,
+  middle,
+  top,
+  payer,
+  desk,
+  supervisor,
+  head,
+];
 
 /** A reply of the fake provider with a final text. */
 export const text = (answer: string): FakeReply => ({ kind: 'stream', events: openaiStream.text([answer]) });

@@ -16,8 +16,11 @@ import { approvalSignal, decideUpdate, stateQuery, waitsBelowSignal } from '../.
 import { countingCharge } from '../helpers/counting-charge';
 import { testConfig } from '../helpers/test-config';
 import { scripted, useTimeSkippingEnvironment, waitForState } from '../helpers/turn-runner';
+import { ran, text, toolCall, useDelegationTree } from '../helpers/delegation-tree';
+import { childWorkflowId } from '../../workflows/delegation/delegate-call';
 
 const environment = useTimeSkippingEnvironment();
+const { runTree, childState } = useDelegationTree(environment);
 
 /**
  * A turn that asks to charge `cents` and then answers: it waits for approval of its one call,
@@ -147,6 +150,66 @@ describe('decisions carried up the tree', () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+describe('decisions in a tree of delegate calls', () => {
+  it("lists the grandchild's approval in the root's state; the client decides it at the grandchild, and it runs once", async () => {
+    const client = new TollgateClient(environment.env.client, testConfig());
+    let seen: WaitBelow | undefined;
+    const { result } = await runTree({
+      input: { prompt: 'Refund order 31.', agent: 'head' },
+      replies: (root) => {
+        const child = childWorkflowId(root, 'call-0-0');
+        return [
+          [root, [toolCall('supervisor', { request: 'See that order 31 is refunded.' }), text('Order 31 is refunded.')]],
+          [child, [toolCall('refunds', { request: 'Refund order 31, 5 EUR.' }), text('Refunded.')]],
+          [childWorkflowId(child, 'call-0-0'), [toolCall('refund_order', { orderId: 'g31', cents: 500 }), text('Refunded 500 cents.')]],
+        ];
+      },
+      interact: async (handle, root) => {
+        const child = childWorkflowId(root, 'call-0-0');
+        const grandchild = childWorkflowId(child, 'call-0-0');
+        const state = await waitForState(handle, (current) => (current.waitsBelow ?? []).length > 0);
+        [seen] = state.waitsBelow!;
+        expect(state.waitsBelow).toHaveLength(1);
+        expect(seen).toMatchObject({
+          kind: 'approval',
+          workflowId: grandchild,
+          callId: 'call-0-0',
+          tool: 'refund_order',
+          round: 1,
+          agent: { name: 'refunds' },
+          lineage: {
+            rootWorkflowId: root,
+            parentWorkflowId: child,
+            parentCallId: 'call-0-0',
+            path: ['head', 'supervisor', 'refunds'],
+            request: 'Refund order 31, 5 EUR.',
+            depth: 2,
+            workflowId: grandchild,
+          },
+        });
+        // The grandchild's own state says the same of its wait; its digest is the one the root lists.
+        const own = await childState(grandchild, (current) => current.pendingApprovals.length > 0);
+        expect(own.pendingApprovals[0]).toMatchObject({ argsDigest: seen!.argsDigest, lineage: seen!.lineage });
+        // Sent to the root, where a call of that id is the delegate call, not a waiting one: refused, naming the grandchild.
+        expect(await refusal(client.approve(root, 'call-0-0', { argsDigest: seen!.argsDigest }))).toBe(
+          `no call call-0-0 waits for approval in this turn; it waits in ${grandchild}, below this turn: send the decision there`,
+        );
+        expect(ran('refund_order', 'g31')).toBe(0);
+        await client.approve(seen!.workflowId, seen!.callId!, { argsDigest: seen!.argsDigest, approver: 'alice' });
+        // Once the grandchild's wait closed, nothing is listed as waiting below the root.
+        await waitForState(handle, (current) => current.waitsBelow?.length === 0);
+      },
+    });
+    expect(ran('refund_order', 'g31')).toBe(1);
+    expect(result).toMatchObject({ status: 'completed', answer: 'Order 31 is refunded.' });
+    expect(result!.toolCalls).toEqual([expect.objectContaining({ tool: 'supervisor', status: 'success', executions: 1 })]);
+    const grandchild = environment.env.client.workflow.getHandle(seen!.workflowId);
+    expect(((await grandchild.result()) as AgentTurnResult).toolCalls).toEqual([
+      expect.objectContaining({ tool: 'refund_order', executions: 1, approval: { decision: 'approve', by: 'alice', via: 'person' } }),
+    ]);
   });
 });
 

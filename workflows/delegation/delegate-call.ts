@@ -59,6 +59,8 @@ export async function runDelegateCall(run: TurnRun, call: CheckedToolCall, share
     ended = outcomeOfFailure(agent, call.policy!.effect, error);
   } finally {
     used.running--;
+    // Whatever its end, nothing of the child waits any more: its waits leave this turn's list (and its parent's).
+    run.decisions.below.childEnded(childId);
   }
   return { ...ended.outcome, delegate: { agent, workflowId: childId, status: ended.status } };
 }
