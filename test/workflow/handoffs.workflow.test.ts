@@ -146,8 +146,11 @@ async function runTurn({
       const result = (await handle.result()) as AgentTurnResult;
       const state = await handle.query(stateQuery);
       const history = await handle.fetchHistory();
+      // The Web UI's current details of the turn (the SDK's built-in metadata query).
+      const metadata = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+      const details = metadata.currentDetails ?? '';
       const requests = provider.requests.filter((request) => request.queue === workflowId).map((request) => request.body as Body);
-      return { result, state, history, requests, workflowId };
+      return { result, state, history, requests, workflowId, details };
     });
   } finally {
     await store.close();
@@ -181,7 +184,7 @@ describe('a handoff', () => {
   it('runs the next steps as the other agent: its instructions, tools, settings and rules; the result names it and lists the handoff', async () => {
     const refunds = ran('refund_order');
     const lookups = ran('lookup_order');
-    const { result, state, requests, history, workflowId } = await runTurn({
+    const { result, state, requests, history, workflowId, details } = await runTurn({
       input: { prompt: 'Order 7 arrived broken, I want my 3 EUR back.', agent: 'triage' },
       replies: [
         toolCall('transfer_to_billing', { reason: 'a refund' }),
@@ -195,6 +198,7 @@ describe('a handoff', () => {
     expect(result.handoffs).toEqual([{ from: 'triage', to: 'billing', step: 0, reason: 'a refund' }]);
     expect(state.handoffs).toEqual(result.handoffs);
     expect(state.agent).toEqual({ name: 'billing', digest: billing.digest });
+    expect(details).toContain(`**Agent** billing · definition \`${billing.digest.slice(0, 12)}\``);
 
     // The first step is triage's: its instructions, its settings, its tool and its handoff.
     expect(requests).toHaveLength(4);
