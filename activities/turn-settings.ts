@@ -75,9 +75,15 @@ export function createTurnSettings(config: TollgateConfig, env: NodeJS.ProcessEn
   };
   return async function turnSettings(input?: TurnSettingsInput): Promise<TurnSettings> {
     const name = input?.agent;
-    if (name === undefined) return settings;
+    // A subagent's turn is held to the approver groups of every agent above it too (an agent this worker does not declare has none).
+    const aboveGroups = (input?.above ?? []).flatMap((above) => {
+      const groups = agents?.get(above)?.approvals?.groups;
+      return groups && Object.keys(groups).length > 0 ? [groups] : [];
+    });
+    const withAbove = aboveGroups.length > 0 ? { ...settings, aboveGroups } : settings;
+    if (name === undefined) return withAbove;
     const agent = agents?.get(name);
-    if (!agent) return { ...settings, unknownAgent: { name, known: agents?.names() ?? [] } };
-    return { ...settings, agent: agentTurnSettings(agent, agents) };
+    if (!agent) return { ...withAbove, unknownAgent: { name, known: agents?.names() ?? [] } };
+    return { ...withAbove, agent: agentTurnSettings(agent, agents) };
   };
 }

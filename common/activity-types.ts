@@ -314,6 +314,8 @@ export type InterruptedStreamPolicy = 'ask' | 'stop' | 'fresh_step';
 /** The input of the `turnSettings` local activity: the agent a turn names (left out for the default agent). */
 export interface TurnSettingsInput {
   agent?: string;
+  /** A subagent's turn: the agents above it on its lineage path, root first, whose approver groups apply to it too. */
+  above?: string[];
 }
 
 /** What a turn needs of its agent, as the worker declares it: recorded once in the turn's settings. */
@@ -347,6 +349,8 @@ export interface TurnSettings {
   agent?: AgentTurnSettings;
   /** The agent the turn named when this worker declares no such agent, and those it declares. */
   unknownAgent?: { name: string; known: string[] };
+  /** The approver groups of the agents above a subagent's turn (`above`) that declare any, root first. */
+  aboveGroups?: ApproverGroups[];
   limits: ResolvedTurnLimits;
   /** Config `limits.maxConversationTokens`: a conversation's token budget when its input sets none (left out when unset). */
   conversationMaxTokens?: number;

@@ -72,15 +72,20 @@ async function startRun(input: AgentTurnInput, telemetry: TurnTelemetry): Promis
   const decisions = new TurnDecisions(state, telemetry, input.lineage);
   takeTurnMessages(state, decisions);
 
-  const settings = await settingsFor({ limits: input.limits, agent: input.agent, lowerOnly: input.lineage !== undefined });
+  const settings = await settingsFor({
+    limits: input.limits,
+    agent: input.agent,
+    lowerOnly: input.lineage !== undefined,
+    above: input.lineage?.path.slice(0, -1) ?? [],
+  });
   const { agent } = settings;
   // The agent's tools narrow the turn's list: the model step, the approval's check of an edit and runTool all take this one.
   const allowedTools = narrowTools(input.tools, agent?.tools);
   if (agent) state.agent = { name: agent.name, digest: agent.digest };
   if (agent) telemetry.agent = agent.name;
   const { limits, outcomes } = settings;
-  const { requireDigest, signing, groups, policies } = settings;
-  Object.assign(decisions.record, { requireDigest, signing, groups, policies });
+  const { requireDigest, signing, groups, aboveGroups, policies } = settings;
+  Object.assign(decisions.record, { requireDigest, signing, groups, aboveGroups, policies });
   if (settings.notify) decisions.record.notices = waitNotifier(state, settings.notify, decisions.record);
   Object.assign(decisions.approvals, { allowedTools, historyFull: () => historyReached(limits) });
   Object.assign(decisions.resolutions, { mode: outcomes.onUnknown, timeoutMs: outcomes.resolveTimeoutMs });

@@ -87,9 +87,14 @@ const top = defineAgent({ name: 'top', description: 'Top.', tools: [middle] });
 // A desk whose subagent pays out through the bank that never answers.
 const payer = defineAgent({ name: 'payer', description: 'Pays out.', tools: [payOut] });
 const desk = defineAgent({ name: 'desk', description: 'Desk.', tools: [payer] });
-// A chain whose grandchild writes: head → supervisor → refunds.
+// A chain whose grandchild writes: head → supervisor → refunds; head lets only alice decide on refunds, at any depth.
 const supervisor = defineAgent({ name: 'supervisor', description: 'Supervises refunds.', tools: [refunds] });
-const head = defineAgent({ name: 'head', description: 'Head of the desk.', tools: [supervisor] });
+const head = defineAgent({
+  name: 'head',
+  description: 'Head of the desk.',
+  tools: [supervisor],
+  approvals: { groups: { refund_order: ['alice'] } },
+});
 /** Every agent the tree tests' worker declares. */
 export const agents: AgentDefinition<unknown>[] = [
   researcher,

@@ -197,6 +197,10 @@ describe('decisions in a tree of delegate calls', () => {
         expect(await refusal(client.approve(root, 'call-0-0', { argsDigest: seen!.argsDigest }))).toBe(
           `no call call-0-0 waits for approval in this turn; it waits in ${grandchild}, below this turn: send the decision there`,
         );
+        // The root agent's approver groups hold in its grandchild: bob may not decide on refund_order there.
+        expect(await refusal(client.approve(seen!.workflowId, 'call-0-0', { argsDigest: seen!.argsDigest, approver: 'bob' }))).toBe(
+          'bob may not decide on calls of refund_order: only alice may (the groups of an agent above this subagent)',
+        );
         expect(ran('refund_order', 'g31')).toBe(0);
         await client.approve(seen!.workflowId, seen!.callId!, { argsDigest: seen!.argsDigest, approver: 'alice' });
         // Once the grandchild's wait closed, nothing is listed as waiting below the root.

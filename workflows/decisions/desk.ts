@@ -116,6 +116,8 @@ export class DecisionRecord {
   signing?: Signing;
   /** Who may decide on which tool's calls (config `approvals.groups`). */
   groups?: ApproverGroups;
+  /** A subagent's turn: the approver groups of the agents above it on its lineage path; a decider must pass each too. */
+  aboveGroups?: ApproverGroups[];
   /** Whether irreversible calls are first put to the worker's rules and grants (settings `approvals.policies`). */
   policies = false;
   /** Who is told of each wait as it opens and closes, and to whom a wait was escalated (config `approvals.notify`). */
@@ -344,13 +346,20 @@ export const checks = {
    */
   inGroup<K extends Kind>(decider: (decision: Partial<Decision<K>>) => unknown, tool: (pending: Pending<K>) => string): Check<K> {
     return ({ decision, pending, desk }) => {
-      const { groups, signing } = desk.record;
-      if (!groups || !pending) return undefined;
+      const { groups, aboveGroups = [], signing } = desk.record;
+      if ((!groups && aboveGroups.length === 0) || !pending) return undefined;
       const keyId = (decision as { keyId?: unknown }).keyId;
       // Signing on and no key named: the signature check says the decision is unsigned.
       if (signing && typeof keyId !== 'string') return undefined;
       const who = signing ? keyId : decider(decision);
-      const problem = groupProblem(groups, tool(pending), who);
+      // The turn's own groups (the worker's and its agent's), then those of each agent above it: delegation widens no group.
+      const problem =
+        groupProblem(groups, tool(pending), who) ??
+        aboveGroups
+          .map((above) =>
+            groupProblem(above, tool(pending), who)?.replace('(approvals.groups)', '(the groups of an agent above this subagent)'),
+          )
+          .find((why) => why !== undefined);
       // A wait escalated to an approver group may be decided by its members too.
       const escalatedTo = problem && desk.record.notices?.escalatedTo(desk.declaration.kind, desk.declaration.pendingSubject(pending));
       return escalatedTo && desk.record.notices!.membersOf(escalatedTo).includes(who as string) ? undefined : problem;

@@ -23,6 +23,8 @@ export interface TurnRunSettings {
   signing?: Signing;
   /** Who may decide on which tool's calls (config `approvals.groups`). */
   groups?: ApproverGroups;
+  /** A subagent's turn: the approver groups of the agents above it, each of which a decider must pass too. */
+  aboveGroups?: ApproverGroups[];
   /** Whether irreversible calls are first put to the worker's approval rules and grants (`decideByPolicy`). */
   policies: boolean;
   streams: StreamSettings;
@@ -45,14 +47,18 @@ export async function settingsFor({
   limits: own,
   agent: named,
   lowerOnly = false,
+  above = [],
 }: {
   limits?: TurnLimits;
   agent?: string;
+  /** A subagent's turn: the agents above it on its lineage path, whose approver groups apply to it too. */
+  above?: string[];
   /** A subagent's turn: its limits (a share of its parent's) only lower its agent's and the config's, never raise them. */
   lowerOnly?: boolean;
 }): Promise<TurnRunSettings> {
   // The default agent asks as turns always did, so their recorded histories replay unchanged.
-  const settings = named === undefined ? await turnSettings() : await turnSettings({ agent: named });
+  const asked = { ...(named !== undefined ? { agent: named } : {}), ...(above.length > 0 ? { above } : {}) };
+  const settings = Object.keys(asked).length === 0 ? await turnSettings() : await turnSettings(asked);
   if (settings.unknownAgent) {
     const { name, known } = settings.unknownAgent;
     throw ApplicationFailure.create({
@@ -76,6 +82,7 @@ export async function settingsFor({
     requireDigest,
     signing,
     groups,
+    ...(settings.aboveGroups ? { aboveGroups: settings.aboveGroups } : {}),
     policies,
     streams: settings.interruptedStreams,
     metrics,
