@@ -91,8 +91,9 @@ const triage = defineAgent({
 });
 const support = defineAgent({ name: 'support', instructions: 'You answer questions.', tools: ['lookup_order'] });
 
-function configFor(): TollgateConfig {
+function configFor(extra: Record<string, unknown> = {}): TollgateConfig {
   const base = testConfig({
+    ...extra,
     retry: { initialInterval: '100ms', maximumInterval: '1s' },
     model: { default: 'fake', models: { fake: { provider: 'openai-compatible', model: 'gpt-test', baseURL: provider.baseURL } } },
   });
@@ -116,14 +117,15 @@ async function runTurn({
   replies,
   agents,
   laterAgents,
+  config = configFor(),
 }: {
   input: Omit<AgentTurnInput, 'taskId'>;
   replies: FakeReply[];
   agents: AgentDefinition<unknown>[];
   laterAgents?: AgentDefinition<unknown>[];
+  config?: TollgateConfig;
 }) {
   const { env, workflowBundle } = environment;
-  const config = configFor();
   const store = openSqliteStore(':memory:');
   const modelEnvironment = { fetch: routedFetch as typeof fetch };
   const build = (declared: AgentDefinition<unknown>[]) => createActivities({ config, tools, store, modelEnvironment, agents: declared });
@@ -321,5 +323,26 @@ describe('a handoff', () => {
     expect(result).toMatchObject({ status: 'model_failed', error: { type: 'agent_mismatch' }, agent: { name: 'triage' } });
     expect(result.error!.message).toMatch(/handoff to billing: this worker declares agent billing differently/);
     expect(requests).toHaveLength(1);
+  });
+
+  it("goes to an agent of the config's agents section, named in agents.<name>.handoffs", async () => {
+    const config = configFor({
+      agents: {
+        desk: { instructions: 'You are the front desk.', tools: ['lookup_order'], handoffs: ['refunds'] },
+        refunds: { instructions: 'You refund orders.', tools: ['refund_order'], modelSettings: { temperature: 0 } },
+      },
+    });
+    const { result, requests } = await runTurn({
+      input: { prompt: 'Refund order 7.', agent: 'desk' },
+      replies: [toolCall('transfer_to_refunds', { reason: 'a refund' }), text('I will refund it.')],
+      agents: [],
+      config,
+    });
+    expect(result).toMatchObject({ status: 'completed', agent: { name: 'refunds' } });
+    expect(result.handoffs).toEqual([{ from: 'desk', to: 'refunds', step: 0, reason: 'a refund' }]);
+    expect(offered(requests[0])).toEqual(['lookup_order', 'transfer_to_refunds']);
+    expect(systemOf(requests[1]).startsWith('You refund orders.')).toBe(true);
+    expect(offered(requests[1])).toEqual(['refund_order']);
+    expect(requests[1].temperature).toBe(0);
   });
 });
