@@ -21,9 +21,15 @@ function failureMessage(error: unknown): string {
       : String(error);
 }
 
-/** The conversation a turn belongs to (its parent workflow), for grants scoped to it. */
-function conversationOf(): { conversationId?: string } {
-  const { parent } = workflowInfo();
+/**
+ * The conversation a turn belongs to (its parent workflow), for grants scoped to it. A subagent's
+ * turn belongs to its root turn's: the top of its chain of workflows when that is not the root turn
+ * itself (nothing when the server does not say, so a conversation's grant is then neither used nor given there).
+ */
+function conversationOf({ approvals }: EffectContext): { conversationId?: string } {
+  const { parent, root } = workflowInfo();
+  const lineage = approvals.record.host.lineage?.();
+  if (lineage) return root && root.workflowId !== lineage.rootWorkflowId ? { conversationId: root.workflowId } : {};
   return parent ? { conversationId: parent.workflowId } : {};
 }
 
@@ -32,13 +38,14 @@ function conversationOf(): { conversationId?: string } {
  * answer is recorded, so replay never asks again). A turn whose settings predate them, or rules that
  * cannot be evaluated (the store down), leave the call to a person.
  */
-async function policyVerdict({ taskId, call, approvals }: EffectContext): Promise<PolicyVerdict> {
+async function policyVerdict(context: EffectContext): Promise<PolicyVerdict> {
+  const { taskId, call, approvals } = context;
   if (!approvals.record.policies) return { decision: 'ask' };
   try {
     return await decideByPolicy({
       workflowId: workflowInfo().workflowId,
       taskId,
-      ...conversationOf(),
+      ...conversationOf(context),
       callId: call.callId,
       tool: call.tool,
       args: call.args,
@@ -55,7 +62,8 @@ async function policyVerdict({ taskId, call, approvals }: EffectContext): Promis
 }
 
 /** Records the grant a person gave with their approval; the approval stands whether or not the grant could be recorded. */
-async function giveGrant({ taskId, call, approvals }: EffectContext, decision: ApprovalDecision): Promise<void> {
+async function giveGrant(context: EffectContext, decision: ApprovalDecision): Promise<void> {
+  const { taskId, call, approvals } = context;
   const failed = (why: string) =>
     approvals.record.reject(
       { callId: call.callId, grant: decision.grant },
@@ -65,7 +73,7 @@ async function giveGrant({ taskId, call, approvals }: EffectContext, decision: A
     const recorded = await recordGrant({
       workflowId: workflowInfo().workflowId,
       taskId,
-      ...conversationOf(),
+      ...conversationOf(context),
       callId: call.callId,
       round: decision.round ?? 1,
       tool: call.tool,
