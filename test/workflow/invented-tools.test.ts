@@ -80,7 +80,9 @@ describe('telemetry of tools no registry declares', () => {
     const names = (lines: string[]) => lines.map((line) => line.slice(0, line.lastIndexOf(' ')));
     expect(names(many)).toEqual(names(few));
     expect(
-      many.some((line) => line.startsWith('tollgate_tool_calls_total{tool="unknown",effect="unknown",status="error",code="unknown_tool"}')),
+      many.some((line) =>
+        line.startsWith('tollgate_tool_calls_total{tool="unknown",effect="unknown",status="error",code="unknown_tool",agent="default"}'),
+      ),
     ).toBe(true);
     const unknownCalls = many.find((line) => line.startsWith('tollgate_tool_calls_total{tool="unknown"'))!;
     expect(Number(unknownCalls.split(' ').at(-1))).toBe(1_004);
