@@ -14,7 +14,7 @@ export function inboxPublicUrl(inbox: TollgateConfig['inbox']): string {
 }
 
 /** Room beyond a channel's own bound, so that a worker that is alive always answers before Temporal gives the send up. */
-const SEND_MARGIN_MS = 10_000;
+const SEND_MARGIN_MS = 5_000;
 
 /** The longest one notification to any of the channels may take: every attempt to its timeout, and the doubling pauses between them. */
 export function sendBoundOf(notify: NotifyConfig): number {

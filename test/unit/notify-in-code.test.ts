@@ -38,8 +38,8 @@ describe('withNotifyInCode', () => {
         { groups: ['finance'], channels: ['ops-hook'] },
       ],
     });
-    // Two default webhook channels: 3 attempts of 10 s and pauses of 0.5 and 1 s, and 10 s of room.
-    expect(settings.approvals.notify!.sendBoundMs).toBe(3 * 10_000 + 1_500 + 10_000);
+    // Two default webhook channels: 3 attempts of 10 s and pauses of 0.5 and 1 s, and 5 s of room.
+    expect(settings.approvals.notify!.sendBoundMs).toBe(3 * 10_000 + 1_500 + 5_000);
   });
 
   it('refuses a channel or group named in both, and a route naming a channel or group nobody declared, naming where', () => {

@@ -1,13 +1,20 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalDecision, PendingApproval } from '../../common/contract/decisions';
-import type { TurnState } from '../../common/contract/turn';
+import type { AgentTurnResult, TurnState } from '../../common/contract/turn';
 import { sendMessageTool } from '../../tools/built-in/send-message';
-import { decideUpdate } from '../../workflows/messages';
+import { createWorker } from '../../worker/create-worker';
+import { decideUpdate, stateQuery } from '../../workflows/messages';
 import { countingCharge } from '../helpers/counting-charge';
 import { startCountingWebhookReceiver, type CountingWebhookReceiver } from '../helpers/counting-webhook-receiver';
+import { notifyWorkerConfig } from '../helpers/notify-worker-config';
 import { testConfig } from '../helpers/test-config';
 import { scripted, useTimeSkippingEnvironment, useTurnRunner, waitForState } from '../helpers/turn-runner';
+import { killWorker, startWorkerProcess } from '../helpers/worker-processes';
 
 const environment = useTimeSkippingEnvironment();
 const runTurn = useTurnRunner(environment);
@@ -228,10 +235,63 @@ describe('notifications of a turn waiting for a person', () => {
   });
 });
 
-/** Polls a condition of this process (the receiver's counts) every 20 ms, up to 10 s. */
-async function waitFor(ready: () => boolean): Promise<void> {
+describe('a worker killed while its notification is on its way', () => {
+  it('the notification is sent again under the same id by the worker that takes over: one notification per id at the receiver', async () => {
+    const folder = mkdtempSync(path.join(os.tmpdir(), 'tollgate-notify-kill-'));
+    const bundleFile = path.join(folder, 'workflows.js');
+    writeFileSync(bundleFile, environment.workflowBundle.code);
+    const settings = {
+      address: environment.env.address,
+      taskQueue: `notify-kill-${randomUUID()}`,
+      workspace: path.join(folder, 'workspace'),
+      sqliteFile: path.join(folder, 'intents.db'),
+      hookUrl: receiver.url('/kill'),
+    };
+    const config = notifyWorkerConfig(settings);
+    process.env.TOLLGATE_NOTIFY_WORKER_SECRET = receiver.secret;
+    const from = { received: receiver.received.length, taken: receiver.taken.length };
+    receiver.mode = 'hold';
+    const first = await startWorkerProcess('notify-worker', { ...settings, bundleFile, secret: receiver.secret });
+    const handle = await environment.env.client.workflow.start('agentTurn', {
+      workflowId: `turn-${randomUUID()}`,
+      taskQueue: settings.taskQueue,
+      args: [{ taskId: 'task-kill', prompt: 'x', model: scripted([sendStep, { text: 'done' }]) }],
+    });
+    let second: Awaited<ReturnType<typeof createWorker>> | undefined;
+    try {
+      await waitFor(() => receiver.received.length > from.received);
+      // The receiver holds the request: the worker that sent it dies before it hears an answer.
+      await killWorker(first);
+      receiver.mode = 'ok';
+      receiver.drop();
+      second = await createWorker({ config, connection: environment.env.nativeConnection, workflowBundle: environment.workflowBundle });
+      const { result, state } = await second.runUntil(async () => {
+        // The worker that takes over sends it again once the first's send timed out (the channel's bound and 5 s).
+        await waitFor(() => receiver.taken.length > from.taken, 60_000);
+        const pending = await waiting(handle, 'send_message', (entry) => entry.notifications?.[0]?.status === 'sent');
+        expect(await decide(handle, approve(pending))).toBeUndefined();
+        const ended = (await handle.result()) as AgentTurnResult;
+        return { result: ended, state: await handle.query(stateQuery) };
+      });
+      expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'send_message', status: 'success', executions: 1 })]);
+      const received = receiver.received.slice(from.received);
+      const taken = receiver.taken.slice(from.taken);
+      expect(received).toHaveLength(2);
+      expect(new Set(received.map((delivery) => delivery.id)).size).toBe(1);
+      expect(taken.map((delivery) => delivery.id)).toEqual([received[0].id]);
+      expect(state.notifications).toEqual([expect.objectContaining({ id: received[0].id, status: 'sent', attempts: 1 })]);
+    } finally {
+      receiver.mode = 'ok';
+      await killWorker(first);
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+});
+
+/** Polls a condition of this process (the receiver's counts) every 20 ms, up to `timeoutMs`. */
+async function waitFor(ready: () => boolean, timeoutMs = 10_000): Promise<void> {
   for (let waited = 0; !ready(); waited += 20) {
-    if (waited > 10_000) throw new Error('the receiver got nothing within 10 s');
+    if (waited > timeoutMs) throw new Error(`the receiver got nothing within ${timeoutMs / 1000} s`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
