@@ -5,6 +5,7 @@
 // lists the handoff; the bound, a target not listed, a changed definition; the history replays.
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { describe, expect, it, beforeAll, afterAll } from 'vitest';
 import { z } from 'zod';
@@ -15,11 +16,11 @@ import type { TollgateConfig } from '../../config/config-schema';
 import { openSqliteStore } from '../../intents/sqlite-store';
 import { defineTool, type ToolDefinition } from '../../tools/define-tool';
 import { createWorker } from '../../worker/create-worker';
-import { stateQuery } from '../../workflows/messages';
+import { decideUpdate, stateQuery } from '../../workflows/messages';
 import { openaiStream, startFakeProvider, type FakeProvider, type FakeReply } from '../helpers/fake-provider';
 import { HISTORY_FOLDER, keepHistory } from '../helpers/histories';
 import { testConfig } from '../helpers/test-config';
-import { useTimeSkippingEnvironment } from '../helpers/turn-runner';
+import { useTimeSkippingEnvironment, waitForState } from '../helpers/turn-runner';
 
 /** A turn with a handoff and one refused past the bound, replayed by test/workflow/replay.test.ts with the others (TOLLGATE_RECORD_HISTORIES=1 writes it). */
 const HANDOFF_HISTORY = path.join(HISTORY_FOLDER, 'agent-handoff.json');
@@ -118,12 +119,15 @@ async function runTurn({
   agents,
   laterAgents,
   config = configFor(),
+  interact,
 }: {
   input: Omit<AgentTurnInput, 'taskId'>;
   replies: FakeReply[];
   agents: AgentDefinition<unknown>[];
   laterAgents?: AgentDefinition<unknown>[];
   config?: TollgateConfig;
+  /** Runs after the start, before the result is awaited (decisions are sent here). */
+  interact?: (handle: WorkflowHandle) => Promise<void>;
 }) {
   const { env, workflowBundle } = environment;
   const store = openSqliteStore(':memory:');
@@ -145,6 +149,7 @@ async function runTurn({
         taskQueue: config.temporal.taskQueue,
         args: [{ taskId: `task-${randomUUID()}`, ...input }],
       });
+      await interact?.(handle);
       const result = (await handle.result()) as AgentTurnResult;
       const state = await handle.query(stateQuery);
       const history = await handle.fetchHistory();
@@ -344,5 +349,38 @@ describe('a handoff', () => {
     expect(systemOf(requests[1]).startsWith('You refund orders.')).toBe(true);
     expect(offered(requests[1])).toEqual(['refund_order']);
     expect(requests[1].temperature).toBe(0);
+  });
+
+  it("takes a person's decision on the new agent's call only from an approver its groups allow, and shows who asks", async () => {
+    const refunds = ran('refund_order');
+    const guarded = defineAgent({
+      name: 'billing',
+      instructions: 'You refund.',
+      tools: [refundOrder],
+      approvals: { groups: { refund_order: ['finance'] } },
+    });
+    const front = defineAgent({ name: 'triage', instructions: 'You sort.', tools: [lookupOrder], handoffs: [guarded] });
+    const refused: string[] = [];
+    const { result } = await runTurn({
+      input: { prompt: 'Refund 12 EUR of order 8.', agent: 'triage' },
+      replies: [toolCall('transfer_to_billing', {}), toolCall('refund_order', { orderId: '8', cents: 1200 }), text('Refunded.')],
+      agents: [front, guarded],
+      interact: async (handle) => {
+        const state = await waitForState(handle, (current) => current.pendingApprovals.length > 0);
+        const [pending] = state.pendingApprovals;
+        expect(pending.agent).toEqual({ name: 'billing', digest: guarded.digest });
+        const decide = (approver: string) =>
+          handle.executeUpdate(decideUpdate, {
+            args: [{ callId: pending.callId, decision: 'approve', argsDigest: pending.argsDigest, approver }],
+          });
+        // Triage had no groups: anyone could decide its calls. Billing's allow finance only.
+        await decide('ada').catch((error: Error) => refused.push(`ada: ${(error.cause as Error | undefined)?.message}`));
+        expect(ran('refund_order')).toBe(refunds);
+        await decide('finance');
+      },
+    });
+    expect(refused).toEqual([expect.stringMatching(/^ada: .*finance/)]);
+    expect(result.toolCalls[1]).toMatchObject({ tool: 'refund_order', executions: 1, approval: { by: 'finance', via: 'person' } });
+    expect(ran('refund_order')).toBe(refunds + 1);
   });
 });
