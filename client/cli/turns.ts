@@ -24,11 +24,19 @@ function turnInput(task: string, options: { taskId?: string; model?: string; too
   };
 }
 
-function describeState(workflowId: string, state: TurnState): string {
+/** What `tollgate status` prints of a turn: where it is, its usage, its agent, what waits and what was rejected. */
+export function describeState(workflowId: string, state: TurnState): string {
   const lines = [
     `${forTerminal(workflowId)}: ${state.status}, phase ${state.phase}, step ${state.step + 1}, ${state.toolCalls.length} tool call(s)`,
   ];
   if (state.usage) lines.push(`  ${describeUsage(state.usage, state.tokenBudget)}`);
+  if (state.agent) {
+    // The agent that runs the turn now, and how it got there when the turn was handed on.
+    const path = state.handoffs?.length
+      ? ` (handed on: ${[state.handoffs[0].from, ...state.handoffs.map((handoff) => handoff.to)].join(' → ')})`
+      : '';
+    lines.push(forTerminal(`  agent ${state.agent.name}${path}`));
+  }
   for (const pending of state.pendingApprovals) {
     lines.push(forTerminal(`  waiting for approval: ${pending.callId} ${pending.tool}`));
     lines.push(

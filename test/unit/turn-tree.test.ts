@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { ToolEvent } from '../../common/contract/tools';
 import type { TurnState } from '../../common/contract/turn';
 import { loadTurnTree, renderTurnTree } from '../../client/turn-tree';
+import { describeState } from '../../client/cli/turns';
 import { startingState } from '../../workflows/turn/turn-run';
 
 function call(callId: string, tool: string, delegate?: ToolEvent['delegate']): ToolEvent {
@@ -82,5 +83,17 @@ describe('the tree of a turn', () => {
     expect([...text].filter((char) => char === '\u202E' || char === '\u001b')).toEqual([]);
     expect(text).toContain('└─ agent helper · completed · x\\u{202E}evil');
     expect(text).toContain('handoff at step 1: triage → billing (a \\u{202E}refund)');
+  });
+});
+
+describe('tollgate status of a turn that was handed on', () => {
+  it('names the agent that runs it now and the path it went', () => {
+    const handed = state([], {
+      agent: { name: 'billing', digest: 'd' },
+      handoffs: [{ from: 'triage', to: 'billing', step: 0, reason: 'a refund' }],
+    });
+    expect(describeState('turn-1', handed).split('\n')).toContain('  agent billing (handed on: triage → billing)');
+    expect(describeState('turn-1', state([], { agent: { name: 'triage', digest: 'd' } })).split('\n')).toContain('  agent triage');
+    expect(describeState('turn-1', state([]))).not.toContain('agent');
   });
 });
