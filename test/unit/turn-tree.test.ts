@@ -36,7 +36,11 @@ describe('the tree of a turn', () => {
         call('call-0-2', 'helper', { agent: 'helper', workflowId: 'never', status: 'refused' }),
         call('call-0-3', 'helper', { agent: 'helper', workflowId: 'root-call-call-0-0', status: 'completed' }),
       ]),
-      'root-call-call-0-0': state([call('call-0-0', 'lookup_order')], { agent: { name: 'helper', digest: 'd' } }),
+      // The child handed itself on: the tree names the agent asked and the one that runs it now.
+      'root-call-call-0-0': state([call('call-0-0', 'lookup_order')], {
+        agent: { name: 'closer', digest: 'd' },
+        handoffs: [{ from: 'helper', to: 'closer', step: 0 }],
+      }),
     };
     const asked: string[] = [];
     const loadState = async (id: string) => {
@@ -53,7 +57,8 @@ describe('the tree of a turn', () => {
       'shown above',
     ]);
     const text = renderTurnTree(tree);
-    expect(text).toContain('  └─ agent helper · completed · root-call-call-0-0\n     call');
+    expect(text).toContain('  └─ agent helper (now closer) · completed · root-call-call-0-0\n     call');
+    expect(text).toContain('     handoff at step 1: helper → closer\n');
     expect(text).toContain('     (its state could not be read: workflow not found: gone)');
     expect(text).toContain('  └─ agent helper · refused · never\n');
     expect(text).toContain('     (shown above)');
