@@ -46,6 +46,12 @@ export const approvalsSchema = z.strictObject({
   privateKeyEnv: envName.optional(),
   /** How old a signed decision's `signedAt` may be when the turn takes it, by the turn's clock. */
   signatureMaxAge: duration.default('10 minutes'),
+  /**
+   * Where the stand-ins' statements are kept (`tollgate stand-in add`): who may decide in an
+   * approver's place, for a period, each statement signed by that approver's key. Read by the worker
+   * at each turn's start; taken only with approver keys.
+   */
+  standInsFile: z.string().min(1).default('.tollgate/state/stand-ins.json'),
   /** How long an approved irreversible call may wait for a worker to start it; after that it ends as `not_run`. */
   scheduleToStart: positiveDuration.default(DEFAULT_APPROVED_SCHEDULE_TO_START_MS),
   /**

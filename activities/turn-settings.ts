@@ -6,6 +6,14 @@ import { toMilliseconds } from '../common/duration';
 import type { ResolvedTurnLimits } from '../common/contract/turn';
 import type { TollgateConfig } from '../config/config-schema';
 import { notifySettingsOf } from './notify-settings';
+import { readStandIns } from '../policies/stand-in-file';
+import type { StandInStatement } from '../common/stand-in';
+
+/** Settings with the stand-ins' statements in their approvals. */
+const withStandIns = (settings: TurnSettings, standIns: StandInStatement[]): TurnSettings => ({
+  ...settings,
+  approvals: { ...settings.approvals, standIns },
+});
 
 /** The settings' `notify` key, present only when routes are set (the settings of turns without it stay as they were). */
 const notifyOf = (notify: ReturnType<typeof notifySettingsOf>) => (notify ? { notify } : {});
@@ -74,6 +82,12 @@ export function createTurnSettings(config: TollgateConfig, env: NodeJS.ProcessEn
     outcomes: { onUnknown: config.outcomes.onUnknown, resolveTimeoutMs: toMilliseconds(config.outcomes.resolveTimeout) },
   };
   return async function turnSettings(input?: TurnSettingsInput): Promise<TurnSettings> {
+    // Stand-ins are read at each turn's start (the file changes while the worker runs), only where signatures are checked.
+    const standIns = publicKeys ? readStandIns(config.approvals.standInsFile) : [];
+    if (standIns.length > 0) return withStandIns(await base(input), standIns);
+    return base(input);
+  };
+  async function base(input?: TurnSettingsInput): Promise<TurnSettings> {
     const name = input?.agent;
     // A subagent's turn is held to the approver groups of every agent above it too (an agent this worker does not declare has none).
     const aboveGroups = (input?.above ?? []).flatMap((above) => {
@@ -85,5 +99,5 @@ export function createTurnSettings(config: TollgateConfig, env: NodeJS.ProcessEn
     const agent = agents?.get(name);
     if (!agent) return { ...withAbove, unknownAgent: { name, known: agents?.names() ?? [] } };
     return { ...withAbove, agent: agentTurnSettings(agent, agents) };
-  };
+  }
 }

@@ -10,6 +10,7 @@ import { registerIntentCommand } from './cli/intents';
 import { registerKeyCommands } from './cli/keys';
 import { registerReplayCommand } from './cli/replay';
 import { registerServiceCommands } from './cli/services';
+import { registerStandInCommands } from './cli/stand-ins';
 import { registerHistoryCommand, registerTurnCommands } from './cli/turns';
 import { forTerminal } from './terminal-text';
 
@@ -20,6 +21,7 @@ registerKeyCommands(program);
 registerHistoryCommand(program);
 registerIntentCommand(program);
 registerGrantCommands(program);
+registerStandInCommands(program);
 registerServiceCommands(program);
 registerInitCommand(program);
 registerDeployCommands(program);

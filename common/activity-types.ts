@@ -10,6 +10,7 @@ import type { Grant, GrantRequest } from './contract/decisions';
 import type { ApprovalRecord, CallEdit, DelegateRecord, ToolCallRequest, ToolCatalogue, ToolResult } from './contract/tools';
 import type { AgentTurnInput, ModelSelection, ResolvedTurnLimits, TurnLimits, Usage } from './contract/turn';
 import type { AgentReference } from './contract/agent';
+import type { StandInStatement } from './stand-in';
 import type { NotificationReceipt, NotifySettings, SendNotificationInput } from './contract/notifications';
 
 /** The registered names of the activities, as both sides spell them. */
@@ -368,6 +369,8 @@ export interface TurnSettings {
      * person. Left out by workers before them: then every irreversible call asks, as their turns did.
      */
     policies?: boolean;
+    /** The stand-ins' statements whose period has not ended (`approvals.standInsFile`), with signing on; left out when there are none. */
+    standIns?: StandInStatement[];
     /** Config `approvals.notify` (and `createWorker({ notify })`): the routes of notifications; left out when none is set. */
     notify?: NotifySettings;
   };

@@ -150,6 +150,18 @@ export function signDecisionFields(fields: SignedDecisionFields<SignedVerdict>, 
   return bytesBase64(ed25519().sign(decisionSigningBytes(fields), privateKey));
 }
 
+/** The Ed25519 signature, in standard base64, of any signed text's bytes (a stand-in's statement) by a raw 32-byte private key. */
+export function signBytes(bytes: Uint8Array, privateKey: Uint8Array): string {
+  return bytesBase64(ed25519().sign(bytes, privateKey));
+}
+
+/** Whether a signature (strict standard base64 of 64 bytes) over the bytes verifies with a public key (base64), by strict RFC 8032. */
+export function signatureVerifies(signature: string, bytes: Uint8Array, publicKey: string): boolean {
+  const signatureBytes = base64Bytes(signature);
+  if (signatureBytes?.length !== ED25519_BYTES.signature) return false;
+  return verifies(signatureBytes, bytes, looseBase64Bytes(publicKey));
+}
+
 /** The raw public key of a raw 32-byte Ed25519 private key. */
 export function publicKeyOf(privateKey: Uint8Array): Uint8Array {
   return ed25519().getPublicKey(privateKey);

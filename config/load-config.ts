@@ -75,6 +75,7 @@ export function parseConfig(
   config.temporal.devServer.logFile = resolve(config.temporal.devServer.logFile);
   config.store.sqliteFile = resolve(config.store.sqliteFile);
   config.inbox.passkeysFile = resolve(config.inbox.passkeysFile);
+  config.approvals.standInsFile = resolve(config.approvals.standInsFile);
   for (const channel of Object.values(config.approvals.notify.channels))
     if (channel.type === 'email' && channel.smtp.caFile) channel.smtp.caFile = resolve(channel.smtp.caFile);
   resolveToolSourcePaths(config, resolve);

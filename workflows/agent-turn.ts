@@ -87,6 +87,7 @@ async function startRun(input: AgentTurnInput, telemetry: TurnTelemetry): Promis
   const { requireDigest, signing, groups, aboveGroups, policies } = settings;
   Object.assign(decisions.record, { requireDigest, signing, groups, aboveGroups, policies });
   if (settings.notify) decisions.record.notices = waitNotifier(state, settings.notify, decisions.record);
+  if (settings.standIns) decisions.record.standIns = settings.standIns;
   Object.assign(decisions.approvals, { allowedTools, historyFull: () => historyReached(limits) });
   Object.assign(decisions.resolutions, { mode: outcomes.onUnknown, timeoutMs: outcomes.resolveTimeoutMs });
   telemetry.metrics = settings.metrics;

@@ -12,6 +12,11 @@ import { createRedactor, type Redactor } from '../../hardened/redact';
 import { stateQuery } from '../../workflows/messages';
 import type { TollgateClient } from '../tollgate-client';
 
+/** Who decided, as the page names them: a stand-in with the approver they decided for. */
+function standInName(record: { by: string; for?: string }): string {
+  return record.for ? `${record.by} for ${record.for}` : record.by;
+}
+
 /** The turn an item belongs to, as the page shows it. */
 export interface TurnSummary {
   workflowId: string;
@@ -234,7 +239,9 @@ export class InboxItems {
       ...(state.agent ? { agent: state.agent } : {}),
       ...lineageOf(state, this.redactor),
       decided: state.toolCalls.flatMap((event) =>
-        event.approval ? [{ callId: event.callId, tool: event.tool, decision: event.approval.decision, by: event.approval.by }] : [],
+        event.approval
+          ? [{ callId: event.callId, tool: event.tool, decision: event.approval.decision, by: standInName(event.approval) }]
+          : [],
       ),
       webUiLink: `${this.options.webUiUrl}/namespaces/${encodeURIComponent(this.options.config.temporal.namespace)}/workflows/${encodeURIComponent(workflowId)}/${encodeURIComponent(runId)}`,
     };
@@ -318,7 +325,7 @@ export class InboxItems {
         ...base,
         subject: item.pending.callId,
         outcome: decision?.decision ?? 'ended',
-        ...(decision?.approver ? { by: decision.approver } : {}),
+        ...(decision?.approver ? { by: decision.for ? `${decision.approver} for ${decision.for}` : decision.approver } : {}),
       };
     }
     if (item.kind === 'resolution') {
@@ -327,7 +334,7 @@ export class InboxItems {
         ...base,
         subject: item.pending.callId,
         outcome: resolution?.outcome ?? 'ended',
-        ...(resolution?.resolver ? { by: resolution.resolver } : {}),
+        ...(resolution?.resolver ? { by: resolution.for ? `${resolution.resolver} for ${resolution.for}` : resolution.resolver } : {}),
       };
     }
     const interruption = state?.modelInterruptions.filter((entry) => entry.step === item.pending.step).at(-1);

@@ -74,6 +74,8 @@ export interface DecisionSignature {
   signedAt?: string;
   /** Base64 Ed25519 signature over the decision's signed fields (docs/approvals.md). */
   signature?: string;
+  /** Set by the turn on a decision taken from a stand-in: the approver who named them, in whose place they decided. */
+  for?: string;
 }
 
 /** What an update returns for an accepted decision: the fields that name it, and `accepted`. */

@@ -57,6 +57,8 @@ export interface ApprovalRecord {
   decision: 'approve' | 'deny';
   by: string;
   via: 'person' | 'rule' | 'grant';
+  /** A decision by a stand-in: the approver who named them, in whose place they decided. */
+  for?: string;
 }
 
 /** An approval with edited arguments, as its event records it. */

@@ -4,6 +4,10 @@ import type { TurnPhase, TurnState } from '../../common/contract/turn';
 import { signatureProblem, type SignatureParts } from '../../common/signed-decision';
 import { unencryptedMode } from '../../common/unencrypted';
 import { groupProblem, type ApproverGroups } from '../../common/approver-groups';
+import { standingFor, type StandInStatement } from '../../common/stand-in';
+
+/** Marks the decision the group check judges as if the approver named by a stand-in's statement had sent it. */
+const AS_APPROVER = Symbol('as the approver a stand-in decides for');
 import { DecisionLedger } from './ledger';
 
 /**
@@ -122,6 +126,8 @@ export class DecisionRecord {
   policies = false;
   /** Who is told of each wait as it opens and closes, and to whom a wait was escalated (config `approvals.notify`). */
   notices?: WaitNotices;
+  /** Statements naming stand-ins, signed by the approvers' keys (read at the turn's start; taken only with signing on). */
+  standIns?: StandInStatement[];
 
   constructor(
     readonly state: TurnState,
@@ -176,6 +182,8 @@ export interface WaitObserver<K extends Kind> {
  */
 export class DecisionDesk<K extends Kind> {
   private readonly decided = new Map<string, Decision<K>>();
+  /** Subjects whose decision being judged comes from a stand-in, with the approver they stand in for. */
+  readonly standingIn = new Map<string, string>();
 
   constructor(
     readonly declaration: DecisionKind<K>,
@@ -254,6 +262,11 @@ export class DecisionDesk<K extends Kind> {
     const round = this.pendingFor(subject)?.round ?? 1;
     const taken = this.declaration.taken(decision, round, this.record.signing !== undefined);
     amend?.(taken);
+    // Taken from a stand-in: the record names the approver in whose place they decided. Judged here again, since an
+    // update's validator (which judged it first) does not run on replay.
+    if (this.record.standIns?.length) this.judge(decision);
+    const onBehalf = this.standingIn.get(subject);
+    if (onBehalf !== undefined) Object.assign(taken, { for: onBehalf });
     this.decided.set(subject, taken);
     this.declaration.record?.(this.record.state, taken);
     this.record.ledger.takeSignature((decision as { signature?: unknown }).signature);
@@ -345,7 +358,9 @@ export const checks = {
    * signing is on, else the name the decision gives (which only signing proves).
    */
   inGroup<K extends Kind>(decider: (decision: Partial<Decision<K>>) => unknown, tool: (pending: Pending<K>) => string): Check<K> {
-    return ({ decision, pending, desk }) => {
+    const check: Check<K> = ({ decision, pending, desk }) => {
+      const outer = !(decision as { [AS_APPROVER]?: true })[AS_APPROVER];
+      if (outer && pending) desk.standingIn.delete(desk.declaration.pendingSubject(pending));
       const { groups, aboveGroups = [], signing } = desk.record;
       if ((!groups && aboveGroups.length === 0) || !pending) return undefined;
       const keyId = (decision as { keyId?: unknown }).keyId;
@@ -360,10 +375,29 @@ export const checks = {
             groupProblem(above, tool(pending), who)?.replace('(approvals.groups)', '(the groups of an agent above this subagent)'),
           )
           .find((why) => why !== undefined);
+      if (!problem) return undefined;
       // A wait escalated to an approver group may be decided by its members too.
-      const escalatedTo = problem && desk.record.notices?.escalatedTo(desk.declaration.kind, desk.declaration.pendingSubject(pending));
-      return escalatedTo && desk.record.notices!.membersOf(escalatedTo).includes(who as string) ? undefined : problem;
+      const subject = desk.declaration.pendingSubject(pending);
+      const escalatedTo = desk.record.notices?.escalatedTo(desk.declaration.kind, subject);
+      if (escalatedTo && desk.record.notices!.membersOf(escalatedTo).includes(who as string)) return undefined;
+      // A stand-in decides where the approver who named them may, as this same check says of the approver (no chains).
+      const { standIns } = desk.record;
+      if (!outer || !signing || !standIns?.length || typeof who !== 'string') return problem;
+      const approverMay = (approver: string) =>
+        check({ decision: { ...decision, keyId: approver, approver, resolver: approver, [AS_APPROVER]: true }, pending, desk }) ===
+        undefined;
+      const forWhom = standingFor({
+        statements: standIns,
+        publicKeys: signing.publicKeys,
+        decider: who,
+        mayDecide: approverMay,
+        now: desk.record.host.now(),
+      });
+      if (forWhom === undefined) return problem;
+      desk.standingIn.set(subject, forWhom);
+      return undefined;
     };
+    return check;
   },
   /** Its signature authenticates it, when the worker has approver keys. */
   signed<K extends Kind>(): Check<K> {

@@ -92,7 +92,12 @@ async function giveGrant(context: EffectContext, decision: ApprovalDecision): Pr
 
 /** Who decided, as the call's event shows it. */
 function personal(decision: ApprovalDecision): ApprovalRecord {
-  return { decision: decision.decision, by: decision.approver ?? 'a person', via: 'person' };
+  return {
+    decision: decision.decision,
+    by: decision.approver ?? 'a person',
+    via: 'person',
+    ...(decision.for ? { for: decision.for } : {}),
+  };
 }
 
 /**

@@ -6,6 +6,7 @@ import { approversOf, type ApproverGroups } from '../../common/approver-groups';
 import { FAILURE_TYPE } from '../../common/failures';
 import type { Signing } from '../decisions/desk';
 import type { NotifySettings } from '../../common/contract/notifications';
+import type { StandInStatement } from '../../common/stand-in';
 
 /** What a turn does with a stream cut off after chunks went out. */
 export type StreamSettings = Required<TurnSettings>['interruptedStreams'];
@@ -34,6 +35,8 @@ export interface TurnRunSettings {
   agent?: AgentTurnSettings;
   /** Who is told of the turn's waits (config `approvals.notify`); left out when nobody is. */
   notify?: NotifySettings;
+  /** Stand-ins' statements, signed by the approvers who named them (with signing on); left out when there are none. */
+  standIns?: StandInStatement[];
 }
 
 /**
@@ -89,6 +92,7 @@ export async function settingsFor({
     outcomes: settings.outcomes,
     ...(agent ? { agent } : {}),
     ...(settings.approvals.notify && settings.approvals.notify.routes.length > 0 ? { notify: settings.approvals.notify } : {}),
+    ...(settings.approvals.standIns?.length ? { standIns: settings.approvals.standIns } : {}),
   };
 }
 
