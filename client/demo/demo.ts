@@ -1,10 +1,11 @@
 // `npm run demo [-- "<request>"] [--approve | --deny] [--model NAME | --model loopback] [--mcp | --openapi]
-// [--keep-server] [--task-id ID] [--inbox] [--rules FILE] [--delegate]`: one real agent turn, end to end. `--delegate` runs
+// [--keep-server] [--task-id ID] [--inbox [--notify]] [--rules FILE] [--delegate]`: one real agent turn, end to end. `--delegate` runs
 // a coordinator agent that asks a researcher subagent (a child turn, client/demo/delegate-demo.ts); the researcher's send
 // waits in the child and is decided here from the root's state, and the tree is printed. `--rules` gives the worker
 // approval rules from a YAML file (examples/approval-rules.yaml) and plays a turn that sends twice: a routine
 // note a rule approves, and one the rules leave to a person. `--inbox` serves the web inbox
-// and waits for the send to be decided there (it prints a one-time link to enroll a passkey). `--mcp` runs a turn through the
+// and waits for the send to be decided there (it prints a one-time link to enroll a passkey); with `--notify` it also starts
+// an SMTP server on loopback, tells it of the waiting send by e-mail and prints the link the mail carries. `--mcp` runs a turn through the
 // filesystem MCP server on a folder of the workspace: reads without approval, a write with one. `--openapi` runs a turn
 // against a small orders API it serves on loopback (examples/openapi/orders.yaml): a GET read and an approved POST,
 // one request each. `--model loopback` runs the
@@ -37,6 +38,8 @@ import { APPROVER_NAME } from '../inbox/passkeys';
 import { parse as parseYaml } from 'yaml';
 import type { ModelSelection } from '../../common/contract/turn';
 import { compileRules, type ApprovalRule } from '../../policies/approval-rules';
+import { startDemoMailServer, type DemoMailServer } from './demo-mail-server';
+import type { NotifyInCode } from '../../worker/notify-in-code';
 
 const DEFAULT_REQUEST = 'What is our refund policy for annual plans?';
 
@@ -52,6 +55,21 @@ function readRules(file: string): ApprovalRule[] {
   if (!Array.isArray(rules)) throw new Error(`--rules ${file}: expected a "rules:" list (see examples/approval-rules.yaml)`);
   compileRules(rules, `${file}: rules`);
   return rules as ApprovalRule[];
+}
+
+/** `--notify`: one e-mail channel to the demo's SMTP server (no TLS, no sign-in: it runs on this machine), told of every waiting send. */
+function demoNotify(port: number): NotifyInCode {
+  return {
+    channels: {
+      'demo-mail': {
+        type: 'email',
+        to: ['approvers@example.com'],
+        from: 'tollgate@example.com',
+        smtp: { host: '127.0.0.1', port, secure: 'none', auth: false },
+      },
+    },
+    routes: [{ tools: ['send_message'], channels: ['demo-mail'] }],
+  };
 }
 
 /** The `--rules` turn: a routine note to the team, then a note to the board that no rule approves. */
@@ -81,6 +99,7 @@ async function main(): Promise<number> {
       inbox: { type: 'boolean', default: false },
       rules: { type: 'string' },
       delegate: { type: 'boolean', default: false },
+      notify: { type: 'boolean', default: false },
     },
   });
   if (values.rules && (values.mcp || values.openapi || values.model))
@@ -93,6 +112,7 @@ async function main(): Promise<number> {
   if (values.openapi && (values.model || values.mcp)) throw new Error('--openapi plays its own script; leave out --model and --mcp');
   if (values.delegate && (values.rules || values.mcp || values.openapi || values.inbox))
     throw new Error('--delegate plays its own tree; leave out --rules, --mcp, --openapi and --inbox');
+  if (values.notify && !values.inbox) throw new Error('--notify tells the people who decide in the web inbox: give it with --inbox');
   const prompt = positionals.join(' ').trim() || DEFAULT_REQUEST;
   const taskId = values['task-id'] ?? `demo-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')}`;
 
@@ -126,12 +146,22 @@ async function main(): Promise<number> {
   let workerRun: Promise<void> | undefined;
   let client: TollgateClient | undefined;
   let inbox: InboxServer | undefined;
+  let mail: DemoMailServer | undefined;
   try {
+    // --notify: the send's wait is told by e-mail to an SMTP server of the demo's own.
+    mail = values.notify ? await startDemoMailServer() : undefined;
+    const notify = mail ? demoNotify(mail.port) : undefined;
     // The worker opens its own connection (registering the search attributes) and store, and closes them when it stops.
     const toolSources = mcp ? [mcpToolSource(mcp.mcp)] : openapi ? [openapiToolSource(openapi.openapi)] : undefined;
     // --delegate: the researcher runs on the model named (the loopback one too), else the config's default.
     const agents = values.delegate ? delegateAgents(values.model) : undefined;
-    worker = await createWorker({ config, approvalRules, ...(toolSources ? { toolSources } : {}), ...(agents ? { agents } : {}) });
+    worker = await createWorker({
+      config,
+      approvalRules,
+      ...(toolSources ? { toolSources } : {}),
+      ...(agents ? { agents } : {}),
+      ...(notify ? { notify } : {}),
+    });
     workerRun = worker.run();
     client = await TollgateClient.connect(config);
     if (values.inbox) {
@@ -148,6 +178,14 @@ async function main(): Promise<number> {
     if (approvalRules) console.log(`Approval rules from ${values.rules}: ${approvalRules.map((rule) => rule.name).join(', ')}.`);
     const handle = await client.startTurn({ taskId, prompt: turnPrompt, model, ...(values.delegate ? { agent: COORDINATOR } : {}) });
     console.log(`Started workflow ${handle.workflowId} on task queue ${config.temporal.taskQueue}.`);
+    // The mail is printed as it arrives; the turn never waits for it.
+    void mail
+      ?.next()
+      .then((received) =>
+        console.log(
+          `A mail reached the local SMTP server: "${forTerminal(received.subject)}"\nIts link opens the item in the web inbox: ${forTerminal(received.link ?? '(none)')}`,
+        ),
+      );
     if (!values.inbox && !values.approve && !values.deny) {
       console.log(`Decide here, or in the web inbox: npm run inbox (http://localhost:${config.inbox.port} once it runs).`);
     }
@@ -200,6 +238,7 @@ async function main(): Promise<number> {
     return result.status === 'completed' ? 0 : 1;
   } finally {
     await inbox?.close();
+    await mail?.close();
     await client?.close();
     if (workerRun) {
       worker?.shutdown();
