@@ -153,6 +153,63 @@ describe('decisions carried up the tree', () => {
   });
 });
 
+describe('the list of waits below after a worker restart', () => {
+  it("is rebuilt from the root's history by a new worker; the decision still reaches the child, and runs once", async () => {
+    const { env, workflowBundle } = environment;
+    const taskQueue = `test-${randomUUID()}`;
+    const base = testConfig();
+    const config = { ...base, temporal: { ...base.temporal, taskQueue } };
+    const store = openConfiguredStore(config);
+    const charge = countingCharge();
+    // The first worker keeps no workflow in its cache, so no task stays bound to it once it is gone; the next starts empty.
+    const newWorker = (workerOptions?: { maxCachedWorkflows: number }) =>
+      createWorker({
+        config,
+        connection: env.nativeConnection,
+        activities: createActivities({ config, tools: [charge.tool], store }),
+        workflowBundle,
+        ...(workerOptions ? { workerOptions } : {}),
+      });
+    const taskId = `task-restart-${randomUUID()}`;
+    const rootId = `turn-${randomUUID()}`;
+    const childId = `${rootId}-call-call-0-1`;
+    // With the cacheless first worker the first listing waited out one workflow task timeout here (10 s by default): 2 s keeps the test short.
+    const start = (workflowId: string, input: Omit<AgentTurnInput, 'taskId'>) =>
+      env.client.workflow.start('agentTurn', { workflowId, taskQueue, args: [{ taskId, ...input }], workflowTaskTimeout: '2s' });
+    try {
+      const root = env.client.workflow.getHandle(rootId);
+      const child = env.client.workflow.getHandle(childId);
+      let before: TurnState | undefined;
+      await (
+        await newWorker({ maxCachedWorkflows: 0 })
+      ).runUntil(async () => {
+        await start(rootId, charging(100));
+        await start(childId, { ...charging(200), lineage: childOf(rootId, rootId, 'call-0-1', ['default', 'billing'], 'charge it') });
+        before = await waitForState(root, (state) => state.waitsBelow?.length === 1);
+      });
+      // The first worker is gone with its cache: the next one replays the root from its history to answer.
+      await (
+        await newWorker()
+      ).runUntil(async () => {
+        const after = await root.query(stateQuery);
+        expect(after.waitsBelow).toEqual(before!.waitsBelow);
+        const [wait] = after.waitsBelow!;
+        expect(wait.workflowId).toBe(childId);
+        await new TollgateClient(env.client, config).approve(wait.workflowId, wait.callId!, { argsDigest: wait.argsDigest });
+        await waitForState(child, (state) => state.phase === 'finished');
+        await waitForState(root, (state) => state.waitsBelow?.length === 0);
+        const rootWait = after.pendingApprovals[0];
+        await root.signal(approvalSignal, { callId: rootWait.callId, decision: 'deny', argsDigest: rootWait.argsDigest });
+        await waitForState(root, (state) => state.phase === 'finished');
+      });
+      expect(charge.charges.get(intentKey(charge.tool, { cents: 200 }, taskId))).toBe(1);
+      expect(charge.charges.size).toBe(1);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('decisions in a tree of delegate calls', () => {
   it("lists the grandchild's approval in the root's state; the client decides it at the grandchild, and it runs once", async () => {
     const client = new TollgateClient(environment.env.client, testConfig());
