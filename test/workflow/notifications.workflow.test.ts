@@ -6,9 +6,11 @@ import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/clie
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalDecision, PendingApproval } from '../../common/contract/decisions';
 import type { AgentTurnResult, TurnState } from '../../common/contract/turn';
+import { z } from 'zod';
+import { defineTool } from '../../tools/define-tool';
 import { sendMessageTool } from '../../tools/built-in/send-message';
 import { createWorker } from '../../worker/create-worker';
-import { decideUpdate, stateQuery } from '../../workflows/messages';
+import { decideUpdate, resolveUpdate, stateQuery } from '../../workflows/messages';
 import { countingCharge } from '../helpers/counting-charge';
 import { startCountingWebhookReceiver, type CountingWebhookReceiver } from '../helpers/counting-webhook-receiver';
 import { notifyWorkerConfig } from '../helpers/notify-worker-config';
@@ -232,6 +234,67 @@ describe('notifications of a turn waiting for a person', () => {
       receiver.mode = 'ok';
       receiver.drop();
     }
+  });
+});
+
+describe('notifications of a write whose outcome waits for a person', () => {
+  it('tells of the resolution wait, and again in its round 2 after a not_applied that cannot be checked', async () => {
+    const from = receiver.taken.length;
+    // A payment that applies and is cut off; its status check answers only the first lookup, so a person is asked, twice.
+    const ledger = new Set<string>();
+    let lookups = 0;
+    const input = z.strictObject({ invoice: z.string() });
+    const pay = defineTool({
+      name: 'pay_invoice',
+      description: 'Pays an invoice.',
+      input,
+      effect: 'reversible_write',
+      maxAttempts: 3,
+      status: (_args, { idempotencyKey }) => {
+        if (++lookups >= 2) throw new Error('the ledger did not answer');
+        return ledger.has(idempotencyKey) ? { state: 'applied', data: { paid: true } } : 'not_applied';
+      },
+      handler: async (_args, { idempotencyKey }) => {
+        ledger.add(idempotencyKey!);
+        throw Object.assign(new Error('write ECONNRESET'), { code: 'ECONNRESET' });
+      },
+    });
+    const config = notifyConfig({ routes: [{ tools: ['pay_invoice'], channels: ['hook-a'] }] });
+    const { result, state } = await runTurn({
+      config: { ...config, outcomes: { ...config.outcomes, onUnknown: 'ask' }, retry: { ...config.retry, initialInterval: '100ms' } },
+      tools: [pay],
+      input: { prompt: 'x', model: scripted([{ toolCalls: [{ tool: 'pay_invoice', args: { invoice: 'INV-7' } }] }, { text: 'done' }]) },
+      interact: async (handle) => {
+        const resolve = async (round: number, outcome: 'applied' | 'not_applied') => {
+          const seen = await waitForState(handle, (current) =>
+            (current.pendingResolutions ?? []).some((entry) => entry.round === round && entry.notifications?.length === 1),
+          );
+          const pending = seen.pendingResolutions![0];
+          expect(pending.notifications).toEqual([expect.objectContaining({ channel: 'hook-a', status: 'sent', kind: 'resolution' })]);
+          const decision = {
+            callId: pending.callId,
+            outcome,
+            argsDigest: pending.argsDigest,
+            resolver: 'maria',
+            ...(round > 1 ? { round } : {}),
+          };
+          await handle.executeUpdate(resolveUpdate, { args: [decision] });
+        };
+        await resolve(1, 'not_applied');
+        await resolve(2, 'applied');
+      },
+    });
+    expect(result.toolCalls).toEqual([expect.objectContaining({ tool: 'pay_invoice', status: 'success' })]);
+    const told = takenSince(from);
+    expect(told.map((delivery) => [delivery.data.kind, delivery.data.round])).toEqual([
+      ['resolution', 1],
+      ['resolution', 2],
+    ]);
+    expect(new Set(told.map((delivery) => delivery.id)).size).toBe(2);
+    expect(state.notifications!.map((receipt) => [receipt.kind, receipt.round, receipt.status])).toEqual([
+      ['resolution', 1, 'sent'],
+      ['resolution', 2, 'sent'],
+    ]);
   });
 });
 
