@@ -86,6 +86,8 @@ export function takeTurnMessages(state: TurnState, { record, approvals, resoluti
     const why = below.judge(message.value);
     if (why) return record.reject(message.value, why);
     below.take(message.value as WaitsReport);
+    // The Web UI's details list the waits below too.
+    record.host.publish();
   });
   takeDecisions<ApprovalDecision, DecisionReceipt>(
     {

@@ -6,6 +6,7 @@ import type { WaitBelow, WaitsReport } from '../../common/contract/decisions';
 import type { TurnLineage } from '../../common/contract/turn';
 import { MAX_WAITS_BELOW, WaitsBelow } from '../../workflows/decisions/waits-below';
 import { startingState } from '../../workflows/turn/turn-run';
+import { renderDetails } from '../../workflows/decisions/details';
 
 const ROOT = 'turn-r';
 const CHILD = `${ROOT}-call-call-0-1`;
@@ -123,5 +124,18 @@ describe('waits below a turn', () => {
     expect(text).toContain(`its parent ${CHILD} asked (call call-0-1): pay \\u{202E}evil\\u{202C}`);
     expect(text.replaceAll('\n', '')).not.toMatch(/[\p{Cc}\p{Cf}]/u);
     expect(describeLineage(undefined)).toEqual([]);
+  });
+  it("shows the Web UI's details of a subagent and of the root: where each stands, escaped, and no request text", () => {
+    const child = startingState('task');
+    const lineage = { ...lineageOf(CHILD, ROOT, 1), path: ['lead', 'bill\u202Eing|x'], request: 'secret plan' };
+    child.pendingApprovals.push({ ...wait(CHILD, ROOT, 1), args: {}, requestedAt: 'y', lineage } as never);
+    const shown = renderDetails(child);
+    expect(shown).toContain(`**Subagent** agents lead → bill\\u{202E}ing\\|x · depth 1 · root \`${ROOT}\``);
+    expect(shown).not.toContain('secret plan');
+    const root = startingState('task');
+    root.waitsBelow = [wait(GRANDCHILD, CHILD, 2)];
+    const listed = renderDetails(root);
+    expect(listed).toContain("### Waiting in subagents' turns");
+    expect(listed).toContain(`- **call-0-0** · approval · charge_card · in \`${GRANDCHILD}\` · agents a → b → c · expires x`);
   });
 });

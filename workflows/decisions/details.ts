@@ -1,4 +1,4 @@
-import type { PendingApproval, PendingResolution, PendingResume } from '../../common/contract/decisions';
+import type { PendingApproval, PendingResolution, PendingResume, WaitBelow, WaitLineage } from '../../common/contract/decisions';
 import type { TurnState } from '../../common/contract/turn';
 import { displayText, displayValue, hiddenWarning } from '../../common/display-text';
 
@@ -84,11 +84,37 @@ function resolutionDetails(waiting: PendingResolution[]): string[] {
   return lines;
 }
 
+/**
+ * The decisions waiting in the turns below this one (subagents'), each with the turn to send it to.
+ * What the parent asked is not shown here: it is the model's text, unredacted (the inboxes redact it).
+ */
+function belowDetails(waiting: WaitBelow[]): string[] {
+  const lines = ["### Waiting in subagents' turns", ''];
+  for (const wait of waiting) {
+    const subject = wait.kind === 'resume' ? `step ${(wait.step ?? 0) + 1}` : cell(wait.callId ?? '');
+    lines.push(
+      `- **${subject}** · ${wait.kind}${wait.tool ? ` · ${cell(wait.tool)}` : ''} · in \`${cell(wait.workflowId)}\` · ${pathOf(wait.lineage)} · expires ${cell(wait.expiresAt)}`,
+    );
+  }
+  lines.push(
+    '',
+    'Each is decided at the turn that waits (its workflow id above), as any decision: `tollgate inbox` shows what each needs.',
+    '',
+  );
+  return lines;
+}
+
+/** The agents from the root's down to the waiting turn's. */
+function pathOf(lineage: WaitLineage): string {
+  return `agents ${lineage.path.map((agent) => cell(String(agent))).join(' → ')}`;
+}
+
 /** Each kind's section of the details, in the order they are shown; a kind with nothing waiting shows none. */
 const SECTIONS: Array<(state: TurnState) => string[]> = [
   (state) => (state.pendingApprovals.length > 0 ? approvalDetails(state.pendingApprovals) : []),
   (state) => (state.pendingResume ? resumeDetails([state.pendingResume]) : []),
   (state) => ((state.pendingResolutions?.length ?? 0) > 0 ? resolutionDetails(state.pendingResolutions!) : []),
+  (state) => ((state.waitsBelow?.length ?? 0) > 0 ? belowDetails(state.waitsBelow!) : []),
 ];
 
 /** The markdown the Web UI shows for a turn: what waits for a person (approvals, a resume decision, resolutions) and the tool calls so far. */
@@ -99,6 +125,15 @@ export function renderDetails(state: TurnState): string {
   ];
   // Which agent asks: a person deciding on its calls sees whose turn it is, and which definition of it.
   if (state.agent) lines.splice(1, 0, `**Agent** ${cell(state.agent.name)} · definition \`${state.agent.digest.slice(0, 12)}\``);
+  // A subagent's turn that waits says where it stands: its decisions are sent here, not to its root.
+  const lineage = [
+    ...state.pendingApprovals,
+    ...(state.pendingResolutions ?? []),
+    ...(state.pendingResume ? [state.pendingResume] : []),
+  ].find((pending) => pending.lineage)?.lineage;
+  if (lineage) {
+    lines.splice(1, 0, `**Subagent** ${pathOf(lineage)} · depth ${cell(String(lineage.depth))} · root \`${cell(lineage.rootWorkflowId)}\``);
+  }
   for (const section of SECTIONS) lines.push(...section(state));
   if (state.toolCalls.length > 0) {
     lines.push('### Tool calls', '');
