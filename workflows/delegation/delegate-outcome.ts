@@ -5,6 +5,7 @@ import type { ToolEffect } from '../../common/codes';
 import type { DelegateStatus } from '../../common/contract/tools';
 import type { AgentTurnResult } from '../../common/contract/turn';
 import { TOOL_DEFAULTS } from '../../common/defaults';
+import { EFFECT_TRAITS } from '../../common/effects';
 
 /** How much of a child's answer a failure's message quotes. */
 const ANSWER_QUOTED_CHARS = 500;
@@ -77,7 +78,9 @@ export function outcomeOfFailure(agent: string, effect: ToolEffect, error: unkno
   const status = statusOfFailure(error);
   const cause = error instanceof ChildWorkflowFailure && error.cause ? error.cause.message : (error as Error)?.message;
   const message = `agent ${agent}'s turn ${status}${cause ? `: ${cause}` : ''}`;
-  if (effect === 'read') return { outcome: BoundaryResults.failure('tool_failure', message, { retryable: false }), status };
+  // Only a child whose tools are all safe to run again (reads) failed harmlessly.
+  if (EFFECT_TRAITS[effect].retry === 'bounded')
+    return { outcome: BoundaryResults.failure('tool_failure', message, { retryable: false }), status };
   // Executions are not known: the child's events did not come back.
   return { outcome: BoundaryResults.outcomeUnknown(`${message}; its writes may or may not have taken effect`, 0), status };
 }
