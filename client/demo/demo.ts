@@ -22,7 +22,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { loadConfig } from '../../config/load-config';
 import { ensureServer } from '../../server/dev-server';
 import { binaryPath } from '../../server/temporal-binaries';
-import { createWorker } from '../../worker/create-worker';
+import { createWorker, type CreateWorkerOptions } from '../../worker/create-worker';
 import { startLoopbackModelServer } from './loopback-model-server';
 import { mcpToolSource } from '../../tools/mcp/mcp-tool-source';
 import { mcpDemo } from './mcp-demo';
@@ -39,7 +39,6 @@ import { parse as parseYaml } from 'yaml';
 import type { ModelSelection } from '../../common/contract/turn';
 import { compileRules, type ApprovalRule } from '../../policies/approval-rules';
 import { startDemoMailServer, type DemoMailServer } from './demo-mail-server';
-import type { NotifyInCode } from '../../worker/notify-in-code';
 
 const DEFAULT_REQUEST = 'What is our refund policy for annual plans?';
 
@@ -58,7 +57,7 @@ function readRules(file: string): ApprovalRule[] {
 }
 
 /** `--notify`: one e-mail channel to the demo's SMTP server (no TLS, no sign-in: it runs on this machine), told of every waiting send. */
-function demoNotify(port: number): NotifyInCode {
+function demoNotify(port: number): NonNullable<CreateWorkerOptions['notify']> {
   return {
     channels: {
       'demo-mail': {
