@@ -25,14 +25,14 @@ type RecordedEvent = { startChildWorkflowExecutionInitiatedEventAttributes?: { w
 
 /**
  * The id the workflow ran under, which replay needs when the code derives ids from it (a
- * conversation names its turns `<id>-turn-<n>`): named in the file, else read from the first
- * child turn, else the file's name.
+ * conversation names its turns `<id>-turn-<n>`, a delegate call its subagent's `<id>-call-<callId>`): named in the
+ * file, else read from the first child turn, else the file's name.
  */
 function workflowIdOf(file: string, data: { workflowId?: unknown; events?: RecordedEvent[] }): string {
   if (typeof data.workflowId === 'string' && data.workflowId) return data.workflowId;
   const child = data.events?.find((event) => event.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId);
   const childId = child?.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId;
-  const match = childId ? /^(.+)-turn-\d+$/.exec(childId) : null;
+  const match = childId ? /^(.+)-(?:turn-\d+|call-call-\d+-\d+)$/.exec(childId) : null;
   return match ? match[1] : path.basename(file, '.json');
 }
 

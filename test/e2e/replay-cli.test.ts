@@ -60,8 +60,8 @@ describe('tollgate replay', () => {
       cpSync(path.join(PROJECT_ROOT, 'workflows'), changed, { recursive: true });
       const turnFile = path.join(changed, 'agent-turn.ts');
       const source = readFileSync(turnFile, 'utf8');
-      // The line that reads the turn's settings, whatever it names them: the change puts a tool call after it.
-      const settings = /^ {2}const [^\n]* = await settingsFor\([^\n]*\);\n/m.exec(source)?.[0];
+      // The statement that reads the turn's settings (on one line or several), whatever it names them: the change puts a tool call after it.
+      const settings = /^ {2}const [^\n]* = await settingsFor\([^;]*\);\n/m.exec(source)?.[0];
       expect(settings, 'the settings line of workflows/agent-turn.ts').toBeDefined();
       const early =
         "  await proxyActivities<Activities>({ startToCloseTimeout: '1 minute' }).runTool({ taskId, callId: 'early', tool: 'search_local_sources', args: { query: input.prompt } });\n";
