@@ -11,6 +11,7 @@ import { approvalSignal } from '../../workflows/messages';
 import { childWorkflowId } from '../../workflows/delegation/delegate-call';
 import { ran, text, toolCall, useDelegationTree } from '../helpers/delegation-tree';
 import { HISTORY_FOLDER, keepHistory } from '../helpers/histories';
+import { until } from '../helpers/until';
 import { scripted, useTimeSkippingEnvironment } from '../helpers/turn-runner';
 
 /** A recorded tree (a parent, its subagent's child turn with a typed output), replayed by test/workflow/replay.test.ts. */
@@ -129,9 +130,16 @@ describe('a subagent called as a tool', () => {
         childId = childWorkflowId(root, 'call-0-0');
         const waiting = await childState(childId, (state) => state.pendingApprovals.length > 0);
         await handle.cancel();
-        await expect(handle.result()).rejects.toBeInstanceOf(WorkflowFailedError);
+        // The cancel is followed to the child before the parent's result is awaited: awaiting a result lets the
+        // time-skipping server jump to the next timer (the approval's expiry, 24 h on) while the cancel is still on
+        // its way from parent to child, which a real server's clock never does.
         const child = environment.env.client.workflow.getHandle(childId);
-        expect((await child.describe()).status.name).toBe('CANCELLED');
+        const closed = await until('the child closed', async () => {
+          const { status } = await child.describe();
+          return status.name === 'RUNNING' ? undefined : status.name;
+        });
+        expect(closed).toBe('CANCELLED');
+        await expect(handle.result()).rejects.toBeInstanceOf(WorkflowFailedError);
         // The decision arrives after the cancel: the child is closed, nothing runs.
         const [pending] = waiting.pendingApprovals;
         await child
