@@ -54,8 +54,9 @@ export { createActivities, type Activities, type ActivityDependencies } from './
 export { openSqliteStore } from './intents/sqlite-store';
 /** The interface of an idempotency store and its records. */
 export type { IdempotencyStore, IntentRecord, SentNotification } from './intents/intent-store';
-/** A notification channel of your own (given to `createActivities({ notifyChannels })`), the message it sends, and its failure. */
+/** A notification channel of your own (given to `createActivities({ notifyChannels })`), and the failure it throws. */
 export { ChannelFailure, type NotificationChannel } from './notify/notification-channel';
+/** What a channel is given to send: the fields every channel words alike, redacted, escaped and bounded. */
 export type { NotificationFields, NotificationMessage } from './notify/notification-message';
 /** Starts Temporal's dev server from the installed binaries, or reuses one that answers. */
 export { ensureServer, startDevServer, type DevServer, type ServerLease } from './server/dev-server';
