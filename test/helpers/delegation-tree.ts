@@ -18,6 +18,7 @@ import { createWorker } from '../../worker/create-worker';
 import { approvalSignal, stateQuery } from '../../workflows/messages';
 import { openaiStream, startFakeProvider, type FakeProvider, type FakeReply } from './fake-provider';
 import { testConfig } from './test-config';
+import { lookupOrder, refundOrder } from '../fixtures/order-tools';
 
 /** Handler executions by tool and order id, counted where they happen. */
 const executions = new Map<string, number>();
@@ -34,20 +35,6 @@ function counted(tool: ToolDefinition): ToolDefinition {
 /** How many times a tool's handler ran for an order id (ids are unique per test). */
 export const ran = (tool: string, orderId: string) => executions.get(`${tool}:${orderId}`) ?? 0;
 
-const lookupOrder = defineTool({
-  name: 'lookup_order',
-  description: 'Looks an order up.',
-  input: z.strictObject({ orderId: z.string() }),
-  effect: 'read',
-  handler: ({ orderId }) => ({ orderId, paidCents: 1200, state: 'delivered' }),
-});
-const refundOrder = defineTool({
-  name: 'refund_order',
-  description: 'Refunds an order.',
-  input: z.strictObject({ orderId: z.string(), cents: z.number().int().positive() }),
-  effect: 'irreversible_write',
-  handler: ({ cents }) => ({ refundedCents: cents }),
-});
 // A bank that takes the request and answers too late: the call is cut off at its timeout, its outcome unknown.
 const payOut = defineTool({
   name: 'pay_out',

@@ -13,7 +13,7 @@ import type { AgentOutput } from '../../common/contract/agent';
 import type { AgentTurnInput, AgentTurnResult } from '../../common/contract/turn';
 import type { TollgateConfig } from '../../config/config-schema';
 import { openSqliteStore } from '../../intents/sqlite-store';
-import { defineTool, type ToolDefinition } from '../../tools/define-tool';
+import type { ToolDefinition } from '../../tools/define-tool';
 import { createWorker } from '../../worker/create-worker';
 import { closeConversationSignal, decideUpdate, sendUpdate, stateQuery } from '../../workflows/messages';
 import { waitForState } from '../helpers/turn-runner';
@@ -25,6 +25,7 @@ import { HISTORY_FOLDER, keepHistory } from '../helpers/histories';
 const OUTPUT_SENT_BACK_HISTORY = path.join(HISTORY_FOLDER, 'agent-output-sent-back.json');
 const INSTRUCTIONS_FUNCTION_HISTORY = path.join(HISTORY_FOLDER, 'agent-instructions-function.json');
 import { useTimeSkippingEnvironment } from '../helpers/turn-runner';
+import { lookupOrder, refundOrder } from '../fixtures/order-tools';
 
 const environment = useTimeSkippingEnvironment();
 let provider: FakeProvider;
@@ -46,20 +47,6 @@ function counted(tool: ToolDefinition): ToolDefinition {
 }
 const ran = (tool: string) => executions.get(tool) ?? 0;
 
-const lookupOrder = defineTool({
-  name: 'lookup_order',
-  description: 'Looks an order up.',
-  input: z.strictObject({ orderId: z.string() }),
-  effect: 'read',
-  handler: ({ orderId }) => ({ orderId, paidCents: 1200, state: 'delivered' }),
-});
-const refundOrder = defineTool({
-  name: 'refund_order',
-  description: 'Refunds an order.',
-  input: z.strictObject({ orderId: z.string(), cents: z.number().int().positive() }),
-  effect: 'irreversible_write',
-  handler: ({ cents }) => ({ refundedCents: cents }),
-});
 const tools = [counted(lookupOrder), counted(refundOrder)];
 
 const support = defineAgent({

@@ -8,19 +8,19 @@ import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { describe, expect, it, beforeAll, afterAll } from 'vitest';
-import { z } from 'zod';
 import { createActivities } from '../../activities';
 import { defineAgent, type AgentDefinition } from '../../agents/define-agent';
 import type { AgentTurnInput, AgentTurnResult } from '../../common/contract/turn';
 import type { TollgateConfig } from '../../config/config-schema';
 import { openSqliteStore } from '../../intents/sqlite-store';
-import { defineTool, type ToolDefinition } from '../../tools/define-tool';
+import type { ToolDefinition } from '../../tools/define-tool';
 import { createWorker } from '../../worker/create-worker';
 import { decideUpdate, stateQuery } from '../../workflows/messages';
 import { openaiStream, startFakeProvider, type FakeProvider, type FakeReply } from '../helpers/fake-provider';
 import { HISTORY_FOLDER, keepHistory } from '../helpers/histories';
 import { testConfig } from '../helpers/test-config';
 import { useTimeSkippingEnvironment, waitForState } from '../helpers/turn-runner';
+import { lookupOrder, refundOrder } from '../fixtures/order-tools';
 
 /** A turn with a handoff and one refused past the bound, replayed by test/workflow/replay.test.ts with the others (TOLLGATE_RECORD_HISTORIES=1 writes it). */
 const HANDOFF_HISTORY = path.join(HISTORY_FOLDER, 'agent-handoff.json');
@@ -45,20 +45,6 @@ function counted(tool: ToolDefinition): ToolDefinition {
 }
 const ran = (tool: string) => executions.get(tool) ?? 0;
 
-const lookupOrder = defineTool({
-  name: 'lookup_order',
-  description: 'Looks an order up.',
-  input: z.strictObject({ orderId: z.string() }),
-  effect: 'read',
-  handler: ({ orderId }) => ({ orderId, paidCents: 1200, state: 'delivered' }),
-});
-const refundOrder = defineTool({
-  name: 'refund_order',
-  description: 'Refunds an order.',
-  input: z.strictObject({ orderId: z.string(), cents: z.number().int().positive() }),
-  effect: 'irreversible_write',
-  handler: ({ cents }) => ({ refundedCents: cents }),
-});
 const tools = [counted(lookupOrder), counted(refundOrder)];
 
 /** Billing: its instructions a function of the turn's input (run once, recorded), refunds decided by its own rule up to 5 EUR. */
