@@ -83,8 +83,13 @@ async function buildLoad(client: Client, deploymentName: string, buildId: string
       .query(stateQuery)
       .catch(() => undefined);
     const wait = state && oldestPending(state);
-    if (wait && (!oldestWait || Date.parse(wait.since) < Date.parse(oldestWait.since)))
-      oldestWait = { workflowId: execution.workflowId, ...wait };
+    // Waits that began in the same millisecond are ordered by workflow id, so the answer does not depend on the list's order.
+    const earlier =
+      wait &&
+      (!oldestWait ||
+        Date.parse(wait.since) < Date.parse(oldestWait.since) ||
+        (Date.parse(wait.since) === Date.parse(oldestWait.since) && execution.workflowId < oldestWait.workflowId));
+    if (earlier) oldestWait = { workflowId: execution.workflowId, ...wait };
   }
   return { openTurns, openConversations, waitingForPerson, oldestWait };
 }

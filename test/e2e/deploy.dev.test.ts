@@ -136,7 +136,7 @@ describe('a deploy by worker versioning on the dev server', () => {
     const [oldest] = [
       { workflowId: turnA, since: pendingA.requestedAt },
       { workflowId: turnB, since: pendingB.requestedAt },
-    ].sort((a, b) => Date.parse(a.since) - Date.parse(b.since));
+    ].sort((a, b) => Date.parse(a.since) - Date.parse(b.since) || (a.workflowId < b.workflowId ? -1 : 1));
     expect(afterPromotion.oldestWait).toEqual({ kind: 'approval', ...oldest });
     expect(await build(status(), v2Id)).toMatchObject({ state: 'current', openTurns: 0 });
 
